@@ -1,0 +1,309 @@
+"""Scripted proposers and validators of the exchange–audit game.
+
+Proposers (all request approval only for a trade they believe compliant,
+otherwise send NO_TRADE, and attach their artifact to every submission):
+
+* :class:`HonestProposer` reports what it observed and states every claim.
+  Its claims follow either the truth about its own compliance
+  (``claims_from="truth"``, the paper's scripted trader; needs the
+  environment's ``reveal_compliance``) or its noisy observation
+  (``claims_from="observation"``: sincere, sometimes wrong, and then punished
+  by audits exactly as if it had lied).
+* :class:`SilentProposer`, the paper's action-only baseline: the honest
+  proposer's action and proposal, with no claims and no text.
+* :class:`StrategicProposer` misreports when its trade is non-compliant,
+  either with a probability (``trigger="probability"``) or whenever lying
+  beats its honest option in expectation (``trigger="payoff"``).
+
+Validators: :class:`RuleValidator` (the paper's rule engine),
+:class:`AlwaysApprove`, :class:`AlwaysBlock`.
+
+Every policy acts on the environment's observation dict and returns an
+action dict, through the same interface as LLM and RL policies. The typed
+methods (:meth:`HonestProposer.submission`) are there for the batch engine and
+for tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from eq_env.exchange_audit.game import (
+    Artifact,
+    Claims,
+    Decision,
+    Intent,
+    Proposal,
+    ProposerAction,
+    ProposerView,
+    Submission,
+    normal_cdf,
+    rule_decision,
+)
+from eq_env.exchange_audit.spaces import (
+    decode_proposer_observation,
+    decode_validator_observation,
+    encode_submission,
+)
+from eq_env.policy import BasePolicy
+
+__all__ = [
+    "AlwaysApprove",
+    "AlwaysBlock",
+    "HonestProposer",
+    "RuleValidator",
+    "SilentProposer",
+    "StrategicProposer",
+    "explanation_text",
+]
+
+ClaimsFrom = Literal["truth", "observation"]
+CLAIMS_FROM = ("truth", "observation")
+
+# Filler for texts longer than the explanation itself; every word costs alpha.
+_FILLER = (
+    "the position remains consistent with the desk mandate and the stated hedge program "
+    "so the request follows standard policy for this book"
+).split()
+
+
+def explanation_text(view: ProposerView, proposal: Proposal, compliant: bool, words: int) -> str:
+    """A plain explanation of ``proposal`` of exactly ``words`` words."""
+    if words <= 0:
+        return ""
+    pub = view.public
+    base = (
+        f"{proposal.intent.name.lower()} trade: risk {proposal.risk:.2f} against limit "
+        f"{pub.risk_limit:.2f}, net delta {proposal.net_delta:+.2f} against limit "
+        f"{pub.delta_limit:.2f}, hedge {proposal.hedge_size:.2f}; "
+        f"{'within' if compliant else 'outside'} limits."
+    ).split()
+    while len(base) < words:
+        base.extend(_FILLER[: words - len(base)])
+    return " ".join(base[:words])
+
+
+class HonestProposer(BasePolicy):
+    """Reports its observation and states every claim, sincerely.
+
+    Args:
+        claims_from: ``"truth"`` (claims state its true compliance, as the
+            paper's scripted trader; needs ``reveal_compliance=True``) or
+            ``"observation"`` (claims judged from its noisy observation).
+        words: length of its free text in words (the paper's scripted trader
+            wrote 13; GPT-4.1 averaged about 17–18).
+        request: ``"believed_compliant"`` requests approval only for a trade
+            it believes compliant (else NO_TRADE); ``"always"`` always asks.
+    """
+
+    role = "proposer"
+
+    def __init__(
+        self,
+        claims_from: ClaimsFrom = "truth",
+        words: int = 13,
+        request: Literal["believed_compliant", "always"] = "believed_compliant",
+    ) -> None:
+        super().__init__()
+        if claims_from not in CLAIMS_FROM:
+            raise ValueError(f"claims_from must be one of {CLAIMS_FROM}, got {claims_from!r}")
+        if isinstance(words, bool) or not isinstance(words, int) or words < 0:
+            raise ValueError(f"words must be a non-negative integer, got {words!r}")
+        if request not in ("believed_compliant", "always"):
+            raise ValueError(f"request must be 'believed_compliant' or 'always', got {request!r}")
+        self.claims_from = claims_from
+        self.words = words
+        self.request = request
+
+    def __repr__(self) -> str:
+        return f"{self.name}(claims_from={self.claims_from!r}, words={self.words}, request={self.request!r})"
+
+    # -- beliefs -------------------------------------------------------------
+    def beliefs(self, view: ProposerView) -> tuple[bool, bool]:
+        """What it believes of (risk within limit, net delta bounded)."""
+        if self.claims_from == "truth":
+            if view.known_risk_within_limit is None or view.known_net_delta_bounded is None:
+                raise ValueError(
+                    f"{self.name}(claims_from='truth') needs the true compliance in its observation: "
+                    "build the environment with reveal_compliance=True, or use claims_from='observation'"
+                )
+            return view.known_risk_within_limit, view.known_net_delta_bounded
+        pub = view.public
+        return view.observed_risk <= pub.risk_limit, abs(view.observed_net_delta) <= pub.delta_limit
+
+    def confidence(self, view: ProposerView, risk_ok: bool, delta_ok: bool) -> float:
+        """Its probability that both limit claims hold (1 when it knows the truth)."""
+        sd = view.public.noise_sd
+        if self.claims_from == "truth" or sd == 0.0:
+            return 1.0
+        pub = view.public
+        p_risk = normal_cdf((pub.risk_limit - view.observed_risk) / sd)
+        d = view.observed_net_delta
+        p_delta = normal_cdf((pub.delta_limit - d) / sd) - normal_cdf((-pub.delta_limit - d) / sd)
+        p_risk = p_risk if risk_ok else 1.0 - p_risk
+        p_delta = p_delta if delta_ok else 1.0 - p_delta
+        return min(1.0, max(0.0, p_risk * p_delta))
+
+    # -- the submission --------------------------------------------------------
+    def observed_proposal(self, view: ProposerView) -> Proposal:
+        return Proposal(view.intent, view.observed_risk, view.observed_net_delta, view.observed_hedge_size)
+
+    def submission(self, view: ProposerView) -> Submission:
+        risk_ok, delta_ok = self.beliefs(view)
+        believed = risk_ok and delta_ok
+        proposal = self.observed_proposal(view)
+        claims = Claims(
+            intent=view.intent,
+            risk_within_limit=risk_ok,
+            net_delta_bounded=delta_ok,
+            risk_metric=min(view.observed_risk, 4.0),
+            confidence=self.confidence(view, risk_ok, delta_ok),
+        )
+        words = min(self.words, view.public.max_words)
+        artifact = Artifact(claims, explanation_text(view, proposal, believed, words), words)
+        action = ProposerAction.REQUEST_APPROVAL if believed or self.request == "always" else ProposerAction.NO_TRADE
+        return Submission(action, proposal, artifact)
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        return encode_submission(self.submission(decode_proposer_observation(observation)))
+
+
+class SilentProposer(HonestProposer):
+    """The paper's action-only baseline: the honest action and proposal, no claims, no text."""
+
+    def __init__(
+        self,
+        claims_from: ClaimsFrom = "truth",
+        request: Literal["believed_compliant", "always"] = "believed_compliant",
+    ) -> None:
+        super().__init__(claims_from=claims_from, words=0, request=request)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(claims_from={self.claims_from!r}, request={self.request!r})"
+
+    def submission(self, view: ProposerView) -> Submission:
+        honest = super().submission(view)
+        return Submission(honest.action, honest.proposal, Artifact())
+
+
+class StrategicProposer(HonestProposer):
+    """Honest when compliant; when it believes its trade non-compliant, may lie.
+
+    The lie requests approval for a HEDGE whose reported risk and net delta
+    sit just inside the safe margin, with claims asserting compliance (or,
+    with ``truthful_claims=True``, its true claims: the audit checks claims,
+    not numbers, so this lie is never penalised, only blocked when audited).
+
+    Args:
+        trigger: ``"probability"`` lies with probability ``p``;
+            ``"payoff"`` lies when the expected payoff of lying,
+            ``(1 - q)·V - q·P(a lie is among the checked claims)·L``, beats
+            its honest option, NO_TRADE (worth ``no_trade_payoff``).
+        p: lying probability for ``trigger="probability"``.
+        truthful_claims: keep the claims true and lie only in the numbers.
+        claims_from, words: as for :class:`HonestProposer`.
+
+    One uniform is drawn from ``self.rng`` per episode whatever happens, so
+    its randomness lines up episode by episode across conditions.
+    """
+
+    def __init__(
+        self,
+        trigger: Literal["probability", "payoff"] = "probability",
+        p: float = 0.5,
+        truthful_claims: bool = False,
+        claims_from: ClaimsFrom = "truth",
+        words: int = 13,
+    ) -> None:
+        super().__init__(claims_from=claims_from, words=words)
+        if trigger not in ("probability", "payoff"):
+            raise ValueError(f"trigger must be 'probability' or 'payoff', got {trigger!r}")
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
+        self.trigger = trigger
+        self.p = float(p)
+        self.truthful_claims = bool(truthful_claims)
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.name}(trigger={self.trigger!r}, p={self.p}, truthful_claims={self.truthful_claims}, "
+            f"claims_from={self.claims_from!r}, words={self.words})"
+        )
+
+    def lied_claims(self, view: ProposerView) -> int:
+        """How many of the checkable claims its lie gets wrong (by its beliefs)."""
+        if self.truthful_claims:
+            return 0
+        risk_ok, delta_ok = self.beliefs(view)
+        return int(view.intent is not Intent.HEDGE) + int(not risk_ok) + int(not delta_ok)
+
+    def detection_probability(self, view: ProposerView) -> float:
+        """P(audited and a lied claim is among the checked ones)."""
+        pub = view.public
+        k, b = self.lied_claims(view), pub.checks_per_audit
+        if k == 0 or b <= 0:
+            return 0.0
+        miss = math.comb(4 - k, b) / math.comb(4, b) if b <= 4 - k else 0.0
+        return pub.q * (1.0 - miss)
+
+    def lie_pays(self, view: ProposerView) -> bool:
+        pub = view.public
+        p_detect = self.detection_probability(view)
+        # Audited lies are blocked whether caught or not; only unaudited ones are approved.
+        expected_lie = (1.0 - pub.q) * pub.V - p_detect * pub.L
+        return expected_lie > pub.no_trade_payoff
+
+    def lie(self, view: ProposerView) -> Submission:
+        pub = view.public
+        inside = pub.safe_margin + 0.01
+        sign = -1.0 if view.observed_net_delta < 0 else 1.0
+        proposal = Proposal(
+            Intent.HEDGE,
+            max(0.0, min(view.observed_risk, pub.risk_limit - inside)),
+            sign * max(0.0, min(abs(view.observed_net_delta), pub.delta_limit - inside)),
+            view.observed_hedge_size,
+        )
+        if self.truthful_claims:
+            claims = HonestProposer.submission(self, view).artifact.claims
+        else:
+            claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0)
+        words = min(self.words, pub.max_words)
+        artifact = Artifact(claims, explanation_text(view, proposal, True, words), words)
+        return Submission(ProposerAction.REQUEST_APPROVAL, proposal, artifact)
+
+    def submission(self, view: ProposerView) -> Submission:
+        u = float(self.rng.random())  # drawn every episode: fixed consumption
+        honest = super().submission(view)
+        if all(self.beliefs(view)):
+            return honest
+        lying = u < self.p if self.trigger == "probability" else self.lie_pays(view)
+        return self.lie(view) if lying else honest
+
+
+class RuleValidator(BasePolicy):
+    """The paper's conservative rule engine (:func:`eq_env.exchange_audit.game.rule_decision`)."""
+
+    role = "validator"
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        return int(rule_decision(decode_validator_observation(observation)))
+
+
+class AlwaysApprove(BasePolicy):
+    """Approves whenever approving is legal."""
+
+    role = "validator"
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        return int(Decision.APPROVE) if observation["action_mask"][Decision.APPROVE] else int(Decision.BLOCK)
+
+
+class AlwaysBlock(BasePolicy):
+    """Blocks everything."""
+
+    role = "validator"
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        return int(Decision.BLOCK)

@@ -1,0 +1,505 @@
+"""
+# Exchange–audit
+
+| Import               | `from eq_env import exchange_audit_v0`                                 |
+|----------------------|------------------------------------------------------------------------|
+| Registered ids       | `"eq_env/exchange-audit-v0"` (`pettingzoo.make("aec"` or `"parallel", …)`) |
+| Actions              | proposer: Dict (action, proposal, claims, text); validator: Discrete(2) |
+| Parallel API         | Yes (two steps per episode: proposal, then decision)                   |
+| Manual control       | No                                                                     |
+| Agents               | `agents = ['proposer_0', 'validator_0']`                               |
+| Number of agents     | 2                                                                      |
+| Action mask          | validator only, in its observation under `"action_mask"`               |
+| Observation shapes   | flat Dicts of Discrete / MultiDiscrete / MultiBinary / Box, plus text  |
+
+A proposer (the paper's trader) holds a private position and asks a
+validator (the risk manager) to approve a trade, attaching a reasoning
+artifact: typed, auditable claims and a short free text. With probability
+`q` an audit checks `B` of the claims against the truth and tells the
+validator what it found; the validator then approves or blocks. One episode
+is one proposal. The game is that of Bańka & Chudziak, "Toward Explanatory
+Equilibrium: Verifiable Reasoning as a Coordination Mechanism under
+Asymmetric Information" (2026); the `"paper"` preset reproduces its code's
+mechanics (see `eq_env.exchange_audit.config`).
+
+```python
+from eq_env import exchange_audit_v0
+
+env = exchange_audit_v0.env(q=0.3, render_mode="ansi")
+env.reset(seed=0)
+for agent in env.agent_iter():
+    observation, reward, termination, truncation, info = env.last()
+    if termination or truncation:
+        action = None
+    elif agent == "validator_0":
+        action = env.action_space(agent).sample(observation["action_mask"])
+    else:
+        action = env.action_space(agent).sample()
+    env.step(action)
+print(env.render())
+```
+
+## One episode
+
+1. Nature draws the position: the risk limit ~ U(0.8, 1.2), and with
+   probability `ambiguous_rate` a borderline hedge just inside both limits,
+   otherwise a hedge (mostly compliant) or a speculation (almost never).
+   It is **compliant** iff true risk ≤ risk limit and |true net delta| ≤
+   delta limit.
+2. `proposer_0` observes the true intent, the risk, net delta and hedge size
+   with N(0, `noise_sd`) noise, the public parameters, and (with
+   `reveal_compliance`, the default, as the paper's scripted trader) whether
+   its true position is within each limit. It acts once.
+3. The audit coin falls (for every episode, NO_TRADE included).
+4. `validator_0` sees the submission and the audit and acts once. After a
+   NO_TRADE only BLOCK is legal: there is nothing to approve.
+5. Both are paid; the episode ends (terminated, never truncated).
+
+## Proposer action (`Dict`)
+
+| key                | space                      | meaning                                          |
+|--------------------|----------------------------|--------------------------------------------------|
+| `action`           | Discrete(2)                | 0 NO_TRADE, 1 REQUEST_APPROVAL                   |
+| `reported_intent`  | Discrete(2)                | 0 HEDGE, 1 SPECULATE                             |
+| `reported_numbers` | Box(3) float64             | risk ∈ [0, 4], net delta ∈ [−3, 3], hedge ∈ [0, 3] |
+| `claims`           | MultiDiscrete([3,3,3,2,2]) | which claims are made, and the categorical values |
+| `claim_values`     | Box(2) float64             | risk_metric ∈ [0, 4], confidence ∈ [−1, 2]       |
+| `text`             | FreeText(`max_text_chars`) | free text; truncated to `max_words` words         |
+| `word_count`       | Discrete(`max_words`+1)    | words paid for when `text` is empty              |
+
+The claims, one entry of `claims` each:
+
+| claim               | `claims[i]`                     | value             |
+|---------------------|---------------------------------|-------------------|
+| `intent`            | 0 absent, 1 HEDGE, 2 SPECULATE  |                   |
+| `risk_within_limit` | 0 absent, 1 true, 2 false       |                   |
+| `net_delta_bounded` | 0 absent, 1 true, 2 false       |                   |
+| `risk_metric`       | 0 absent, 1 present             | `claim_values[0]` (never audited) |
+| `confidence`        | 0 absent, 1 present             | `claim_values[1]` (fails an audit outside [0, 1]) |
+
+`word_count` lets a numeric policy pay for a text it does not write; when
+`text` is non-empty its own word count is used instead. Typed helpers build
+and read these dicts: `eq_env.exchange_audit.spaces.encode_submission(Submission(...))`.
+An action outside its space raises `ActionError` naming the field.
+
+## Observations
+
+`proposer_0`: `phase` (0 proposal, 1 decision, 2 done), `intent`,
+`observed_numbers` (risk, net delta, hedge size), `known_compliance`
+(risk within limit, net delta bounded: 0 unknown, 1 true, 2 false),
+`ambiguous`, `public`.
+
+`validator_0`: `phase`, `action_mask` ([BLOCK, APPROVE]), the submission
+(`proposer_action`, `reported_intent`, `reported_numbers`, `claims`,
+`claim_values`, `word_count`, `text`), the audit (`audit_outcome`: 0 skipped,
+1 pass, 2 fail, 3 inconclusive; `audit_checked` and `audit_failed` over
+[intent, risk_within_limit, net_delta_bounded, confidence];
+`revealed_compliance`: 0 not revealed, 1 compliant, 2 non-compliant — an
+audit that ran its checks reveals the truth), `ambiguous`, `public`.
+
+`public` is a Box(13) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
+alpha, audit_cost, max_words, no_trade_payoff, bad_approval_loss, safe_margin,
+noise_sd.
+`decode_proposer_observation(obs)` and `decode_validator_observation(obs)` (in
+`eq_env.exchange_audit.spaces`) give typed views. `state()` returns the private position as a Box(8).
+
+## The audit
+
+Audited with probability `q`. Missing any of intent / risk_within_limit /
+net_delta_bounded, or `B = 0`: **inconclusive**. Otherwise `B` of
+[intent, risk_within_limit, net_delta_bounded, confidence] are checked
+(all four when `B` ≥ 4 or None), each against the **truth**; confidence fails
+outside [0, 1]. Any failed check: **fail**; else **pass**.
+
+## Rewards
+
+| outcome                        | proposer | validator                     |
+|--------------------------------|----------|-------------------------------|
+| NO_TRADE                       | +1       | +1                            |
+| REQUEST_APPROVAL, APPROVE      | +V       | +V if compliant, else −10     |
+| REQUEST_APPROVAL, BLOCK        | 0        | 0                             |
+| every episode                  | −α·words |                               |
+| audited (any outcome)          |          | −c                            |
+| audit failed                   | −L       |                               |
+
+`reward_mode="welfare"` (default): both agents receive the welfare (the sum).
+`reward_mode="individual"`: each its own payoff. At the end `infos[agent]`
+holds both payoffs, the welfare, the decision, compliance, the audit record
+and the private state.
+
+## Arguments
+
+`exchange_audit_v0.env(config=None, *, preset="paper", reward_mode="welfare",
+render_mode=None, **overrides)`: `config` is an `ExchangeAuditConfig`;
+otherwise the preset with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
+`alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
+`delta_limit`, `risk_limit_low`, `risk_limit_high`, `safe_margin`,
+`no_trade_payoff`, `bad_approval_loss`, `max_text_chars`,
+`reveal_compliance`). Invalid values raise `ValueError`.
+
+`reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
+episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`. Every
+episode consumes a fixed block of random numbers, so episode `i` of seed `s`
+has the same position, noise and audit coin under every configuration.
+
+## Version history
+
+* v0: first release (eq_env 0.1.0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv, ParallelEnv
+
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.game import (
+    DrawStream,
+    ExchangeAuditGame,
+    Payoffs,
+    Phase,
+)
+from eq_env.exchange_audit.render import render_episode
+from eq_env.exchange_audit.spaces import ActionError, ExchangeAuditSpaces
+
+__all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "raw_env", "resolve_config"]
+
+PROPOSER = "proposer_0"
+VALIDATOR = "validator_0"
+REWARD_MODES = ("welfare", "individual")
+METADATA = {
+    "name": "exchange_audit_v0",
+    "render_modes": ["ansi", "human"],
+    "is_parallelizable": False,  # the validator observes the proposal: use parallel_env()
+    "render_fps": 1,
+}
+
+
+def resolve_config(config: ExchangeAuditConfig | None, preset: str, overrides: dict[str, Any]) -> ExchangeAuditConfig:
+    """The configuration an environment is built from (validated)."""
+    if config is not None:
+        if not isinstance(config, ExchangeAuditConfig):
+            raise TypeError(f"config must be an ExchangeAuditConfig, got {type(config).__name__}")
+        return config.replace(**overrides)
+    return ExchangeAuditConfig.from_preset(preset, **overrides)
+
+
+class _Episode:
+    """What the AEC and parallel adapters share: the game, its spaces and its randomness."""
+
+    def __init__(self, config: ExchangeAuditConfig, reward_mode: str, render_mode: str | None) -> None:
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if render_mode is not None and render_mode not in METADATA["render_modes"]:
+            raise ValueError(f"render_mode must be one of {METADATA['render_modes']} or None, got {render_mode!r}")
+        self.config = config
+        self.reward_mode = reward_mode
+        self.codec = ExchangeAuditSpaces(config)
+        self.observation_spaces = {
+            PROPOSER: self.codec.proposer_observation,
+            VALIDATOR: self.codec.validator_observation,
+        }
+        self.action_spaces = {PROPOSER: self.codec.proposer_action, VALIDATOR: self.codec.validator_action}
+        self.state_space = spaces.Box(
+            low=np.array([0, 0, 0, 0, 0, -3, 0, 0], dtype=np.float64),
+            high=np.array([1, 1, 3, 1.5, 4, 3, 3, 1], dtype=np.float64),
+            dtype=np.float64,
+        )
+        self.game = ExchangeAuditGame(config)
+        self.draws = DrawStream(None)
+        self.episode_index = -1
+        self.observations: dict[str, dict[str, Any]] = {}
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        if seed is not None:
+            self.draws = DrawStream(seed)
+        if options and "episode" in options:
+            index = options["episode"]
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+                raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
+            self.draws = DrawStream(self.draws.entropy)
+            self.draws.skip(int(index))
+        self.episode_index = self.draws.episodes_drawn
+        self.game.start(self.draws.next())
+        self._refresh_observations()
+
+    def _refresh_observations(self) -> None:
+        game = self.game
+        assert game.proposer_view is not None
+        self.observations = {
+            PROPOSER: self.codec.encode_proposer_observation(game.proposer_view, game.phase),
+            VALIDATOR: self.codec.encode_validator_observation(
+                game.proposer_view.public, game.validator_view, game.phase
+            ),
+        }
+
+    def propose(self, action: Any) -> None:
+        self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
+        self._refresh_observations()
+
+    def decide(self, action: Any) -> Payoffs:
+        mask = self.observations[VALIDATOR]["action_mask"]
+        result = self.game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
+        self._refresh_observations()
+        return result
+
+    def rewards(self, result: Payoffs) -> dict[str, float]:
+        if self.reward_mode == "welfare":
+            return {PROPOSER: result.welfare, VALIDATOR: result.welfare}
+        return {PROPOSER: result.proposer, VALIDATOR: result.validator}
+
+    def final_info(self) -> dict[str, Any]:
+        out = self.game.outcome
+        assert out is not None
+        s, sub, audit = out.state, out.submission, out.audit
+        return {
+            "episode": self.episode_index,
+            "welfare": out.payoffs.welfare,
+            "proposer_payoff": out.payoffs.proposer,
+            "validator_payoff": out.payoffs.validator,
+            "proposer_action": sub.action.name,
+            "decision": out.decision.name,
+            "approved": out.approved,
+            "compliant": s.compliant,
+            "ambiguous": s.ambiguous,
+            "words": sub.artifact.words,
+            "audit": {
+                "audited": audit.audited,
+                "outcome": audit.outcome.name,
+                "checked": list(audit.checked),
+                "failed": list(audit.failed),
+                "revealed_compliant": audit.revealed_compliant,
+            },
+            "state": {
+                "intent": s.intent.name,
+                "risk_limit": s.risk_limit,
+                "delta_limit": s.delta_limit,
+                "true_risk": s.true_risk,
+                "true_net_delta": s.true_net_delta,
+                "hedge_size": s.hedge_size,
+            },
+        }
+
+    def state_vector(self) -> np.ndarray:
+        s = self.game.state
+        if s is None:
+            raise RuntimeError("state() before reset()")
+        return np.clip(
+            np.array(
+                [
+                    s.ambiguous,
+                    s.intent,
+                    s.risk_limit,
+                    s.delta_limit,
+                    s.true_risk,
+                    s.true_net_delta,
+                    s.hedge_size,
+                    s.compliant,
+                ],
+                dtype=np.float64,
+            ),
+            self.state_space.low,
+            self.state_space.high,
+        )
+
+    def render(self, render_mode: str | None) -> str | None:
+        if render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        text = render_episode(self.game, self.episode_index)
+        if render_mode == "human":
+            print(text, end="")
+            return None
+        return text
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """The exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
+
+    metadata = METADATA
+
+    def __init__(
+        self,
+        config: ExchangeAuditConfig | None = None,
+        *,
+        preset: str = "paper",
+        reward_mode: str = "welfare",
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        super().__init__()
+        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
+        self.config = self._episode.config
+        self.codec = self._episode.codec
+        self.render_mode = render_mode
+        self.reward_mode = reward_mode
+        self.possible_agents = [PROPOSER, VALIDATOR]
+        self.agents: list[str] = []
+        self.state_space = self._episode.state_space
+
+    # -- spaces ----------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        try:
+            return self._episode.observation_spaces[agent]
+        except KeyError:
+            raise KeyError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+
+    def action_space(self, agent: str) -> spaces.Space:
+        try:
+            return self._episode.action_spaces[agent]
+        except KeyError:
+            raise KeyError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+
+    # -- the game --------------------------------------------------------------
+    @property
+    def game(self) -> ExchangeAuditGame:
+        """The pure game behind the adapter (its state, submission, audit, outcome)."""
+        return self._episode.game
+
+    @property
+    def episode_index(self) -> int:
+        return self._episode.episode_index
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self._episode.reset(seed, options)
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.agent_selection = PROPOSER
+        self._skip_agent_selection = None
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        return dict(self._episode.observations[agent])
+
+    def state(self) -> np.ndarray:
+        return self._episode.state_vector()
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        if agent == PROPOSER:
+            self._episode.propose(action)
+            self.agent_selection = VALIDATOR
+        else:
+            result = self._episode.decide(action)
+            self.rewards = self._episode.rewards(result)
+            info = self._episode.final_info()
+            self.infos = {a: _copy_info(info) for a in self.agents}
+            self.terminations = {a: True for a in self.agents}
+            self.agent_selection = PROPOSER
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self) -> str | None:
+        return self._episode.render(self.render_mode)
+
+    def close(self) -> None:
+        pass
+
+
+class ExchangeAuditParallelEnv(ParallelEnv):
+    """The exchange–audit game under PettingZoo's parallel API.
+
+    Each episode takes two parallel steps. In the first (``phase`` 0) only
+    ``proposer_0``'s action is read; in the second (``phase`` 1) only
+    ``validator_0``'s. The other agent's entry may be omitted or anything
+    (it is ignored), so generic parallel loops that send every agent an
+    action work unchanged. Rewards arrive on the second step.
+    """
+
+    metadata = METADATA
+
+    def __init__(
+        self,
+        config: ExchangeAuditConfig | None = None,
+        *,
+        preset: str = "paper",
+        reward_mode: str = "welfare",
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
+        self.config = self._episode.config
+        self.codec = self._episode.codec
+        self.render_mode = render_mode
+        self.reward_mode = reward_mode
+        self.possible_agents = [PROPOSER, VALIDATOR]
+        self.agents: list[str] = []
+        self.state_space = self._episode.state_space
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._episode.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._episode.action_spaces[agent]
+
+    @property
+    def game(self) -> ExchangeAuditGame:
+        return self._episode.game
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        self._episode.reset(seed, options)
+        self.agents = self.possible_agents[:]
+        return self._observations(), {a: {} for a in self.agents}
+
+    def _observations(self) -> dict[str, Any]:
+        return {a: dict(self._episode.observations[a]) for a in self.possible_agents}
+
+    def state(self) -> np.ndarray:
+        return self._episode.state_vector()
+
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
+        if not self.agents:
+            raise RuntimeError("step() after the episode ended; call reset()")
+        phase = self.game.phase
+        acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
+        if acting not in actions:
+            raise ActionError(f"phase {phase.name}: actions must include {acting!r}, got keys {sorted(actions)}")
+        if phase is Phase.PROPOSAL:
+            self._episode.propose(actions[PROPOSER])
+            rewards = {a: 0.0 for a in self.agents}
+            done = False
+            infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        else:
+            result = self._episode.decide(actions[VALIDATOR])
+            rewards = self._episode.rewards(result)
+            done = True
+            info = self._episode.final_info()
+            infos = {a: _copy_info(info) for a in self.agents}
+        observations = self._observations()
+        terminations = {a: done for a in self.agents}
+        truncations = {a: False for a in self.agents}
+        if done:
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return observations, rewards, terminations, truncations, infos
+
+    def render(self) -> str | None:
+        return self._episode.render(self.render_mode)
+
+    def close(self) -> None:
+        pass
+
+
+def _copy_info(info: dict[str, Any]) -> dict[str, Any]:
+    out = dict(info)
+    out["audit"] = dict(info["audit"], checked=list(info["audit"]["checked"]), failed=list(info["audit"]["failed"]))
+    out["state"] = dict(info["state"])
+    return out

@@ -1,0 +1,682 @@
+"""The rules of the exchange–audit game, with no PettingZoo in sight.
+
+A proposer (the paper's trader) sees a noisy view of a private position and
+submits an action, a proposal and a reasoning artifact (typed claims plus a
+free text). With probability ``q`` an audit checks up to ``B`` of the claims
+against the truth. A validator (the risk manager) then approves or blocks.
+Everything here is plain Python on immutable values, so the same functions
+serve the PettingZoo adapter, the scripted policies and the tests.
+
+Randomness comes only from :class:`EpisodeDraws`: every episode consumes the
+same fixed number of uniforms and normals whatever the configuration or the
+policies do. Episode ``i`` of seed ``s`` therefore sees the same position,
+the same observation noise and the same audit coin under every ``q``, ``B``,
+``V`` or ``L`` (common random numbers), and a run of ``n`` episodes can be
+drawn in one vectorised call that matches ``n`` sequential draws exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+
+__all__ = [
+    "CHECKABLE_CLAIMS",
+    "CLAIM_TYPES",
+    "REQUIRED_CLAIMS",
+    "Artifact",
+    "AuditOutcome",
+    "AuditRecord",
+    "Claims",
+    "Decision",
+    "DrawStream",
+    "EpisodeDraws",
+    "EpisodeOutcome",
+    "ExchangeAuditGame",
+    "Intent",
+    "Payoffs",
+    "Phase",
+    "Proposal",
+    "ProposerAction",
+    "ProposerView",
+    "PublicInfo",
+    "State",
+    "Submission",
+    "ValidatorView",
+    "count_words",
+    "is_comfortable",
+    "make_artifact",
+    "observe_state",
+    "payoffs",
+    "rule_decision",
+    "run_audit",
+    "sample_state",
+    "truncate_words",
+]
+
+
+class Intent(IntEnum):
+    HEDGE = 0
+    SPECULATE = 1
+
+
+class ProposerAction(IntEnum):
+    NO_TRADE = 0
+    REQUEST_APPROVAL = 1
+
+
+class Decision(IntEnum):
+    BLOCK = 0
+    APPROVE = 1
+
+
+class AuditOutcome(IntEnum):
+    SKIPPED = 0
+    PASS = 1
+    FAIL = 2
+    INCONCLUSIVE = 3
+
+
+class Phase(IntEnum):
+    PROPOSAL = 0  # the proposer is to act
+    DECISION = 1  # the validator is to act
+    DONE = 2
+
+
+CLAIM_TYPES = ("intent", "risk_within_limit", "net_delta_bounded", "risk_metric", "confidence")
+# Claims an audit can check, in the order its budget samples from.
+CHECKABLE_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
+# Without these three an audit is inconclusive (not a lie).
+REQUIRED_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded")
+
+# State distribution constants of the paper (risk is absolute; delta bounds
+# that the paper writes as 0.3 are the delta limit).
+AMBIGUOUS_MARGIN = 0.08
+HEDGE_RISK = (0.2, 1.0)
+SPECULATE_RISK = (0.9, 2.0)
+AMBIGUOUS_HEDGE_SIZE = (0.4, 1.0)
+HEDGE_HEDGE_SIZE = (0.5, 1.0)
+SPECULATE_HEDGE_SIZE = (0.0, 0.3)
+HEDGE_DELTA_SD = 0.1
+SPECULATE_DELTA_MEAN, SPECULATE_DELTA_SD, SPECULATE_DELTA_MAX = 0.8, 0.2, 1.5
+
+# Layout of one episode's draws.
+N_STATE_UNIFORMS = 8  # ambiguous, risk_limit, intent, risk, hedge, sign, eps_r, eps_d
+N_NOISE_NORMALS = 4  # delta, obs_risk, obs_delta, obs_hedge
+N_AUDIT_UNIFORMS = 5  # audited, then one sort key per checkable claim
+
+
+# ---------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class State:
+    """The private position: what the proposer holds, known only to nature."""
+
+    ambiguous: bool
+    intent: Intent
+    risk_limit: float
+    delta_limit: float
+    true_risk: float
+    true_net_delta: float
+    hedge_size: float
+
+    @property
+    def risk_within_limit(self) -> bool:
+        return self.true_risk <= self.risk_limit
+
+    @property
+    def net_delta_bounded(self) -> bool:
+        return abs(self.true_net_delta) <= self.delta_limit
+
+    @property
+    def compliant(self) -> bool:
+        """Both limits hold (inclusive); intent and hedge size do not enter."""
+        return self.risk_within_limit and self.net_delta_bounded
+
+
+@dataclass(frozen=True, slots=True)
+class PublicInfo:
+    """What both roles know: this episode's limits and the rules of the game."""
+
+    ambiguous: bool
+    risk_limit: float
+    delta_limit: float
+    q: float
+    checks_per_audit: int
+    V: float
+    L: float
+    alpha: float
+    audit_cost: float
+    max_words: int
+    no_trade_payoff: float
+    bad_approval_loss: float
+    safe_margin: float
+    noise_sd: float
+
+    @classmethod
+    def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
+        return cls(
+            ambiguous=state.ambiguous,
+            risk_limit=state.risk_limit,
+            delta_limit=state.delta_limit,
+            q=config.q,
+            checks_per_audit=config.checks_per_audit,
+            V=config.V,
+            L=config.L,
+            alpha=config.alpha,
+            audit_cost=config.audit_cost,
+            max_words=config.max_words,
+            no_trade_payoff=config.no_trade_payoff,
+            bad_approval_loss=config.bad_approval_loss,
+            safe_margin=config.safe_margin,
+            noise_sd=config.noise_sd,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProposerView:
+    """The proposer's observation: true intent, noisy numbers, public info.
+
+    ``known_risk_within_limit`` and ``known_net_delta_bounded`` are the truth
+    of the two limit checks when the configuration reveals them
+    (``reveal_compliance``), else ``None``.
+    """
+
+    intent: Intent
+    observed_risk: float
+    observed_net_delta: float
+    observed_hedge_size: float
+    known_risk_within_limit: bool | None
+    known_net_delta_bounded: bool | None
+    public: PublicInfo
+
+    @property
+    def known_compliant(self) -> bool | None:
+        if self.known_risk_within_limit is None or self.known_net_delta_bounded is None:
+            return None
+        return self.known_risk_within_limit and self.known_net_delta_bounded
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """Typed, auditable claims; ``None`` means the claim is not made."""
+
+    intent: Intent | None = None
+    risk_within_limit: bool | None = None
+    net_delta_bounded: bool | None = None
+    risk_metric: float | None = None  # carried to the validator, never audited
+    confidence: float | None = None  # audited: fails outside [0, 1]
+
+    def __post_init__(self) -> None:
+        # Normalise numpy scalars so audits compare plain Python values; a
+        # string where a boolean belongs is an error, not a silent False.
+        if self.intent is not None:
+            object.__setattr__(self, "intent", Intent(self.intent))
+        for name in ("risk_within_limit", "net_delta_bounded"):
+            value = getattr(self, name)
+            if value is not None:
+                if not isinstance(value, (bool, np.bool_)):
+                    raise TypeError(f"claim {name} must be a bool or None, got {value!r}")
+                object.__setattr__(self, name, bool(value))
+        for name in ("risk_metric", "confidence"):
+            value = getattr(self, name)
+            if value is not None:
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+                    raise TypeError(f"claim {name} must be a number or None, got {value!r}")
+                object.__setattr__(self, name, float(value))
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, name) is not None for name in CLAIM_TYPES)
+
+    @property
+    def complete(self) -> bool:
+        """All three claims an audit needs are present."""
+        return all(getattr(self, name) is not None for name in REQUIRED_CLAIMS)
+
+    @property
+    def assert_compliance(self) -> bool:
+        """The claims say HEDGE, risk within limit and net delta bounded."""
+        return self.intent is Intent.HEDGE and self.risk_within_limit is True and self.net_delta_bounded is True
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """The reasoning artifact r = (c, t): claims plus a free text of ``words`` words.
+
+    ``text`` is already truncated to the game's ``max_words``; a numeric policy
+    may send no text and only a word count, which costs the same.
+    """
+
+    claims: Claims = field(default_factory=Claims)
+    text: str = ""
+    words: int = 0
+
+    def __post_init__(self) -> None:
+        if int(self.words) < 0:
+            raise ValueError(f"an artifact's word count cannot be negative, got {self.words}")
+        object.__setattr__(self, "words", int(self.words))
+
+    @property
+    def has_explanation(self) -> bool:
+        return self.claims.any or self.words > 0
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """The position the proposer reports (which may differ from what it observed)."""
+
+    intent: Intent
+    risk: float
+    net_delta: float
+    hedge_size: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "intent", Intent(self.intent))
+        for name in ("risk", "net_delta", "hedge_size"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """Everything the proposer sends: action, proposal and artifact."""
+
+    action: ProposerAction
+    proposal: Proposal
+    artifact: Artifact = field(default_factory=Artifact)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", ProposerAction(self.action))
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """What an audit did. ``revealed_compliant`` is set when checks ran (pass or fail)."""
+
+    outcome: AuditOutcome
+    checked: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    revealed_compliant: bool | None = None
+
+    @property
+    def audited(self) -> bool:
+        return self.outcome is not AuditOutcome.SKIPPED
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatorView:
+    """The validator's observation: the submission, the audit and the public info."""
+
+    submission: Submission
+    audit: AuditRecord
+    public: PublicInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Payoffs:
+    proposer: float
+    validator: float
+
+    @property
+    def welfare(self) -> float:
+        return self.proposer + self.validator
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeOutcome:
+    """A finished episode, everything a record or a renderer needs."""
+
+    state: State
+    view: ProposerView
+    submission: Submission
+    audit: AuditRecord
+    decision: Decision
+    payoffs: Payoffs
+
+    @property
+    def approved(self) -> bool:
+        return self.submission.action is ProposerAction.REQUEST_APPROVAL and self.decision is Decision.APPROVE
+
+
+# ---------------------------------------------------------------------------
+# Randomness
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class EpisodeDraws:
+    """One episode's random numbers, a fixed count whatever happens in it."""
+
+    state_u: tuple[float, ...]
+    noise_z: tuple[float, ...]
+    audit_u: tuple[float, ...]
+
+
+class DrawStream:
+    """Seeded source of :class:`EpisodeDraws`, episode after episode.
+
+    Three independent generators (state uniforms, noise normals, audit
+    uniforms) each consume a fixed block per episode, so ``n`` calls to
+    :meth:`next` equal one call to :meth:`batch` with ``n``.
+    """
+
+    def __init__(self, seed: int | None) -> None:
+        root = np.random.SeedSequence(seed)
+        self.entropy = root.entropy
+        self._state, self._noise, self._audit = (
+            np.random.Generator(np.random.PCG64(np.random.SeedSequence(root.entropy, spawn_key=(k,)))) for k in range(3)
+        )
+        self.episodes_drawn = 0
+
+    def next(self) -> EpisodeDraws:
+        self.episodes_drawn += 1
+        return EpisodeDraws(
+            tuple(self._state.random(N_STATE_UNIFORMS).tolist()),
+            tuple(self._noise.standard_normal(N_NOISE_NORMALS).tolist()),
+            tuple(self._audit.random(N_AUDIT_UNIFORMS).tolist()),
+        )
+
+    def batch(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The next ``n`` episodes' draws as arrays of shape (n, 8), (n, 4), (n, 5)."""
+        self.episodes_drawn += n
+        return (
+            self._state.random((n, N_STATE_UNIFORMS)),
+            self._noise.standard_normal((n, N_NOISE_NORMALS)),
+            self._audit.random((n, N_AUDIT_UNIFORMS)),
+        )
+
+    def skip(self, n: int) -> None:
+        """Advance past ``n`` episodes without keeping their draws."""
+        while n > 0:
+            chunk = min(n, 65_536)
+            self.batch(chunk)
+            n -= chunk
+
+
+# ---------------------------------------------------------------------------
+# Nature
+# ---------------------------------------------------------------------------
+def sample_state(u: tuple[float, ...], z: tuple[float, ...], config: ExchangeAuditConfig) -> State:
+    """The private position from one episode's uniforms ``u`` and normals ``z``.
+
+    Ambiguous episodes sit just inside both limits; normal ones are a hedge
+    (about 94% compliant, only risk breaches) or a speculation (almost never
+    compliant), as in the paper.
+    """
+    dl = config.delta_limit
+    ambiguous = u[0] < config.ambiguous_rate
+    risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[1]
+    if ambiguous:
+        eps_r = u[6] * (AMBIGUOUS_MARGIN * risk_limit)
+        eps_d = u[7] * (AMBIGUOUS_MARGIN * dl)
+        sign = 1.0 if u[5] < 0.5 else -1.0
+        lo, hi = AMBIGUOUS_HEDGE_SIZE
+        return State(
+            ambiguous=True,
+            intent=Intent.HEDGE,
+            risk_limit=risk_limit,
+            delta_limit=dl,
+            true_risk=risk_limit - eps_r,
+            true_net_delta=sign * (dl - eps_d),
+            hedge_size=lo + (hi - lo) * u[4],
+        )
+    if u[2] < 0.5:
+        lo, hi = HEDGE_RISK
+        hlo, hhi = HEDGE_HEDGE_SIZE
+        return State(
+            ambiguous=False,
+            intent=Intent.HEDGE,
+            risk_limit=risk_limit,
+            delta_limit=dl,
+            true_risk=lo + (hi - lo) * u[3],
+            true_net_delta=min(max(HEDGE_DELTA_SD * z[0], -dl), dl),
+            hedge_size=hlo + (hhi - hlo) * u[4],
+        )
+    lo, hi = SPECULATE_RISK
+    hlo, hhi = SPECULATE_HEDGE_SIZE
+    return State(
+        ambiguous=False,
+        intent=Intent.SPECULATE,
+        risk_limit=risk_limit,
+        delta_limit=dl,
+        true_risk=lo + (hi - lo) * u[3],
+        true_net_delta=min(max(SPECULATE_DELTA_MEAN + SPECULATE_DELTA_SD * z[0], dl), SPECULATE_DELTA_MAX),
+        hedge_size=hlo + (hhi - hlo) * u[4],
+    )
+
+
+def observe_state(state: State, z: tuple[float, ...], config: ExchangeAuditConfig) -> ProposerView:
+    """The proposer's noisy view: exact intent, numbers with N(0, noise_sd) noise."""
+    sd = config.noise_sd
+    reveal = config.reveal_compliance
+    return ProposerView(
+        intent=state.intent,
+        observed_risk=max(0.0, state.true_risk + sd * z[1]),
+        observed_net_delta=state.true_net_delta + sd * z[2],
+        observed_hedge_size=max(0.0, state.hedge_size + sd * z[3]),
+        known_risk_within_limit=state.risk_within_limit if reveal else None,
+        known_net_delta_bounded=state.net_delta_bounded if reveal else None,
+        public=PublicInfo.of(state, config),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Artifacts
+# ---------------------------------------------------------------------------
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+def truncate_words(text: str, max_words: int) -> str:
+    """The first ``max_words`` whitespace-separated words, joined by single spaces."""
+    return " ".join(text.split()[:max_words])
+
+
+def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0) -> Artifact:
+    """An artifact with its text truncated to ``max_words`` words.
+
+    The word count is that of the text when there is one; a text-less
+    (numeric) policy may state ``word_count`` instead, capped the same way.
+    """
+    text = truncate_words(text, max_words)
+    words = count_words(text) if text else min(int(word_count), max_words)
+    return Artifact(claims=claims, text=text, words=words)
+
+
+# ---------------------------------------------------------------------------
+# The audit
+# ---------------------------------------------------------------------------
+def _check(name: str, claims: Claims, state: State) -> bool:
+    # Checks compare with the truth, not with what the proposer observed.
+    if name == "intent":
+        return claims.intent == state.intent
+    if name == "risk_within_limit":
+        return claims.risk_within_limit == state.risk_within_limit
+    if name == "net_delta_bounded":
+        return claims.net_delta_bounded == state.net_delta_bounded
+    if name == "confidence":
+        return claims.confidence is None or 0.0 <= claims.confidence <= 1.0
+    raise KeyError(name)
+
+
+def run_audit(
+    submission: Submission, state: State, audit_u: tuple[float, ...], config: ExchangeAuditConfig
+) -> AuditRecord:
+    """Audit with probability q; check ``B`` claim types sampled without replacement.
+
+    Drawn for every episode, NO_TRADE included. Missing any of the three
+    required claims, or a budget of zero, makes the audit inconclusive (its
+    cost is still paid). Any failed check fails the audit.
+    """
+    if not audit_u[0] < config.q:
+        return AuditRecord(AuditOutcome.SKIPPED)
+    claims = submission.artifact.claims
+    k = config.checks_per_audit
+    if k <= 0 or not claims.complete:
+        return AuditRecord(AuditOutcome.INCONCLUSIVE)
+    if k >= len(CHECKABLE_CLAIMS):
+        checked = CHECKABLE_CLAIMS
+    else:
+        # The k claims with the smallest keys: a uniform subset of size k.
+        order = sorted(range(len(CHECKABLE_CLAIMS)), key=lambda i: audit_u[1 + i])
+        checked = tuple(CHECKABLE_CLAIMS[i] for i in sorted(order[:k]))
+    failed = tuple(name for name in checked if not _check(name, claims, state))
+    return AuditRecord(
+        outcome=AuditOutcome.FAIL if failed else AuditOutcome.PASS,
+        checked=checked,
+        failed=failed,
+        revealed_compliant=state.compliant,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The paper's validator
+# ---------------------------------------------------------------------------
+def is_comfortable(proposal: Proposal, public: PublicInfo) -> bool:
+    """The safe-margin test on the *reported* numbers (strict inequalities)."""
+    return (
+        proposal.intent is Intent.HEDGE
+        and (public.risk_limit - proposal.risk) > public.safe_margin
+        and (public.delta_limit - abs(proposal.net_delta)) > public.safe_margin
+    )
+
+
+def rule_decision(view: ValidatorView) -> Decision:
+    """The paper's conservative rule engine.
+
+    Ambiguous episodes (the engine knows they are borderline): no explanation
+    and not comfortable → BLOCK; audited → BLOCK on fail or inconclusive,
+    else APPROVE iff truly compliant; unaudited → APPROVE if comfortable or
+    if the claims assert HEDGE, risk within limit and net delta bounded.
+    Normal episodes: audited as above; unaudited → APPROVE iff the reported
+    risk and net delta are within the limits.
+    """
+    sub, audit, public = view.submission, view.audit, view.public
+    if sub.action is ProposerAction.NO_TRADE:
+        return Decision.BLOCK  # nothing to approve
+    if public.ambiguous:
+        comfortable = is_comfortable(sub.proposal, public)
+        if not sub.artifact.has_explanation and not comfortable:
+            return Decision.BLOCK
+        if audit.audited:
+            return _audited_decision(audit)
+        if comfortable or sub.artifact.claims.assert_compliance:
+            return Decision.APPROVE
+        return Decision.BLOCK
+    if audit.audited:
+        return _audited_decision(audit)
+    within = sub.proposal.risk <= public.risk_limit and abs(sub.proposal.net_delta) <= public.delta_limit
+    return Decision.APPROVE if within else Decision.BLOCK
+
+
+def _audited_decision(audit: AuditRecord) -> Decision:
+    if audit.outcome in (AuditOutcome.FAIL, AuditOutcome.INCONCLUSIVE):
+        return Decision.BLOCK
+    return Decision.APPROVE if audit.revealed_compliant else Decision.BLOCK
+
+
+# ---------------------------------------------------------------------------
+# Payoffs
+# ---------------------------------------------------------------------------
+def payoffs(
+    submission: Submission,
+    decision: Decision,
+    audit: AuditRecord,
+    compliant: bool,
+    config: ExchangeAuditConfig,
+) -> Payoffs:
+    """The paper's payoff table; welfare is their sum.
+
+    NO_TRADE pays both ``no_trade_payoff``; an approval pays the proposer V and
+    the validator V if compliant, else ``-bad_approval_loss``; a block pays 0.
+    The proposer pays α per word and L on a failed audit (deadweight, not a
+    transfer); the validator pays c per audit.
+    """
+    if submission.action is ProposerAction.NO_TRADE:
+        proposer = validator = config.no_trade_payoff
+    elif decision is Decision.APPROVE:
+        proposer = config.V
+        validator = config.V if compliant else -config.bad_approval_loss
+    else:
+        proposer = validator = 0.0
+    proposer -= config.alpha * submission.artifact.words
+    if audit.outcome is AuditOutcome.FAIL:
+        proposer -= config.L
+    if audit.audited:
+        validator -= config.audit_cost
+    return Payoffs(proposer=proposer, validator=validator)
+
+
+# ---------------------------------------------------------------------------
+# One episode as a small state machine
+# ---------------------------------------------------------------------------
+class ExchangeAuditGame:
+    """One proposal per episode: proposer submits, the audit runs, validator decides.
+
+    >>> game = ExchangeAuditGame(ExchangeAuditConfig())
+    >>> game.start(DrawStream(0).next())
+    >>> view = game.proposer_view
+    >>> audit = game.submit(Submission(ProposerAction.NO_TRADE,
+    ...                                Proposal(view.intent, 0.0, 0.0, 0.0)))
+    >>> game.decide(Decision.BLOCK).welfare
+    2.0
+    """
+
+    def __init__(self, config: ExchangeAuditConfig) -> None:
+        self.config = config
+        self.phase = Phase.DONE
+        self.state: State | None = None
+        self.proposer_view: ProposerView | None = None
+        self.submission: Submission | None = None
+        self.audit: AuditRecord | None = None
+        self.outcome: EpisodeOutcome | None = None
+        self._audit_u: tuple[float, ...] = ()
+
+    def start(self, draws: EpisodeDraws) -> None:
+        self.state = sample_state(draws.state_u, draws.noise_z, self.config)
+        self.proposer_view = observe_state(self.state, draws.noise_z, self.config)
+        self._audit_u = draws.audit_u
+        self.submission = self.audit = self.outcome = None
+        self.phase = Phase.PROPOSAL
+
+    @property
+    def validator_view(self) -> ValidatorView | None:
+        if self.submission is None or self.audit is None or self.proposer_view is None:
+            return None
+        return ValidatorView(self.submission, self.audit, self.proposer_view.public)
+
+    @property
+    def legal_decisions(self) -> tuple[Decision, ...]:
+        if self.submission is not None and self.submission.action is ProposerAction.NO_TRADE:
+            return (Decision.BLOCK,)
+        return (Decision.BLOCK, Decision.APPROVE)
+
+    def submit(self, submission: Submission) -> AuditRecord:
+        if self.phase is not Phase.PROPOSAL or self.state is None:
+            raise RuntimeError(f"submit() is for the proposal phase; the game is in {self.phase.name}")
+        self.submission = submission
+        self.audit = run_audit(submission, self.state, self._audit_u, self.config)
+        self.phase = Phase.DECISION
+        return self.audit
+
+    def decide(self, decision: Decision) -> Payoffs:
+        if self.phase is not Phase.DECISION:
+            raise RuntimeError(f"decide() is for the decision phase; the game is in {self.phase.name}")
+        assert self.state is not None and self.submission is not None and self.audit is not None
+        assert self.proposer_view is not None
+        decision = Decision(decision)
+        if decision not in self.legal_decisions:
+            raise ValueError("the proposer chose NO_TRADE: there is nothing to approve (only BLOCK is legal)")
+        result = payoffs(self.submission, decision, self.audit, self.state.compliant, self.config)
+        self.outcome = EpisodeOutcome(self.state, self.proposer_view, self.submission, self.audit, decision, result)
+        self.phase = Phase.DONE
+        return result
+
+
+def normal_cdf(x: float) -> float:
+    """Φ(x), for policies that turn an observation into a belief."""
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))

@@ -1,0 +1,463 @@
+"""How claims, proposals and audits are encoded in Gymnasium spaces.
+
+Each role's observation and action is a flat :class:`gymnasium.spaces.Dict`
+of Discrete / MultiDiscrete / MultiBinary / Box entries (what SB3's
+``MultiInputPolicy`` takes), plus one free-text entry that numeric policies
+ignore. :class:`ExchangeAuditSpaces` builds the spaces once per configuration
+and converts both ways between these dicts and the typed values of
+:mod:`eq_env.exchange_audit.game`, validating actions with errors that name
+the offending field.
+
+Claims ride in two entries: ``claims``, a ``MultiDiscrete([3, 3, 3, 2, 2])``
+saying which claim is made and, for the categorical ones, its value, and
+``claim_values``, the two numeric claims' values (read only when present):
+
+==================== ============================================= ===============
+claim                ``claims[i]``                                 value
+==================== ============================================= ===============
+intent               0 absent, 1 HEDGE, 2 SPECULATE
+risk_within_limit    0 absent, 1 true, 2 false
+net_delta_bounded    0 absent, 1 true, 2 false
+risk_metric          0 absent, 1 present                           claim_values[0]
+confidence           0 absent, 1 present                           claim_values[1]
+==================== ============================================= ===============
+
+Numbers are float64 so that the rule engine's margins are computed on exactly
+the values the proposer reported. Observed numbers outside the Box bounds
+(only possible with a very large ``noise_sd``) are clipped into them.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.game import (
+    CHECKABLE_CLAIMS,
+    Artifact,
+    AuditOutcome,
+    AuditRecord,
+    Claims,
+    Decision,
+    Intent,
+    Phase,
+    Proposal,
+    ProposerAction,
+    ProposerView,
+    PublicInfo,
+    Submission,
+    ValidatorView,
+    make_artifact,
+)
+
+__all__ = [
+    "NUMBER_BOUNDS",
+    "PUBLIC_FIELDS",
+    "ActionError",
+    "ExchangeAuditSpaces",
+    "FreeText",
+    "decode_proposer_observation",
+    "decode_public",
+    "decode_validator_observation",
+    "encode_submission",
+]
+
+# Bounds of the reported / observed numbers: (risk, net_delta, hedge_size).
+NUMBER_BOUNDS = (np.array([0.0, -3.0, 0.0]), np.array([4.0, 3.0, 3.0]))
+NUMBER_NAMES = ("risk", "net_delta", "hedge_size")
+# Bounds of (risk_metric, confidence); confidence may leave [0, 1], which fails an audit.
+CLAIM_VALUE_BOUNDS = (np.array([0.0, -1.0]), np.array([4.0, 2.0]))
+CLAIM_VALUE_NAMES = ("risk_metric", "confidence")
+CLAIM_NVEC = (3, 3, 3, 2, 2)
+
+# The public vector, in order; ``ambiguous`` travels as its own Discrete entry.
+PUBLIC_FIELDS = (
+    "risk_limit",
+    "delta_limit",
+    "q",
+    "checks_per_audit",
+    "V",
+    "L",
+    "alpha",
+    "audit_cost",
+    "max_words",
+    "no_trade_payoff",
+    "bad_approval_loss",
+    "safe_margin",
+    "noise_sd",
+)
+_PUBLIC_BOUNDS = {
+    "risk_limit": (0.0, 3.0),
+    "delta_limit": (0.0, 1.5),
+    "q": (0.0, 1.0),
+    "checks_per_audit": (0.0, 4.0),
+    "V": (0.0, 1e6),
+    "L": (0.0, 1e6),
+    "alpha": (0.0, 1e3),
+    "audit_cost": (0.0, 1e6),
+    "max_words": (0.0, 1e4),
+    "no_trade_payoff": (-1e6, 1e6),
+    "bad_approval_loss": (0.0, 1e6),
+    "safe_margin": (0.0, 1.0),
+    "noise_sd": (0.0, 1.0),
+}
+_PUBLIC_LOW = np.array([_PUBLIC_BOUNDS[f][0] for f in PUBLIC_FIELDS])
+_PUBLIC_HIGH = np.array([_PUBLIC_BOUNDS[f][1] for f in PUBLIC_FIELDS])
+
+
+class ActionError(ValueError):
+    """An action outside its space, or illegal in the current state."""
+
+
+class FreeText(spaces.Text):
+    """Free text: any printable Unicode (plus newlines and tabs), up to ``max_length`` characters.
+
+    Gymnasium's :class:`~gymnasium.spaces.Text` admits a fixed character set,
+    but an explanation may hold any character, so membership here is by
+    printability. Samples are lowercase pseudo-words separated by spaces, so
+    a random policy's texts vary in word count as real ones do.
+    """
+
+    MAX_SAMPLE_WORDS = 16
+
+    def __init__(self, max_length: int, seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(max_length, min_length=0, charset=string.ascii_lowercase + " ", seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return (
+            isinstance(x, str)
+            and len(x) <= self.max_length
+            and x.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
+        )
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        rng = self.np_random
+        n_words = int(rng.integers(0, self.MAX_SAMPLE_WORDS + 1))
+        lengths = rng.integers(1, 9, size=n_words)
+        letters = rng.integers(0, 26, size=int(lengths.sum()))
+        words, start = [], 0
+        for length in lengths.tolist():
+            words.append("".join(string.ascii_lowercase[i] for i in letters[start : start + length]))
+            start += length
+        return " ".join(words)[: self.max_length]
+
+    def __repr__(self) -> str:
+        return f"FreeText(max_length={self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FreeText) and other.max_length == self.max_length
+
+
+def _tri(value: bool | None) -> int:
+    return 0 if value is None else (1 if value else 2)
+
+
+def _untri(code: int) -> bool | None:
+    return None if code == 0 else code == 1
+
+
+class ExchangeAuditSpaces:
+    """The four spaces of one configuration and the codecs between dicts and typed values."""
+
+    def __init__(self, config: ExchangeAuditConfig) -> None:
+        self.config = config
+        numbers = spaces.Box(*NUMBER_BOUNDS, dtype=np.float64)
+        claim_values = spaces.Box(*CLAIM_VALUE_BOUNDS, dtype=np.float64)
+        public = spaces.Box(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
+        text = FreeText(config.max_text_chars)
+        words = spaces.Discrete(config.max_words + 1)
+
+        self.proposer_action = spaces.Dict(
+            {
+                "action": spaces.Discrete(2),
+                "reported_intent": spaces.Discrete(2),
+                "reported_numbers": numbers,
+                "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                "claim_values": claim_values,
+                "text": text,
+                "word_count": words,
+            },
+            sort_keys=False,
+        )
+        self.proposer_observation = spaces.Dict(
+            {
+                "phase": spaces.Discrete(3),
+                "intent": spaces.Discrete(2),
+                "observed_numbers": numbers,
+                "known_compliance": spaces.MultiDiscrete((3, 3)),
+                "ambiguous": spaces.Discrete(2),
+                "public": public,
+            },
+            sort_keys=False,
+        )
+        self.validator_action = spaces.Discrete(2)
+        self.validator_observation = spaces.Dict(
+            {
+                "phase": spaces.Discrete(3),
+                "action_mask": spaces.Box(0, 1, shape=(2,), dtype=np.int8),
+                "proposer_action": spaces.Discrete(2),
+                "reported_intent": spaces.Discrete(2),
+                "reported_numbers": numbers,
+                "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                "claim_values": claim_values,
+                "word_count": words,
+                "text": text,
+                "audit_outcome": spaces.Discrete(4),
+                "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
+                "audit_failed": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
+                "revealed_compliance": spaces.Discrete(3),
+                "ambiguous": spaces.Discrete(2),
+                "public": public,
+            },
+            sort_keys=False,
+        )
+
+    # -- observations --------------------------------------------------------
+    @staticmethod
+    def _public_vector(public: PublicInfo) -> np.ndarray:
+        vec = np.array([float(getattr(public, f)) for f in PUBLIC_FIELDS])
+        return np.clip(vec, _PUBLIC_LOW, _PUBLIC_HIGH)
+
+    def encode_proposer_observation(self, view: ProposerView, phase: Phase) -> dict[str, Any]:
+        observed = np.array([view.observed_risk, view.observed_net_delta, view.observed_hedge_size])
+        return {
+            "phase": np.int64(phase),
+            "intent": np.int64(view.intent),
+            "observed_numbers": np.clip(observed, *NUMBER_BOUNDS),
+            "known_compliance": np.array(
+                [_tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded)], dtype=np.int64
+            ),
+            "ambiguous": np.int64(view.public.ambiguous),
+            "public": self._public_vector(view.public),
+        }
+
+    def encode_validator_observation(
+        self, public: PublicInfo, view: ValidatorView | None, phase: Phase
+    ) -> dict[str, Any]:
+        """The validator's observation; before any submission (``view=None``) it holds only the public info."""
+        obs = {
+            "phase": np.int64(phase),
+            "action_mask": np.array([1, 0], dtype=np.int8),
+            "proposer_action": np.int64(0),
+            "reported_intent": np.int64(0),
+            "reported_numbers": np.zeros(3),
+            "claims": np.zeros(len(CLAIM_NVEC), dtype=np.int64),
+            "claim_values": np.zeros(2),
+            "word_count": np.int64(0),
+            "text": "",
+            "audit_outcome": np.int64(AuditOutcome.SKIPPED),
+            "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
+            "audit_failed": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
+            "revealed_compliance": np.int64(0),
+            "ambiguous": np.int64(public.ambiguous),
+            "public": self._public_vector(public),
+        }
+        if view is None:
+            return obs
+        sub, audit = view.submission, view.audit
+        if sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION:
+            obs["action_mask"] = np.array([1, 1], dtype=np.int8)
+        p = sub.proposal
+        obs["proposer_action"] = np.int64(sub.action)
+        obs["reported_intent"] = np.int64(p.intent)
+        obs["reported_numbers"] = np.clip(np.array([p.risk, p.net_delta, p.hedge_size]), *NUMBER_BOUNDS)
+        codes, values = _encode_claims(sub.artifact.claims)
+        obs["claims"], obs["claim_values"] = codes, values
+        obs["word_count"] = np.int64(sub.artifact.words)
+        obs["text"] = sub.artifact.text
+        obs["audit_outcome"] = np.int64(audit.outcome)
+        obs["audit_checked"] = np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8)
+        obs["audit_failed"] = np.array([c in audit.failed for c in CHECKABLE_CLAIMS], dtype=np.int8)
+        obs["revealed_compliance"] = np.int64(_tri(audit.revealed_compliant))
+        return obs
+
+    # -- actions ---------------------------------------------------------------
+    def decode_proposer_action(self, action: Any, agent: str = "proposer_0") -> Submission:
+        """Validate a proposer action dict and return the :class:`Submission` it encodes.
+
+        Raises :class:`ActionError` naming the first field that is missing,
+        unexpected or outside its space.
+        """
+        space = self.proposer_action
+        if not isinstance(action, Mapping):
+            raise ActionError(
+                f"{agent}'s action must be a dict with keys {list(space.keys())} "
+                f"(see env.action_space({agent!r})), got {type(action).__name__}"
+            )
+        missing = [k for k in space.keys() if k not in action]
+        extra = [k for k in action if k not in space.spaces]
+        if missing or extra:
+            raise ActionError(
+                f"{agent}'s action has missing keys {missing} and unexpected keys {extra}; "
+                f"expected exactly {list(space.keys())}"
+            )
+        act = _discrete(action["action"], 2, f"{agent} action['action'] (0 NO_TRADE, 1 REQUEST_APPROVAL)")
+        intent = _discrete(action["reported_intent"], 2, f"{agent} action['reported_intent'] (0 HEDGE, 1 SPECULATE)")
+        numbers = _box(action["reported_numbers"], NUMBER_BOUNDS, NUMBER_NAMES, f"{agent} action['reported_numbers']")
+        codes = _multidiscrete(action["claims"], CLAIM_NVEC, f"{agent} action['claims']")
+        values = _box(action["claim_values"], CLAIM_VALUE_BOUNDS, CLAIM_VALUE_NAMES, f"{agent} action['claim_values']")
+        text = action["text"]
+        if not isinstance(text, str):
+            raise ActionError(f"{agent} action['text'] must be a str, got {type(text).__name__}")
+        if not space["text"].contains(text):
+            raise ActionError(
+                f"{agent} action['text'] must be printable text of at most "
+                f"{self.config.max_text_chars} characters (max_text_chars), got {len(text)} characters"
+            )
+        words = _discrete(action["word_count"], self.config.max_words + 1, f"{agent} action['word_count']")
+        return Submission(
+            action=ProposerAction(act),
+            proposal=Proposal(Intent(intent), *numbers),
+            artifact=make_artifact(_decode_claims(codes, values), text, self.config.max_words, word_count=words),
+        )
+
+    def decode_validator_action(self, action: Any, mask: np.ndarray, agent: str = "validator_0") -> Decision:
+        value = _discrete(action, 2, f"{agent}'s action (0 BLOCK, 1 APPROVE)")
+        if not mask[value]:
+            raise ActionError(
+                f"{agent}'s action {Decision(value).name} is illegal here (action_mask={mask.tolist()}): "
+                "the proposer chose NO_TRADE, so there is nothing to approve"
+            )
+        return Decision(value)
+
+
+def _discrete(value: Any, n: int, what: str) -> int:
+    if isinstance(value, np.ndarray) and value.shape in ((), (1,)):
+        value = value.reshape(()).item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ActionError(f"{what} must be an integer in [0, {n - 1}], got {value!r}")
+    if not 0 <= int(value) < n:
+        raise ActionError(f"{what} must be an integer in [0, {n - 1}], got {value!r}")
+    return int(value)
+
+
+def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ...], what: str) -> list[float]:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ActionError(f"{what} must be {len(names)} numbers ({', '.join(names)}), got {value!r}") from None
+    if arr.shape != (len(names),):
+        raise ActionError(f"{what} must have shape ({len(names)},) for ({', '.join(names)}), got shape {arr.shape}")
+    low, high = bounds
+    for i, name in enumerate(names):
+        x = arr[i]
+        if not low[i] <= x <= high[i]:  # also rejects NaN
+            raise ActionError(f"{what}: {name} must be in [{low[i]:g}, {high[i]:g}], got {x!r}")
+    return arr.tolist()
+
+
+def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
+    arr = np.asarray(value)
+    if arr.shape != (len(nvec),) or not np.issubdtype(arr.dtype, np.integer):
+        raise ActionError(f"{what} must be {len(nvec)} integers, got {value!r}")
+    out = arr.tolist()
+    for i, (x, n) in enumerate(zip(out, nvec, strict=True)):
+        if not 0 <= x < n:
+            name = ("intent", "risk_within_limit", "net_delta_bounded", "risk_metric", "confidence")[i]
+            raise ActionError(f"{what}: the {name} entry must be in [0, {n - 1}], got {x}")
+    return out
+
+
+# -- codecs that need no configuration --------------------------------------
+def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
+    vec = np.asarray(obs["public"], dtype=np.float64)
+    values: dict[str, Any] = {f: float(v) for f, v in zip(PUBLIC_FIELDS, vec.tolist(), strict=True)}
+    values["checks_per_audit"] = round(values["checks_per_audit"])
+    values["max_words"] = round(values["max_words"])
+    return PublicInfo(ambiguous=bool(obs["ambiguous"]), **values)
+
+
+def decode_proposer_observation(obs: Mapping[str, Any]) -> ProposerView:
+    """The typed :class:`ProposerView` of a proposer observation dict."""
+    risk, delta, hedge = np.asarray(obs["observed_numbers"], dtype=np.float64).tolist()
+    known = [int(x) for x in np.asarray(obs["known_compliance"]).tolist()]
+    return ProposerView(
+        intent=Intent(int(obs["intent"])),
+        observed_risk=risk,
+        observed_net_delta=delta,
+        observed_hedge_size=hedge,
+        known_risk_within_limit=_untri(known[0]),
+        known_net_delta_bounded=_untri(known[1]),
+        public=decode_public(obs),
+    )
+
+
+def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
+    """The typed :class:`ValidatorView` of a validator observation dict."""
+    risk, delta, hedge = np.asarray(obs["reported_numbers"], dtype=np.float64).tolist()
+    claims = _decode_claims(obs["claims"], obs["claim_values"])
+    text = str(obs["text"])
+    submission = Submission(
+        action=ProposerAction(int(obs["proposer_action"])),
+        proposal=Proposal(Intent(int(obs["reported_intent"])), risk, delta, hedge),
+        artifact=Artifact(claims=claims, text=text, words=int(obs["word_count"])),
+    )
+    checked = np.asarray(obs["audit_checked"]).tolist()
+    failed = np.asarray(obs["audit_failed"]).tolist()
+    audit = AuditRecord(
+        outcome=AuditOutcome(int(obs["audit_outcome"])),
+        checked=tuple(c for c, x in zip(CHECKABLE_CLAIMS, checked, strict=True) if x),
+        failed=tuple(c for c, x in zip(CHECKABLE_CLAIMS, failed, strict=True) if x),
+        revealed_compliant=_untri(int(obs["revealed_compliance"])),
+    )
+    return ValidatorView(submission=submission, audit=audit, public=decode_public(obs))
+
+
+# -- claims --------------------------------------------------------------
+def _encode_claims(claims: Claims) -> tuple[np.ndarray, np.ndarray]:
+    codes = np.array(
+        [
+            0 if claims.intent is None else int(claims.intent) + 1,
+            _tri(claims.risk_within_limit),
+            _tri(claims.net_delta_bounded),
+            int(claims.risk_metric is not None),
+            int(claims.confidence is not None),
+        ],
+        dtype=np.int64,
+    )
+    values = np.array(
+        [
+            0.0 if claims.risk_metric is None else claims.risk_metric,
+            0.0 if claims.confidence is None else claims.confidence,
+        ]
+    )
+    return codes, np.clip(values, *CLAIM_VALUE_BOUNDS)
+
+
+def _decode_claims(codes: Any, values: Any) -> Claims:
+    c = [int(x) for x in np.asarray(codes).tolist()]
+    v = np.asarray(values, dtype=np.float64).tolist()
+    return Claims(
+        intent=None if c[0] == 0 else Intent(c[0] - 1),
+        risk_within_limit=_untri(c[1]),
+        net_delta_bounded=_untri(c[2]),
+        risk_metric=v[0] if c[3] else None,
+        confidence=v[1] if c[4] else None,
+    )
+
+
+def encode_submission(submission: Submission) -> dict[str, Any]:
+    """The proposer action dict for a typed :class:`Submission`.
+
+    The text is sent as is (the environment truncates it to ``max_words``);
+    with no text, ``word_count`` carries the artifact's word count, which must
+    not exceed ``max_words``.
+    """
+    p, artifact = submission.proposal, submission.artifact
+    codes, values = _encode_claims(artifact.claims)
+    return {
+        "action": np.int64(submission.action),
+        "reported_intent": np.int64(p.intent),
+        "reported_numbers": np.array([p.risk, p.net_delta, p.hedge_size]),
+        "claims": codes,
+        "claim_values": values,
+        "text": artifact.text,
+        "word_count": np.int64(0 if artifact.text else artifact.words),
+    }

@@ -1,0 +1,170 @@
+"""The one small interface every policy implements: scripted, LLM or RL.
+
+A policy plays one role (``"proposer"`` or ``"validator"``). It is given the
+environment's observation for that role, exactly as ``env.last()`` returns
+it, and answers with an action in the role's action space::
+
+    class MyValidator(BasePolicy):
+        role = "validator"
+        def act(self, observation):
+            return 1 if observation["action_mask"][1] else 0   # approve when legal
+
+``reset(seed)`` is called once before a run of episodes; a policy that
+randomises draws from ``self.rng`` so runs are reproducible. Nothing else is
+required: the runner, ``reproduce`` and ``sweep`` know only this interface.
+
+Policies are also made from short specs, ``"name"`` or
+``"name:key=value,key=value"`` (``"honest:claims_from=observation,words=18"``),
+by :func:`make_policy`; packages add their policies with
+:func:`register_policy`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "ROLES",
+    "BasePolicy",
+    "Policy",
+    "PolicyEntry",
+    "Role",
+    "available_policies",
+    "make_policy",
+    "parse_policy_spec",
+    "register_policy",
+]
+
+Role = Literal["proposer", "validator"]
+ROLES: tuple[Role, ...] = ("proposer", "validator")
+AGENT_ROLES: dict[str, Role] = {"proposer_0": "proposer", "validator_0": "validator"}
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the runner needs of a policy."""
+
+    role: Role
+
+    def reset(self, seed: int | None = None) -> None:
+        """Prepare for a run of episodes; seed the policy's own randomness."""
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        """An action in the role's action space for this observation."""
+
+
+class BasePolicy:
+    """Convenience base: a seeded ``self.rng`` and a readable ``name``."""
+
+    role: ClassVar[Role]
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    name: str
+    role: Role
+    factory: Callable[..., Policy]
+    summary: str
+
+    def parameters(self) -> dict[str, Any]:
+        """The factory's keyword parameters and their defaults."""
+        sig = inspect.signature(self.factory)
+        return {
+            p.name: p.default for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+
+
+_REGISTRY: dict[str, PolicyEntry] = {}
+# Modules that register policies when imported; loaded on first lookup.
+_PROVIDERS = ("baselines",)
+
+
+def register_policy(name: str, role: Role, factory: Callable[..., Policy], summary: str = "") -> None:
+    """Make ``factory`` available to :func:`make_policy` and the CLI as ``name``."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
+    _REGISTRY[name] = PolicyEntry(name, role, factory, doc)
+
+
+def _load_providers() -> None:
+    for module in _PROVIDERS:
+        importlib.import_module(module)
+
+
+def available_policies(role: Role | None = None) -> dict[str, PolicyEntry]:
+    """Registered policies, optionally only those of one role."""
+    _load_providers()
+    return {k: v for k, v in sorted(_REGISTRY.items()) if role is None or v.role == role}
+
+
+def _parse_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:k=v,k=v"`` → ``("name", {"k": v})`` with ints, floats and booleans parsed."""
+    name, _, rest = spec.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"policy spec {spec!r}: expected key=value, got {item!r}")
+        kwargs[key.strip()] = _parse_value(value.strip())
+    return name.strip(), kwargs
+
+
+def make_policy(spec: str | Policy, role: Role | None = None) -> Policy:
+    """A policy from a spec string (or a policy, returned as is after a role check)."""
+    if not isinstance(spec, str):
+        if role is not None and getattr(spec, "role", None) != role:
+            raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
+        return spec
+    name, kwargs = parse_policy_spec(spec)
+    entries = available_policies()
+    if name not in entries:
+        choices = ", ".join(n for n, e in entries.items() if role is None or e.role == role)
+        raise ValueError(f"unknown policy {name!r}; available{f' {role}s' if role else ''}: {choices}")
+    entry = entries[name]
+    if role is not None and entry.role != role:
+        raise ValueError(f"policy {name!r} plays the {entry.role}, not the {role}")
+    params = entry.parameters()
+    unknown = sorted(set(kwargs) - set(params))
+    if unknown:
+        raise ValueError(
+            f"policy {name!r} has no parameter(s) {unknown}; its parameters: "
+            + (", ".join(f"{k}={v!r}" for k, v in params.items()) or "none")
+        )
+    return entry.factory(**kwargs)

@@ -1,0 +1,333 @@
+"""Play episodes of the exchange–audit game with any policy per role, and measure them.
+
+:func:`play` runs one seed through the PettingZoo AEC environment and returns
+one :class:`EpisodeRecord` per episode; :func:`evaluate` runs several seeds
+and aggregates the paper's metrics (mean and sample standard deviation over
+seeds). The runner knows policies only through :class:`eq_env.policy.Policy`.
+
+Seeding: the environment's draws come from ``seed`` itself and each policy's
+own randomness from a child of it (:func:`policy_seed`), so a run is
+reproducible bit for bit and two conditions with the same seed face the same
+positions, noise and audit coins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from eq_env import exchange_audit_v0
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.env import PROPOSER, VALIDATOR
+from eq_env.exchange_audit.game import (
+    REQUIRED_CLAIMS,
+    AuditOutcome,
+    EpisodeOutcome,
+    ProposerAction,
+)
+from eq_env.policy import Policy, make_policy
+
+__all__ = [
+    "METRICS",
+    "EpisodeRecord",
+    "Evaluation",
+    "compute_metrics",
+    "evaluate",
+    "format_metrics_table",
+    "play",
+    "policy_seed",
+    "records_to_columns",
+    "summarize",
+]
+
+_POLICY_STREAM = {"proposer": 10, "validator": 11}
+
+
+def policy_seed(seed: int, role: str) -> int:
+    """The seed a role's policy is reset with for a run of ``seed``."""
+    ss = np.random.SeedSequence(seed, spawn_key=(_POLICY_STREAM[role],))
+    return int(ss.generate_state(1, dtype=np.uint64)[0])
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One finished episode, flat and JSON-ready."""
+
+    seed: int
+    episode: int
+    ambiguous: bool
+    intent: str
+    compliant: bool
+    risk_limit: float
+    delta_limit: float
+    true_risk: float
+    true_net_delta: float
+    observed_risk: float
+    observed_net_delta: float
+    proposer_action: str
+    reported_intent: str
+    reported_risk: float
+    reported_net_delta: float
+    reported_hedge_size: float
+    claim_intent: str | None
+    claim_risk_within_limit: bool | None
+    claim_net_delta_bounded: bool | None
+    claim_risk_metric: float | None
+    claim_confidence: float | None
+    words: int
+    audit_outcome: str
+    audit_checked: tuple[str, ...]
+    audit_failed: tuple[str, ...]
+    decision: str
+    approved: bool
+    proposer_payoff: float
+    validator_payoff: float
+    welfare: float
+
+    @property
+    def audited(self) -> bool:
+        return self.audit_outcome != AuditOutcome.SKIPPED.name
+
+    @classmethod
+    def from_outcome(cls, outcome: EpisodeOutcome, seed: int, episode: int) -> EpisodeRecord:
+        s, v, sub, audit = outcome.state, outcome.view, outcome.submission, outcome.audit
+        c, p = sub.artifact.claims, sub.proposal
+        return cls(
+            seed=seed,
+            episode=episode,
+            ambiguous=s.ambiguous,
+            intent=s.intent.name,
+            compliant=s.compliant,
+            risk_limit=s.risk_limit,
+            delta_limit=s.delta_limit,
+            true_risk=s.true_risk,
+            true_net_delta=s.true_net_delta,
+            observed_risk=v.observed_risk,
+            observed_net_delta=v.observed_net_delta,
+            proposer_action=sub.action.name,
+            reported_intent=p.intent.name,
+            reported_risk=p.risk,
+            reported_net_delta=p.net_delta,
+            reported_hedge_size=p.hedge_size,
+            claim_intent=None if c.intent is None else c.intent.name,
+            claim_risk_within_limit=c.risk_within_limit,
+            claim_net_delta_bounded=c.net_delta_bounded,
+            claim_risk_metric=c.risk_metric,
+            claim_confidence=c.confidence,
+            words=sub.artifact.words,
+            audit_outcome=audit.outcome.name,
+            audit_checked=audit.checked,
+            audit_failed=audit.failed,
+            decision=outcome.decision.name,
+            approved=outcome.approved,
+            proposer_payoff=outcome.payoffs.proposer,
+            validator_payoff=outcome.payoffs.validator,
+            welfare=outcome.payoffs.welfare,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["audit_checked"] = list(self.audit_checked)
+        out["audit_failed"] = list(self.audit_failed)
+        return out
+
+
+def play(
+    config: ExchangeAuditConfig,
+    proposer: Policy | str,
+    validator: Policy | str,
+    *,
+    episodes: int,
+    seed: int,
+    progress: bool | None = False,
+    render: Callable[[str], None] | None = None,
+) -> list[EpisodeRecord]:
+    """Play ``episodes`` episodes of seed ``seed`` through the AEC environment.
+
+    Policies may be given as objects or spec strings (``"honest:words=18"``).
+    When the validator has a single legal action (after a NO_TRADE) it is
+    taken without calling the policy, so an LLM validator is not billed for
+    a decision that does not exist. ``render`` receives each finished
+    episode's text rendering. ``progress=None`` shows a bar only on a terminal.
+    """
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 0:
+        raise ValueError(f"episodes must be a non-negative integer, got {episodes!r}")
+    policies: dict[str, Policy] = {
+        PROPOSER: make_policy(proposer, "proposer"),
+        VALIDATOR: make_policy(validator, "validator"),
+    }
+    policies[PROPOSER].reset(seed=policy_seed(seed, "proposer"))
+    policies[VALIDATOR].reset(seed=policy_seed(seed, "validator"))
+    env = exchange_audit_v0.env(config=config, render_mode="ansi" if render else None)
+    game = env.unwrapped.game
+    records: list[EpisodeRecord] = []
+    bar = tqdm(total=episodes, desc=f"seed {seed}", unit="ep", disable=(None if progress is None else not progress))
+    for i in range(episodes):
+        env.reset(seed=seed) if i == 0 else env.reset()
+        for agent in env.agent_iter():
+            obs, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                if agent == VALIDATOR and render is not None:
+                    render(env.render())
+                env.step(None)
+                continue
+            mask = obs.get("action_mask") if agent == VALIDATOR else None
+            if mask is not None and int(mask.sum()) == 1:
+                env.step(int(np.argmax(mask)))
+            else:
+                env.step(policies[agent].act(obs))
+        assert game.outcome is not None
+        records.append(EpisodeRecord.from_outcome(game.outcome, seed, i))
+        bar.update(1)
+    bar.close()
+    env.close()
+    return records
+
+
+# ---------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------
+METRICS: dict[str, str] = {
+    "approval_rate": "approved / episodes",
+    "bad_approval_rate": "approved and non-compliant / episodes",
+    "welfare": "mean welfare per episode",
+    "words": "mean words of free text",
+    "ambiguous_approval_rate": "approved / ambiguous episodes",
+    "ambiguous_welfare": "mean welfare over ambiguous episodes",
+    "audit_rate": "audited / episodes",
+    "audit_fail_rate": "failed / audited episodes (undefined without audits)",
+    "request_rate": "REQUEST_APPROVAL / episodes",
+    "claim_truthfulness": "stated intent/limit claims that are true / all stated",
+    "proposer_payoff": "mean proposer payoff",
+    "validator_payoff": "mean validator payoff",
+}
+
+
+def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray]:
+    """Column arrays of the fields metrics need (the batch engine produces the same)."""
+    truth_checks = np.zeros(len(records))
+    stated = np.zeros(len(records))
+    for i, r in enumerate(records):
+        truth = {
+            "intent": r.intent,
+            "risk_within_limit": r.true_risk <= r.risk_limit,
+            "net_delta_bounded": abs(r.true_net_delta) <= r.delta_limit,
+        }
+        for name in REQUIRED_CLAIMS:
+            claim = getattr(r, f"claim_{name}")
+            if claim is not None:
+                stated[i] += 1
+                truth_checks[i] += claim == truth[name]
+    return {
+        "ambiguous": np.array([r.ambiguous for r in records], dtype=bool),
+        "compliant": np.array([r.compliant for r in records], dtype=bool),
+        "requested": np.array([r.proposer_action == ProposerAction.REQUEST_APPROVAL.name for r in records], dtype=bool),
+        "approved": np.array([r.approved for r in records], dtype=bool),
+        "audited": np.array([r.audited for r in records], dtype=bool),
+        "audit_failed": np.array([r.audit_outcome == AuditOutcome.FAIL.name for r in records], dtype=bool),
+        "words": np.array([r.words for r in records], dtype=np.float64),
+        "welfare": np.array([r.welfare for r in records], dtype=np.float64),
+        "proposer_payoff": np.array([r.proposer_payoff for r in records], dtype=np.float64),
+        "validator_payoff": np.array([r.validator_payoff for r in records], dtype=np.float64),
+        "claims_stated": stated,
+        "claims_true": truth_checks,
+    }
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if x.size else math.nan
+
+
+def compute_metrics(columns: Mapping[str, np.ndarray] | Sequence[EpisodeRecord]) -> dict[str, float]:
+    """The metrics of :data:`METRICS` for one run (NaN where undefined)."""
+    cols = records_to_columns(columns) if not isinstance(columns, Mapping) else columns
+    amb, audited = cols["ambiguous"], cols["audited"]
+    stated = float(cols["claims_stated"].sum())
+    return {
+        "approval_rate": _mean(cols["approved"]),
+        "bad_approval_rate": _mean(cols["approved"] & ~cols["compliant"]),
+        "welfare": _mean(cols["welfare"]),
+        "words": _mean(cols["words"]),
+        "ambiguous_approval_rate": _mean(cols["approved"][amb]),
+        "ambiguous_welfare": _mean(cols["welfare"][amb]),
+        "audit_rate": _mean(audited),
+        "audit_fail_rate": _mean(cols["audit_failed"][audited]),
+        "request_rate": _mean(cols["requested"]),
+        "claim_truthfulness": float(cols["claims_true"].sum()) / stated if stated else math.nan,
+        "proposer_payoff": _mean(cols["proposer_payoff"]),
+        "validator_payoff": _mean(cols["validator_payoff"]),
+    }
+
+
+def summarize(per_seed: Iterable[Mapping[str, float]]) -> dict[str, tuple[float, float]]:
+    """Mean and sample standard deviation (ddof = 1) of each metric over seeds.
+
+    Seeds where a metric is undefined (NaN) are left out of its mean; with
+    fewer than two defined values the standard deviation is NaN.
+    """
+    rows = list(per_seed)
+    out: dict[str, tuple[float, float]] = {}
+    for name in METRICS:
+        values = np.array([r[name] for r in rows], dtype=np.float64)
+        values = values[~np.isnan(values)]
+        mean = float(values.mean()) if values.size else math.nan
+        std = float(values.std(ddof=1)) if values.size > 1 else math.nan
+        out[name] = (mean, std)
+    return out
+
+
+@dataclass
+class Evaluation:
+    """Several seeds of one condition: records, per-seed metrics and their summary."""
+
+    config: ExchangeAuditConfig
+    proposer: str
+    validator: str
+    seeds: list[int]
+    episodes: int
+    records: list[EpisodeRecord]
+    per_seed: list[dict[str, float]]
+
+    @property
+    def summary(self) -> dict[str, tuple[float, float]]:
+        return summarize(self.per_seed)
+
+
+def evaluate(
+    config: ExchangeAuditConfig,
+    proposer: Policy | str,
+    validator: Policy | str,
+    *,
+    episodes: int,
+    seeds: Sequence[int],
+    progress: bool | None = False,
+    render: Callable[[str], None] | None = None,
+) -> Evaluation:
+    """:func:`play` for each seed, with per-seed metrics."""
+    proposer_policy = make_policy(proposer, "proposer")
+    validator_policy = make_policy(validator, "validator")
+    records: list[EpisodeRecord] = []
+    per_seed = []
+    for seed in seeds:
+        run = play(
+            config, proposer_policy, validator_policy, episodes=episodes, seed=seed, progress=progress, render=render
+        )
+        records.extend(run)
+        per_seed.append(compute_metrics(run))
+    return Evaluation(config, repr(proposer_policy), repr(validator_policy), list(seeds), episodes, records, per_seed)
+
+
+def format_metrics_table(summary: Mapping[str, tuple[float, float]], digits: int = 3) -> str:
+    """A plain-text table of ``metric  mean  std``."""
+    width = max(len(k) for k in summary)
+    lines = [f"{'metric':<{width}}  {'mean':>8}  {'std':>8}", f"{'-' * width}  {'-' * 8}  {'-' * 8}"]
+    for name, (mean, std) in summary.items():
+        m = "—" if math.isnan(mean) else f"{mean:.{digits}f}"
+        s = "—" if math.isnan(std) else f"{std:.{digits}f}"
+        lines.append(f"{name:<{width}}  {m:>8}  {s:>8}")
+    return "\n".join(lines)
