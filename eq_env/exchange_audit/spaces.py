@@ -347,7 +347,7 @@ def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ..
         raise ActionError(f"{what} must have shape ({len(names)},) for ({', '.join(names)}), got shape {arr.shape}")
     low, high = bounds
     for i, name in enumerate(names):
-        x = arr[i]
+        x = float(arr[i])
         if not low[i] <= x <= high[i]:  # also rejects NaN
             raise ActionError(f"{what}: {name} must be in [{low[i]:g}, {high[i]:g}], got {x!r}")
     return arr.tolist()
