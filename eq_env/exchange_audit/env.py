@@ -211,7 +211,8 @@ class _Episode:
         self.game = ExchangeAuditGame(config)
         self.draws = DrawStream(None)
         self.episode_index = -1
-        self.observations: dict[str, dict[str, Any]] = {}
+        self._public_vector = np.zeros(0)
+        self._cache = {}
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
         if seed is not None:
@@ -224,27 +225,35 @@ class _Episode:
             self.draws.skip(int(index))
         self.episode_index = self.draws.episodes_drawn
         self.game.start(self.draws.next())
-        self._refresh_observations()
+        assert self.game.proposer_view is not None
+        self._public_vector = self.codec.public_vector(self.game.proposer_view.public)
+        self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
 
-    def _refresh_observations(self) -> None:
+    def observe(self, agent: str) -> dict[str, Any]:
+        """The agent's observation, built once per phase (observations change only between phases)."""
         game = self.game
+        cached = self._cache.get(agent)
+        if cached is not None and cached[0] is game.phase:
+            return cached[1]
         assert game.proposer_view is not None
-        self.observations = {
-            PROPOSER: self.codec.encode_proposer_observation(game.proposer_view, game.phase),
-            VALIDATOR: self.codec.encode_validator_observation(
-                game.proposer_view.public, game.validator_view, game.phase
-            ),
-        }
+        if agent == PROPOSER:
+            if cached is not None:  # only the phase changes
+                obs = dict(cached[1], phase=np.int64(game.phase))
+            else:
+                obs = self.codec.encode_proposer_observation(game.proposer_view, game.phase, self._public_vector)
+        else:
+            obs = self.codec.encode_validator_observation(
+                game.proposer_view.public, game.validator_view, game.phase, self._public_vector
+            )
+        self._cache[agent] = (game.phase, obs)
+        return obs
 
     def propose(self, action: Any) -> None:
         self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
-        self._refresh_observations()
 
     def decide(self, action: Any) -> Payoffs:
-        mask = self.observations[VALIDATOR]["action_mask"]
-        result = self.game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
-        self._refresh_observations()
-        return result
+        mask = self.observe(VALIDATOR)["action_mask"]
+        return self.game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
 
     def rewards(self, result: Payoffs) -> dict[str, float]:
         if self.reward_mode == "welfare":
@@ -377,7 +386,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._skip_agent_selection = None
 
     def observe(self, agent: str) -> dict[str, Any]:
-        return dict(self._episode.observations[agent])
+        return dict(self._episode.observe(agent))
 
     def state(self) -> np.ndarray:
         return self._episode.state_vector()
@@ -457,7 +466,7 @@ class ExchangeAuditParallelEnv(ParallelEnv):
         return self._observations(), {a: {} for a in self.agents}
 
     def _observations(self) -> dict[str, Any]:
-        return {a: dict(self._episode.observations[a]) for a in self.possible_agents}
+        return {a: dict(self._episode.observe(a)) for a in self.possible_agents}
 
     def state(self) -> np.ndarray:
         return self._episode.state_vector()

@@ -155,6 +155,29 @@ class FreeText(spaces.Text):
         return isinstance(other, FreeText) and other.max_length == self.max_length
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+# Shared between observations, hence read-only.
+BLOCK_ONLY_MASK = _read_only(np.array([1, 0], dtype=np.int8))
+FULL_MASK = _read_only(np.array([1, 1], dtype=np.int8))
+_NUMBER_LOW, _NUMBER_HIGH = (b.tolist() for b in NUMBER_BOUNDS)
+
+
+def _numbers(risk: float, net_delta: float, hedge_size: float) -> np.ndarray:
+    """(risk, net delta, hedge size) clipped into the Box (scalar clipping is cheaper than np.clip here)."""
+    lo, hi = _NUMBER_LOW, _NUMBER_HIGH
+    return np.array(
+        [
+            min(max(risk, lo[0]), hi[0]),
+            min(max(net_delta, lo[1]), hi[1]),
+            min(max(hedge_size, lo[2]), hi[2]),
+        ]
+    )
+
+
 def _tri(value: bool | None) -> int:
     return 0 if value is None else (1 if value else 2)
 
@@ -221,62 +244,72 @@ class ExchangeAuditSpaces:
 
     # -- observations --------------------------------------------------------
     @staticmethod
-    def _public_vector(public: PublicInfo) -> np.ndarray:
+    def public_vector(public: PublicInfo) -> np.ndarray:
+        """The ``public`` entry of both observations (constant within an episode)."""
         vec = np.array([float(getattr(public, f)) for f in PUBLIC_FIELDS])
         return np.clip(vec, _PUBLIC_LOW, _PUBLIC_HIGH)
 
-    def encode_proposer_observation(self, view: ProposerView, phase: Phase) -> dict[str, Any]:
-        observed = np.array([view.observed_risk, view.observed_net_delta, view.observed_hedge_size])
+    def encode_proposer_observation(
+        self, view: ProposerView, phase: Phase, public_vector: np.ndarray | None = None
+    ) -> dict[str, Any]:
         return {
             "phase": np.int64(phase),
             "intent": np.int64(view.intent),
-            "observed_numbers": np.clip(observed, *NUMBER_BOUNDS),
+            "observed_numbers": _numbers(view.observed_risk, view.observed_net_delta, view.observed_hedge_size),
             "known_compliance": np.array(
                 [_tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded)], dtype=np.int64
             ),
             "ambiguous": np.int64(view.public.ambiguous),
-            "public": self._public_vector(view.public),
+            "public": self.public_vector(view.public) if public_vector is None else public_vector,
         }
 
     def encode_validator_observation(
-        self, public: PublicInfo, view: ValidatorView | None, phase: Phase
+        self,
+        public: PublicInfo,
+        view: ValidatorView | None,
+        phase: Phase,
+        public_vector: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """The validator's observation; before any submission (``view=None``) it holds only the public info."""
-        obs = {
-            "phase": np.int64(phase),
-            "action_mask": np.array([1, 0], dtype=np.int8),
-            "proposer_action": np.int64(0),
-            "reported_intent": np.int64(0),
-            "reported_numbers": np.zeros(3),
-            "claims": np.zeros(len(CLAIM_NVEC), dtype=np.int64),
-            "claim_values": np.zeros(2),
-            "word_count": np.int64(0),
-            "text": "",
-            "audit_outcome": np.int64(AuditOutcome.SKIPPED),
-            "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
-            "audit_failed": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
-            "revealed_compliance": np.int64(0),
-            "ambiguous": np.int64(public.ambiguous),
-            "public": self._public_vector(public),
-        }
+        pub = self.public_vector(public) if public_vector is None else public_vector
         if view is None:
-            return obs
-        sub, audit = view.submission, view.audit
-        if sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION:
-            obs["action_mask"] = np.array([1, 1], dtype=np.int8)
-        p = sub.proposal
-        obs["proposer_action"] = np.int64(sub.action)
-        obs["reported_intent"] = np.int64(p.intent)
-        obs["reported_numbers"] = np.clip(np.array([p.risk, p.net_delta, p.hedge_size]), *NUMBER_BOUNDS)
+            return {
+                "phase": np.int64(phase),
+                "action_mask": BLOCK_ONLY_MASK,
+                "proposer_action": np.int64(0),
+                "reported_intent": np.int64(0),
+                "reported_numbers": np.zeros(3),
+                "claims": np.zeros(len(CLAIM_NVEC), dtype=np.int64),
+                "claim_values": np.zeros(2),
+                "word_count": np.int64(0),
+                "text": "",
+                "audit_outcome": np.int64(AuditOutcome.SKIPPED),
+                "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
+                "audit_failed": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
+                "revealed_compliance": np.int64(0),
+                "ambiguous": np.int64(public.ambiguous),
+                "public": pub,
+            }
+        sub, audit, p = view.submission, view.audit, view.submission.proposal
+        deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
         codes, values = _encode_claims(sub.artifact.claims)
-        obs["claims"], obs["claim_values"] = codes, values
-        obs["word_count"] = np.int64(sub.artifact.words)
-        obs["text"] = sub.artifact.text
-        obs["audit_outcome"] = np.int64(audit.outcome)
-        obs["audit_checked"] = np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8)
-        obs["audit_failed"] = np.array([c in audit.failed for c in CHECKABLE_CLAIMS], dtype=np.int8)
-        obs["revealed_compliance"] = np.int64(_tri(audit.revealed_compliant))
-        return obs
+        return {
+            "phase": np.int64(phase),
+            "action_mask": FULL_MASK if deciding else BLOCK_ONLY_MASK,
+            "proposer_action": np.int64(sub.action),
+            "reported_intent": np.int64(p.intent),
+            "reported_numbers": _numbers(p.risk, p.net_delta, p.hedge_size),
+            "claims": codes,
+            "claim_values": values,
+            "word_count": np.int64(sub.artifact.words),
+            "text": sub.artifact.text,
+            "audit_outcome": np.int64(audit.outcome),
+            "audit_checked": np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8),
+            "audit_failed": np.array([c in audit.failed for c in CHECKABLE_CLAIMS], dtype=np.int8),
+            "revealed_compliance": np.int64(_tri(audit.revealed_compliant)),
+            "ambiguous": np.int64(public.ambiguous),
+            "public": pub,
+        }
 
     # -- actions ---------------------------------------------------------------
     def decode_proposer_action(self, action: Any, agent: str = "proposer_0") -> Submission:
