@@ -1,14 +1,18 @@
 """Scripted proposers and validators of the exchange–audit game.
 
 Proposers (all request approval only for a trade they believe compliant,
-otherwise send NO_TRADE, and attach their artifact to every submission):
+otherwise send NO_TRADE, and by default attach their artifact to every
+submission, NO_TRADE included: audits check NO_TRADE claims too, as in the
+paper, so a sincere proposer that wrongly believes its trade non-compliant is
+penalised even for not trading; ``explain_no_trade=False`` sends a NO_TRADE
+bare):
 
 * :class:`HonestProposer` reports what it observed and states every claim.
-  Its claims follow either the truth about its own compliance
-  (``claims_from="truth"``, the paper's scripted trader; needs the
-  environment's ``reveal_compliance``) or its noisy observation
-  (``claims_from="observation"``: sincere, sometimes wrong, and then punished
-  by audits exactly as if it had lied).
+  Its claims follow either its noisy observation (``claims_from="observation"``,
+  the default: sincere, sometimes wrong, and then punished by audits exactly
+  as if it had lied) or the truth about its own compliance
+  (``claims_from="truth"``, the paper's scripted trader; needs an environment
+  with ``reveal_compliance=True``, e.g. the ``"paper_scripted"`` preset).
 * :class:`SilentProposer`, the paper's action-only baseline: the honest
   proposer's action and proposal, with no claims and no text.
 * :class:`StrategicProposer` misreports when its trade is non-compliant,
@@ -89,22 +93,25 @@ class HonestProposer(BasePolicy):
     """Reports its observation and states every claim, sincerely.
 
     Args:
-        claims_from: ``"truth"`` (claims state its true compliance, as the
-            paper's scripted trader; needs ``reveal_compliance=True``) or
-            ``"observation"`` (claims judged from its noisy observation).
+        claims_from: ``"observation"`` (claims judged from its noisy
+            observation) or ``"truth"`` (claims state its true compliance, as
+            the paper's scripted trader; needs ``reveal_compliance=True``).
         words: length of its free text in words (the paper's scripted trader
             wrote 13; GPT-4.1 averaged about 17–18).
         request: ``"believed_compliant"`` requests approval only for a trade
             it believes compliant (else NO_TRADE); ``"always"`` always asks.
+        explain_no_trade: attach claims and text to a NO_TRADE too (they
+            cost words and are audited like any other).
     """
 
     role = "proposer"
 
     def __init__(
         self,
-        claims_from: ClaimsFrom = "truth",
+        claims_from: ClaimsFrom = "observation",
         words: int = 13,
         request: Literal["believed_compliant", "always"] = "believed_compliant",
+        explain_no_trade: bool = True,
     ) -> None:
         super().__init__()
         if claims_from not in CLAIMS_FROM:
@@ -116,9 +123,11 @@ class HonestProposer(BasePolicy):
         self.claims_from = claims_from
         self.words = words
         self.request = request
+        self.explain_no_trade = bool(explain_no_trade)
 
     def __repr__(self) -> str:
-        return f"{self.name}(claims_from={self.claims_from!r}, words={self.words}, request={self.request!r})"
+        extra = "" if self.explain_no_trade else ", explain_no_trade=False"
+        return f"{self.name}(claims_from={self.claims_from!r}, words={self.words}, request={self.request!r}{extra})"
 
     # -- beliefs -------------------------------------------------------------
     def beliefs(self, view: ProposerView) -> tuple[bool, bool]:
@@ -127,7 +136,8 @@ class HonestProposer(BasePolicy):
             if view.known_risk_within_limit is None or view.known_net_delta_bounded is None:
                 raise ValueError(
                     f"{self.name}(claims_from='truth') needs the true compliance in its observation: "
-                    "build the environment with reveal_compliance=True, or use claims_from='observation'"
+                    "build the environment with reveal_compliance=True (eq-env: --reveal-compliance or "
+                    "--preset paper_scripted), or use claims_from='observation'"
                 )
             return view.known_risk_within_limit, view.known_net_delta_bounded
         pub = view.public
@@ -164,6 +174,8 @@ class HonestProposer(BasePolicy):
         words = min(self.words, view.public.max_words)
         artifact = Artifact(claims, explanation_text(view, proposal, believed, words), words)
         action = ProposerAction.REQUEST_APPROVAL if believed or self.request == "always" else ProposerAction.NO_TRADE
+        if action is ProposerAction.NO_TRADE and not self.explain_no_trade:
+            artifact = Artifact()
         return Submission(action, proposal, artifact)
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,7 +187,7 @@ class SilentProposer(HonestProposer):
 
     def __init__(
         self,
-        claims_from: ClaimsFrom = "truth",
+        claims_from: ClaimsFrom = "observation",
         request: Literal["believed_compliant", "always"] = "believed_compliant",
     ) -> None:
         super().__init__(claims_from=claims_from, words=0, request=request)
@@ -200,7 +212,10 @@ class StrategicProposer(HonestProposer):
         trigger: ``"probability"`` lies with probability ``p``;
             ``"payoff"`` lies when the expected payoff of lying,
             ``(1 - q)·V - q·P(a lie is among the checked claims)·L``, beats
-            its honest option, NO_TRADE (worth ``no_trade_payoff``).
+            its honest option, NO_TRADE (worth ``no_trade_payoff``). With
+            the paper's V = 1 = ``no_trade_payoff`` lying never pays, so this
+            trigger is honest there; it lies under temptation (V = 2, L = 1)
+            at low q.
         p: lying probability for ``trigger="probability"``.
         truthful_claims: keep the claims true and lie only in the numbers.
         claims_from, words: as for :class:`HonestProposer`.
@@ -214,7 +229,7 @@ class StrategicProposer(HonestProposer):
         trigger: Literal["probability", "payoff"] = "probability",
         p: float = 0.5,
         truthful_claims: bool = False,
-        claims_from: ClaimsFrom = "truth",
+        claims_from: ClaimsFrom = "observation",
         words: int = 13,
     ) -> None:
         super().__init__(claims_from=claims_from, words=words)

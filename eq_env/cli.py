@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _finite(x: float) -> float | None:
+    """NaN (an undefined metric) as JSON null."""
+    return None if math.isnan(x) else x
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     from eq_env.runner import evaluate, format_metrics_table
 
@@ -120,9 +126,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
                     "config": config.to_dict(),
                     "seeds": seeds,
                     "episodes": args.episodes,
-                    "metrics": {k: {"mean": m, "std": s} for k, (m, s) in summary.items()},
+                    "metrics": {k: {"mean": _finite(m), "std": _finite(s)} for k, (m, s) in summary.items()},
                 },
                 indent=2,
+                allow_nan=False,
             )
         )
         return 0

@@ -30,6 +30,7 @@ from eq_env.exchange_audit.game import (
     EpisodeOutcome,
     ProposerAction,
 )
+from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
 from eq_env.policy import Policy, make_policy
 
 __all__ = [
@@ -69,6 +70,7 @@ class EpisodeRecord:
     true_net_delta: float
     observed_risk: float
     observed_net_delta: float
+    observed_hedge_size: float
     proposer_action: str
     reported_intent: str
     reported_risk: float
@@ -93,6 +95,16 @@ class EpisodeRecord:
     def audited(self) -> bool:
         return self.audit_outcome != AuditOutcome.SKIPPED.name
 
+    @property
+    def misreported(self) -> bool:
+        """The reported position differs from what the proposer observed (intent: from the truth)."""
+        low, high = NUMBER_BOUNDS
+        observed = np.clip([self.observed_risk, self.observed_net_delta, self.observed_hedge_size], low, high)
+        reported = (self.reported_risk, self.reported_net_delta, self.reported_hedge_size)
+        return self.reported_intent != self.intent or any(
+            abs(r - o) > 1e-9 for r, o in zip(reported, observed.tolist(), strict=True)
+        )
+
     @classmethod
     def from_outcome(cls, outcome: EpisodeOutcome, seed: int, episode: int) -> EpisodeRecord:
         s, v, sub, audit = outcome.state, outcome.view, outcome.submission, outcome.audit
@@ -109,6 +121,7 @@ class EpisodeRecord:
             true_net_delta=s.true_net_delta,
             observed_risk=v.observed_risk,
             observed_net_delta=v.observed_net_delta,
+            observed_hedge_size=v.observed_hedge_size,
             proposer_action=sub.action.name,
             reported_intent=p.intent.name,
             reported_risk=p.risk,
@@ -203,6 +216,7 @@ METRICS: dict[str, str] = {
     "audit_fail_rate": "failed / audited episodes (undefined without audits)",
     "request_rate": "REQUEST_APPROVAL / episodes",
     "claim_truthfulness": "stated intent/limit claims that are true / all stated",
+    "misreport_rate": "reported position differs from the observed one / episodes",
     "proposer_payoff": "mean proposer payoff",
     "validator_payoff": "mean validator payoff",
 }
@@ -236,6 +250,7 @@ def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray
         "validator_payoff": np.array([r.validator_payoff for r in records], dtype=np.float64),
         "claims_stated": stated,
         "claims_true": truth_checks,
+        "misreported": np.array([r.misreported for r in records], dtype=bool),
     }
 
 
@@ -259,6 +274,7 @@ def compute_metrics(columns: Mapping[str, np.ndarray] | Sequence[EpisodeRecord])
         "audit_fail_rate": _mean(cols["audit_failed"][audited]),
         "request_rate": _mean(cols["requested"]),
         "claim_truthfulness": float(cols["claims_true"].sum()) / stated if stated else math.nan,
+        "misreport_rate": _mean(cols["misreported"]),
         "proposer_payoff": _mean(cols["proposer_payoff"]),
         "validator_payoff": _mean(cols["validator_payoff"]),
     }

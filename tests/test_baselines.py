@@ -23,10 +23,12 @@ from eq_env.policy import Policy, available_policies, make_policy, parse_policy_
 from eq_env.runner import play
 
 PAPER = ExchangeAuditConfig()
+SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")  # reveals true compliance
 
 
 def views(n: int = 400, **cfg: object) -> list[ProposerView]:
-    env = exchange_audit_v0.env(**cfg)
+    """Proposer views of ``n`` episodes; the true compliance is revealed unless ``cfg`` says otherwise."""
+    env = exchange_audit_v0.env(**{"reveal_compliance": True, **cfg})
     out = []
     for i in range(n):
         env.reset(seed=0) if i == 0 else env.reset()
@@ -41,7 +43,7 @@ def truth(env_view: ProposerView) -> tuple[bool, bool]:
 
 class TestHonest:
     def test_claims_follow_the_truth_and_it_requests_iff_compliant(self) -> None:
-        policy = HonestProposer()
+        policy = HonestProposer(claims_from="truth")
         for view in views():
             sub = policy.submission(view)
             risk_ok, delta_ok = truth(view)
@@ -73,15 +75,26 @@ class TestHonest:
             r.proposer_payoff == pytest.approx(-2.0 - 0.26 + (1.0 if r.proposer_action == "NO_TRADE" else 0.0))
             for r in failed
         )
-        truthful = play(PAPER.replace(q=1.0), "honest", "rule", episodes=300, seed=0)
+        truthful = play(SCRIPTED.replace(q=1.0), "honest:claims_from=truth", "rule", episodes=300, seed=0)
         assert not any(r.audit_outcome == "FAIL" for r in truthful)
 
     def test_truth_needs_revealed_compliance(self) -> None:
-        env = exchange_audit_v0.env(reveal_compliance=False)
+        env = exchange_audit_v0.env()  # the paper preset hides compliance, as the spec's observation does
         env.reset(seed=0)
+        assert env.observe("proposer_0")["known_compliance"].tolist() == [0, 0]
         with pytest.raises(ValueError, match="reveal_compliance=True"):
-            HonestProposer().act(env.observe("proposer_0"))
-        HonestProposer(claims_from="observation").act(env.observe("proposer_0"))
+            HonestProposer(claims_from="truth").act(env.observe("proposer_0"))
+        HonestProposer().act(env.observe("proposer_0"))
+
+    def test_bare_no_trade(self) -> None:
+        policy = HonestProposer(explain_no_trade=False)
+        subs = [policy.submission(v) for v in views(200)]
+        no_trades = [s for s in subs if s.action is ProposerAction.NO_TRADE]
+        assert no_trades and all(not s.artifact.has_explanation for s in no_trades)
+        assert all(s.artifact.words == 13 for s in subs if s.action is ProposerAction.REQUEST_APPROVAL)
+        # a bare NO_TRADE is never penalised by an audit (inconclusive at worst)
+        records = play(PAPER.replace(q=1.0), "honest:explain_no_trade=false", "rule", episodes=200, seed=0)
+        assert all(r.audit_outcome == "INCONCLUSIVE" for r in records if r.proposer_action == "NO_TRADE")
 
     def test_always_request(self) -> None:
         policy = HonestProposer(request="always")
@@ -108,7 +121,7 @@ class TestHonest:
 
 class TestSilent:
     def test_same_action_and_proposal_no_artifact(self) -> None:
-        honest, silent = HonestProposer(), SilentProposer()
+        honest, silent = HonestProposer(claims_from="truth"), SilentProposer(claims_from="truth")
         for view in views(200):
             h, s = honest.submission(view), silent.submission(view)
             assert (h.action, h.proposal) == (s.action, s.proposal)
@@ -117,9 +130,9 @@ class TestSilent:
 
 class TestStrategic:
     def test_lies_only_when_non_compliant(self) -> None:
-        policy = StrategicProposer(p=1.0)
+        policy = StrategicProposer(p=1.0, claims_from="truth")
         policy.reset(seed=0)
-        honest = HonestProposer()
+        honest = HonestProposer(claims_from="truth")
         lies = 0
         for view in views():
             sub = policy.submission(view)
@@ -142,7 +155,7 @@ class TestStrategic:
         assert all(policy.submission(v) == honest.submission(v) for v in views(200))
 
     def test_lying_probability_is_p(self) -> None:
-        policy = StrategicProposer(p=0.3)
+        policy = StrategicProposer(p=0.3, claims_from="truth")
         policy.reset(seed=1)
         non_compliant = [v for v in views(3000) if not all(truth(v))]
         lies = sum(policy.submission(v).action is ProposerAction.REQUEST_APPROVAL for v in non_compliant)
@@ -150,16 +163,17 @@ class TestStrategic:
         assert abs(lies / n - 0.3) < 5 * math.sqrt(0.3 * 0.7 / n)
 
     def test_full_audits_catch_every_lie(self) -> None:
-        records = play(PAPER.replace(q=1.0), "strategic:p=1.0", "rule", episodes=300, seed=0)
+        records = play(SCRIPTED.replace(q=1.0), "strategic:p=1.0,claims_from=truth", "rule", episodes=300, seed=0)
         lies = [r for r in records if not r.compliant]
         assert lies and all(r.audit_outcome == "FAIL" and not r.approved for r in lies)
 
     def test_truthful_claims_exploit_unaudited_numbers(self) -> None:
         # Lying only in the numbers is never penalised (audits check claims),
         # yet it is approved whenever unaudited: bad approvals at q = 0.
-        at0 = play(PAPER.replace(q=0.0), "strategic:p=1.0,truthful_claims=true", "rule", episodes=300, seed=0)
+        liar = "strategic:p=1.0,truthful_claims=true,claims_from=truth"
+        at0 = play(SCRIPTED.replace(q=0.0), liar, "rule", episodes=300, seed=0)
         assert any(r.approved and not r.compliant for r in at0)
-        at1 = play(PAPER.replace(q=1.0), "strategic:p=1.0,truthful_claims=true", "rule", episodes=300, seed=0)
+        at1 = play(SCRIPTED.replace(q=1.0), liar, "rule", episodes=300, seed=0)
         assert not any(r.audit_outcome == "FAIL" for r in at1)
         assert not any(r.approved and not r.compliant for r in at1)
 
@@ -174,7 +188,7 @@ class TestStrategic:
         ],
     )
     def test_payoff_trigger(self, q: float, V: float, L: float, lies: bool) -> None:
-        policy = StrategicProposer(trigger="payoff")
+        policy = StrategicProposer(trigger="payoff", claims_from="truth")
         policy.reset(seed=0)
         non_compliant = [v for v in views(300, q=q, V=V, L=L) if not all(truth(v))]
         assert non_compliant
@@ -183,7 +197,7 @@ class TestStrategic:
             assert (policy.submission(view).action is ProposerAction.REQUEST_APPROVAL) is lies
 
     def test_detection_probability_with_spot_checks(self) -> None:
-        policy = StrategicProposer()
+        policy = StrategicProposer(claims_from="truth")
         # a SPECULATE trade breaching both limits: 3 of the 4 checkable claims are lies
         view = next(v for v in views(400, q=0.5, B=1) if v.intent is Intent.SPECULATE and not any(truth(v)))
         assert policy.lied_claims(view) == 3

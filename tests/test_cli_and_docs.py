@@ -58,6 +58,11 @@ def test_play_errors_name_the_problem(argv: list[str], message: str, capsys: pyt
     assert re.search(message, capsys.readouterr().err)
 
 
+def test_json_writes_undefined_metrics_as_null(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["play", "--episodes", "5", "--q", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["audit_fail_rate"] == {"mean": None, "std": None}
+
+
 def test_budget_flag_accepts_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["play", "--episodes", "5", "--B", "all", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config"]["B"] is None
@@ -125,6 +130,20 @@ def test_limits_must_be_ordered() -> None:
         ExchangeAuditConfig(risk_limit_low=1.3, risk_limit_high=1.2)
 
 
+def test_numpy_numbers_are_accepted() -> None:
+    import numpy as np
+
+    cfg = ExchangeAuditConfig().replace(q=np.float32(0.25), B=np.int64(2), max_words=np.int64(10), V=np.float64(2))
+    assert (cfg.q, cfg.B, cfg.max_words, cfg.V) == (0.25, 2, 10, 2.0)
+    assert type(cfg.B) is int and type(cfg.q) is float
+    assert ExchangeAuditConfig(reveal_compliance=np.True_).reveal_compliance is True
+    with pytest.raises(ValueError, match=r"^B must be"):
+        ExchangeAuditConfig(B=np.bool_(True))
+    with pytest.raises(ValueError, match=r"^B must be"):
+        ExchangeAuditConfig(B=float("inf"))
+    assert ExchangeAuditConfig(B=10**400).checks_per_audit == 4
+
+
 def test_round_trip_and_normalisation() -> None:
     cfg = ExchangeAuditConfig(q=1, B=2.0, max_words=10.0)
     assert cfg.q == 1.0 and isinstance(cfg.B, int) and isinstance(cfg.max_words, int)
@@ -159,3 +178,12 @@ def test_readme_commands_are_the_ci_commands() -> None:
         block = README.split(f"<!-- {tag} -->", 1)[1].split(f"<!-- /{tag} -->", 1)[0]
         assert "pip install" in block
     assert "pytest" in README.split("<!-- ci:test -->", 1)[1].split("<!-- /ci:test -->", 1)[0]
+
+
+def test_readme_sample_output_is_what_the_main_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    command = README.split("<!-- ci:main -->", 1)[1].split("<!-- /ci:main -->", 1)[0]
+    argv = command.split("eq-env", 1)[1].split()
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.strip()
+    sample = README.split("The first command prints", 1)[1].split("```\n", 1)[1].split("```", 1)[0].strip()
+    assert printed == sample

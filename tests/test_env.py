@@ -78,7 +78,7 @@ class TestInvalidActions:
             ({"claims": np.array([0.0, 0, 0, 0, 0])}, r"claims'\] must be 5 integers"),
             ({"claim_values": np.array([0.5, 3.0])}, r"confidence must be in \[-1, 2\], got 3.0"),
             ({"text": 42}, r"text'\] must be a str"),
-            ({"text": "bell\x07"}, r"printable text"),
+            ({"text": "bell\x07"}, r"contains the control character U\+0007 at position 4"),
             ({"word_count": 61}, r"word_count'\] must be an integer in \[0, 60\], got 61"),
         ],
     )
@@ -86,7 +86,23 @@ class TestInvalidActions:
         self._bad(fresh(), change, match)
 
     def test_text_too_long(self) -> None:
-        self._bad(fresh(max_text_chars=10), {"text": "x" * 11}, r"at most 10 characters \(max_text_chars\)")
+        self._bad(fresh(max_text_chars=10), {"text": "x" * 11}, r"has 11 characters; at most 10 are allowed")
+
+    @pytest.mark.parametrize(
+        "text", ["risk 10\u202f% ok", "a\xa0b", "zero\u200bwidth", "résumé ≤ 0.3 ✓", "line\nbreak\ttab"]
+    )
+    def test_any_text_without_control_characters_is_accepted(self, text: str) -> None:
+        env = fresh()
+        action = honest_action(env)
+        action["text"] = text
+        assert env.action_space(P)["text"].contains(text)
+        env.step(action)
+        assert env.observe(V)["text"] == " ".join(text.split())
+
+    def test_numbers_must_be_numbers(self) -> None:
+        self._bad(fresh(), {"claim_values": ["1", "0.5"]}, r"claim_values'\] must be 2 numbers")
+        self._bad(fresh(), {"claims": np.array([True, False, False, False, False])}, r"must be 5 integers")
+        self._bad(fresh(), {"reported_numbers": np.array([True, False, True])}, r"must be 3 numbers")
 
     def test_invalid_action_leaves_the_env_unchanged(self) -> None:
         env = fresh()

@@ -46,8 +46,8 @@ def state(
     return State(ambiguous, intent, risk_limit, 0.3, risk, delta, 0.7)
 
 
-def public(ambiguous: bool, risk_limit: float = 1.0, delta_limit: float = 0.3, safe_margin: float = 0.05) -> PublicInfo:
-    return PublicInfo(ambiguous, risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05)
+def public(risk_limit: float = 1.0, delta_limit: float = 0.3, safe_margin: float = 0.05) -> PublicInfo:
+    return PublicInfo(risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05)
 
 
 def submission(
@@ -71,7 +71,7 @@ SKIPPED = audit(AuditOutcome.SKIPPED)
 
 
 def decide(sub: Submission, aud: AuditRecord, ambiguous: bool, **pub: float) -> Decision:
-    return rule_decision(ValidatorView(sub, aud, public(ambiguous, **pub)))
+    return rule_decision(ValidatorView(sub, aud, public(**pub), ambiguous))
 
 
 # ---------------------------------------------------------------------------
@@ -177,29 +177,29 @@ class TestSafeMargin:
     def test_exactly_at_the_margin_is_not_comfortable(self) -> None:
         # 0.1 − 0.05 == 0.05 exactly in binary floating point.
         assert 0.1 - 0.05 == 0.05
-        pub = public(True, risk_limit=0.1, delta_limit=0.1)
+        pub = public(risk_limit=0.1, delta_limit=0.1)
         assert not is_comfortable(Proposal(H, 0.05, 0.0, 0.5), pub)
         assert not is_comfortable(Proposal(H, 0.0, 0.05, 0.5), pub)
         assert not is_comfortable(Proposal(H, 0.0, -0.05, 0.5), pub)
 
     def test_just_inside_the_margin_is_comfortable(self) -> None:
-        pub = public(True, risk_limit=0.1, delta_limit=0.1)
+        pub = public(risk_limit=0.1, delta_limit=0.1)
         below = math.nextafter(0.05, 0.0)
         assert is_comfortable(Proposal(H, below, below, 0.5), pub)
         assert is_comfortable(Proposal(H, below, -below, 0.5), pub)
 
     def test_speculate_is_never_comfortable(self) -> None:
-        assert not is_comfortable(Proposal(S, 0.0, 0.0, 0.5), public(True))
+        assert not is_comfortable(Proposal(S, 0.0, 0.0, 0.5), public())
 
     @pytest.mark.parametrize("risk, delta, expected", [(0.94, 0.24, True), (0.96, 0.24, False), (0.94, 0.26, False)])
     def test_paper_limits(self, risk: float, delta: float, expected: bool) -> None:
-        assert is_comfortable(Proposal(H, risk, delta, 0.5), public(True, risk_limit=1.0)) is expected
+        assert is_comfortable(Proposal(H, risk, delta, 0.5), public(risk_limit=1.0)) is expected
         assert (decide(submission(risk=risk, delta=delta), SKIPPED, True) is APPROVE) is expected
 
     def test_uses_the_configured_margin(self) -> None:
         p = Proposal(H, 0.9, 0.2, 0.5)
-        assert is_comfortable(p, public(True, safe_margin=0.05))
-        assert not is_comfortable(p, public(True, safe_margin=0.1))
+        assert is_comfortable(p, public(safe_margin=0.05))
+        assert not is_comfortable(p, public(safe_margin=0.1))
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from eq_env.runner import (
 )
 
 PAPER = ExchangeAuditConfig.from_preset("paper")
+SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")  # the proposer observes its true compliance
 SEEDS = range(5)
 PAPER_QS = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0)
 
@@ -45,13 +46,23 @@ def payoff_table(r: EpisodeRecord, cfg: ExchangeAuditConfig) -> tuple[float, flo
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("q", PAPER_QS)
 def test_truth_knowing_honest_proposer_always_approved_when_ambiguous(q: float) -> None:
-    ev = evaluate(PAPER.replace(q=q), "honest", "rule", episodes=200, seeds=SEEDS)
+    ev = evaluate(SCRIPTED.replace(q=q), "honest:claims_from=truth", "rule", episodes=200, seeds=SEEDS)
     assert [m["ambiguous_approval_rate"] for m in ev.per_seed] == [1.0] * 5
     assert ev.summary["bad_approval_rate"][0] == 0.0
     # welfare of an ambiguous episode: 2 - 13 words x 0.02 - c when audited
     amb = [r for r in ev.records if r.ambiguous]
     for r in amb:
         assert r.welfare == pytest.approx(2.0 - 0.26 - (0.1 if r.audit_outcome != "SKIPPED" else 0.0))
+
+
+def test_sincere_honest_proposer_is_approved_only_when_it_believes_compliance() -> None:
+    ev = evaluate(PAPER.replace(q=0.3), "honest", "rule", episodes=200, seeds=SEEDS)
+    amb = [r for r in ev.records if r.ambiguous]
+    believed = [r for r in amb if r.observed_risk <= r.risk_limit and abs(r.observed_net_delta) <= r.delta_limit]
+    # every ambiguous trade is compliant, so its sincere claims are true and it is approved when it asks
+    assert [r.approved for r in amb] == [r in believed for r in amb]
+    assert 0.3 < len(believed) / len(amb) < 0.7
+    assert ev.summary["audit_fail_rate"][0] > 0.0  # sincere mistakes in normal episodes are caught
 
 
 def test_silent_proposer_is_approved_about_ten_percent_at_q0_and_never_at_q1() -> None:
@@ -61,11 +72,9 @@ def test_silent_proposer_is_approved_about_ten_percent_at_q0_and_never_at_q1() -
     # 10% of ambiguous episodes (0.100 over 20 000 episodes; the paper saw ~9%).
     assert abs(at0["ambiguous_approval_rate"][0] - 0.10) < 0.04
     assert at1["ambiguous_approval_rate"] == (0.0, 0.0)
-    # its sincere variant reports the same observation and gets the same approvals
-    sincere = evaluate(
-        PAPER.replace(q=0.0), "silent:claims_from=observation", "rule", episodes=200, seeds=SEEDS
-    ).summary
-    assert sincere["ambiguous_approval_rate"] == at0["ambiguous_approval_rate"]
+    # its truth-knowing variant reports the same observation and gets the same approvals
+    knowing = evaluate(SCRIPTED.replace(q=0.0), "silent:claims_from=truth", "rule", episodes=200, seeds=SEEDS).summary
+    assert knowing["ambiguous_approval_rate"] == at0["ambiguous_approval_rate"]
 
 
 @pytest.mark.parametrize(

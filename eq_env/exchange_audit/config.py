@@ -11,17 +11,27 @@ Presets:
     The mechanics of the paper's code, which produced its tables: V = 1,
     L = 2, α = 0.02 per word, c = 0.1 per audit, B = 4, max 60 words, half of
     the episodes ambiguous (its experiment scripts), noise SD 0.05, q = 0.3.
+    The proposer observes what the spec lists (true intent, noisy numbers,
+    limits, payoff parameters), not its true compliance; the paper's
+    *scripted* trader also read that from the state, which
+    ``reveal_compliance=True`` (or the ``"paper_scripted"`` preset) gives.
 ``"paper_main_script"``
     As ``"paper"`` but with ``ambiguous_rate = 0.4``, the value of the
     paper's main script.
+``"paper_scripted"``
+    As ``"paper"`` with ``reveal_compliance=True``: the information the
+    paper's scripted trader had.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 __all__ = ["PRESETS", "ExchangeAuditConfig", "FieldRange"]
 
@@ -73,12 +83,14 @@ class ExchangeAuditConfig:
     safe_margin: float = _param(0.05, 0.0, 1.0, "margin of the rule's 'comfortable' test")
     no_trade_payoff: float = _param(1.0, -1e6, 1e6, "payoff to each agent for NO_TRADE")
     bad_approval_loss: float = _param(10.0, 0.0, 1e6, "validator's loss for approving a non-compliant trade")
-    max_text_chars: int = _param(4000, 1, 1_000_000, "longest free text (characters) an action may carry", True)
+    max_text_chars: int = _param(
+        100_000, 1, 10_000_000, "longest raw free text (characters) an action may carry, before truncation", True
+    )
     reveal_compliance: bool = field(
-        default=True,
+        default=False,
         metadata={
-            "doc": "the proposer observes whether its true risk and net delta are within the limits "
-            "(the paper's scripted trader reads this from the state)"
+            "doc": "the proposer also observes whether its true risk and net delta are within the limits "
+            "(the paper's scripted trader read this from the state)"
         },
     )
 
@@ -86,20 +98,13 @@ class ExchangeAuditConfig:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name == "reveal_compliance":
-                if not isinstance(value, (bool,)):
+                if not isinstance(value, (bool, np.bool_)):
                     raise ValueError(f"reveal_compliance must be True or False, got {value!r}")
+                object.__setattr__(self, f.name, bool(value))
                 continue
             if f.name == "B" and value is None:
                 continue
-            rng: FieldRange = f.metadata["range"]
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{f.name} must be {rng.describe()}, got {value!r}")
-            if rng.integer and not float(value).is_integer():
-                raise ValueError(f"{f.name} must be {rng.describe()}, got {value!r}")
-            if math.isnan(value) or value not in rng:
-                raise ValueError(f"{f.name} must be {rng.describe()}, got {value!r}")
-            # Normalise types so equal configs hash and serialise identically.
-            object.__setattr__(self, f.name, int(value) if rng.integer else float(value))
+            object.__setattr__(self, f.name, _checked_number(f.name, value, f.metadata["range"]))
         if self.risk_limit_low > self.risk_limit_high:
             raise ValueError(
                 f"risk_limit_low ({self.risk_limit_low:g}) must not exceed risk_limit_high ({self.risk_limit_high:g})"
@@ -149,7 +154,35 @@ class ExchangeAuditConfig:
         return f.metadata.get("range")
 
 
+def _checked_number(name: str, value: Any, rng: FieldRange) -> int | float:
+    """``value`` as a plain int or float if it lies in ``rng``, else a ValueError naming ``name``.
+
+    numpy scalars are accepted (sweeps often iterate over ``np.linspace``);
+    booleans and strings are not. Types are normalised so that equal configs
+    hash and serialise identically.
+    """
+    error = ValueError(f"{name} must be {rng.describe()}, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise error
+    if rng.integer:
+        if isinstance(value, numbers.Integral):
+            number: int | float = int(value)
+        else:
+            try:
+                if not float(value).is_integer():
+                    raise error
+            except OverflowError:
+                raise error from None
+            number = int(value)
+    else:
+        number = float(value)
+    if (isinstance(number, float) and math.isnan(number)) or number not in rng:
+        raise error
+    return number
+
+
 PRESETS: dict[str, ExchangeAuditConfig] = {
     "paper": ExchangeAuditConfig(),
     "paper_main_script": ExchangeAuditConfig(ambiguous_rate=0.4),
+    "paper_scripted": ExchangeAuditConfig(reveal_compliance=True),
 }

@@ -47,9 +47,11 @@ print(env.render())
    It is **compliant** iff true risk ≤ risk limit and |true net delta| ≤
    delta limit.
 2. `proposer_0` observes the true intent, the risk, net delta and hedge size
-   with N(0, `noise_sd`) noise, the public parameters, and (with
-   `reveal_compliance`, the default, as the paper's scripted trader) whether
-   its true position is within each limit. It acts once.
+   with N(0, `noise_sd`) noise, and the public parameters (limits and
+   payoffs). With `reveal_compliance=True` (preset `"paper_scripted"`) it
+   also learns whether its true position is within each limit, as the
+   paper's scripted trader did. It is not told whether the episode is
+   ambiguous (that would reveal compliance). It acts once.
 3. The audit coin falls (for every episode, NO_TRADE included).
 4. `validator_0` sees the submission and the audit and acts once. After a
    NO_TRADE only BLOCK is legal: there is nothing to approve.
@@ -78,7 +80,8 @@ The claims, one entry of `claims` each:
 | `confidence`        | 0 absent, 1 present             | `claim_values[1]` (fails an audit outside [0, 1]) |
 
 `word_count` lets a numeric policy pay for a text it does not write; when
-`text` is non-empty its own word count is used instead. Typed helpers build
+`text` holds at least one word, its own word count is used instead. Text may
+hold any characters but control characters other than whitespace. Typed helpers build
 and read these dicts: `eq_env.exchange_audit.spaces.encode_submission(Submission(...))`.
 An action outside its space raises `ActionError` naming the field.
 
@@ -86,8 +89,8 @@ An action outside its space raises `ActionError` naming the field.
 
 `proposer_0`: `phase` (0 proposal, 1 decision, 2 done), `intent`,
 `observed_numbers` (risk, net delta, hedge size), `known_compliance`
-(risk within limit, net delta bounded: 0 unknown, 1 true, 2 false),
-`ambiguous`, `public`.
+(risk within limit, net delta bounded: 0 unknown — always, unless
+`reveal_compliance` — 1 true, 2 false), `public`.
 
 `validator_0`: `phase`, `action_mask` ([BLOCK, APPROVE]), the submission
 (`proposer_action`, `reported_intent`, `reported_numbers`, `claims`,
@@ -95,7 +98,9 @@ An action outside its space raises `ActionError` naming the field.
 1 pass, 2 fail, 3 inconclusive; `audit_checked` and `audit_failed` over
 [intent, risk_within_limit, net_delta_bounded, confidence];
 `revealed_compliance`: 0 not revealed, 1 compliant, 2 non-compliant — an
-audit that ran its checks reveals the truth), `ambiguous`, `public`.
+audit that ran its checks, passing or failing, reveals the truth; a skipped or
+inconclusive one reveals nothing), `ambiguous` (the rule engine knows a
+borderline episode), `public`.
 
 `public` is a Box(13) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
 alpha, audit_cost, max_words, no_trade_payoff, bad_approval_loss, safe_margin,
@@ -140,7 +145,12 @@ otherwise the preset with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`. Every
 episode consumes a fixed block of random numbers, so episode `i` of seed `s`
-has the same position, noise and audit coin under every configuration.
+has the same position, noise and audit coin under every `q`, `B`, `V`, `L`,
+`alpha`, `audit_cost` or `max_words` (parameters of the distribution itself —
+`ambiguous_rate`, the limits, `noise_sd` — change what the same numbers make).
+
+Observations are read-only: they are built once per phase and shared, so a
+policy that wants to modify one must copy it first.
 
 ## Version history
 
@@ -242,11 +252,21 @@ class _Episode:
             else:
                 obs = self.codec.encode_proposer_observation(game.proposer_view, game.phase, self._public_vector)
         else:
+            assert game.state is not None
             obs = self.codec.encode_validator_observation(
-                game.proposer_view.public, game.validator_view, game.phase, self._public_vector
+                game.proposer_view.public, game.state.ambiguous, game.validator_view, game.phase, self._public_vector
             )
+        for value in obs.values():
+            # Observations are cached and share arrays: read-only keeps a
+            # policy that writes into its observation from changing the game.
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
         self._cache[agent] = (game.phase, obs)
         return obs
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Cached observations are rebuilt after unpickling (read-only flags do not survive pickling).
+        return {**self.__dict__, "_cache": {}}
 
     def propose(self, action: Any) -> None:
         self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
@@ -392,6 +412,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return self._episode.state_vector()
 
     def step(self, action: Any) -> None:
+        if not hasattr(self, "agent_selection"):
+            raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -475,7 +497,9 @@ class ExchangeAuditParallelEnv(ParallelEnv):
         self, actions: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
         if not self.agents:
-            raise RuntimeError("step() after the episode ended; call reset()")
+            if self.game.phase is Phase.DONE and self._episode.episode_index >= 0:
+                raise RuntimeError("step() after the episode ended; call reset()")
+            raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
         phase = self.game.phase
         acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
         if acting not in actions:

@@ -144,7 +144,6 @@ class State:
 class PublicInfo:
     """What both roles know: this episode's limits and the rules of the game."""
 
-    ambiguous: bool
     risk_limit: float
     delta_limit: float
     q: float
@@ -162,7 +161,6 @@ class PublicInfo:
     @classmethod
     def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
         return cls(
-            ambiguous=state.ambiguous,
             risk_limit=state.risk_limit,
             delta_limit=state.delta_limit,
             q=config.q,
@@ -185,7 +183,10 @@ class ProposerView:
 
     ``known_risk_within_limit`` and ``known_net_delta_bounded`` are the truth
     of the two limit checks when the configuration reveals them
-    (``reveal_compliance``), else ``None``.
+    (``reveal_compliance=True``, the information the paper's scripted trader
+    read from the state), else ``None``. The proposer is not told whether the
+    episode is ambiguous: ambiguous episodes are always compliant, so that
+    flag would reveal compliance.
     """
 
     intent: Intent
@@ -311,11 +312,13 @@ class AuditRecord:
 
 @dataclass(frozen=True, slots=True)
 class ValidatorView:
-    """The validator's observation: the submission, the audit and the public info."""
+    """The validator's observation: the submission, the audit, the public info,
+    and whether the episode is borderline (the paper's rule engine knows it)."""
 
     submission: Submission
     audit: AuditRecord
     public: PublicInfo
+    ambiguous: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,7 +561,7 @@ def rule_decision(view: ValidatorView) -> Decision:
     sub, audit, public = view.submission, view.audit, view.public
     if sub.action is ProposerAction.NO_TRADE:
         return Decision.BLOCK  # nothing to approve
-    if public.ambiguous:
+    if view.ambiguous:
         comfortable = is_comfortable(sub.proposal, public)
         if not sub.artifact.has_explanation and not comfortable:
             return Decision.BLOCK
@@ -645,9 +648,9 @@ class ExchangeAuditGame:
 
     @property
     def validator_view(self) -> ValidatorView | None:
-        if self.submission is None or self.audit is None or self.proposer_view is None:
+        if self.submission is None or self.audit is None or self.proposer_view is None or self.state is None:
             return None
-        return ValidatorView(self.submission, self.audit, self.proposer_view.public)
+        return ValidatorView(self.submission, self.audit, self.proposer_view.public, self.state.ambiguous)
 
     @property
     def legal_decisions(self) -> tuple[Decision, ...]:

@@ -1,10 +1,12 @@
 """How claims, proposals and audits are encoded in Gymnasium spaces.
 
 Each role's observation and action is a flat :class:`gymnasium.spaces.Dict`
-of Discrete / MultiDiscrete / MultiBinary / Box entries (what SB3's
-``MultiInputPolicy`` takes), plus one free-text entry that numeric policies
-ignore. :class:`ExchangeAuditSpaces` builds the spaces once per configuration
-and converts both ways between these dicts and the typed values of
+of Discrete / MultiDiscrete / MultiBinary / Box entries, plus one free-text
+entry. Without that entry an observation is what SB3's ``MultiInputPolicy``
+takes; SB3 accepts neither a text entry nor a Dict action, so RL training goes
+through single-agent views that drop the text and flatten the action.
+:class:`ExchangeAuditSpaces` builds the spaces once per configuration and
+converts both ways between these dicts and the typed values of
 :mod:`eq_env.exchange_audit.game`, validating actions with errors that name
 the offending field.
 
@@ -30,6 +32,8 @@ the values the proposer reported. Observed numbers outside the Box bounds
 from __future__ import annotations
 
 import string
+import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,12 +119,13 @@ class ActionError(ValueError):
 
 
 class FreeText(spaces.Text):
-    """Free text: any printable Unicode (plus newlines and tabs), up to ``max_length`` characters.
+    """Free text: any Unicode string of at most ``max_length`` characters without control characters.
 
     Gymnasium's :class:`~gymnasium.spaces.Text` admits a fixed character set,
-    but an explanation may hold any character, so membership here is by
-    printability. Samples are lowercase pseudo-words separated by spaces, so
-    a random policy's texts vary in word count as real ones do.
+    but an explanation may hold any character (accents, non-breaking spaces,
+    ≤, emoji), so membership here excludes only control characters other than
+    whitespace. Samples are lowercase pseudo-words separated by spaces, so a
+    random policy's texts vary in word count as real ones do.
     """
 
     MAX_SAMPLE_WORDS = 16
@@ -128,12 +133,18 @@ class FreeText(spaces.Text):
     def __init__(self, max_length: int, seed: int | np.random.Generator | None = None) -> None:
         super().__init__(max_length, min_length=0, charset=string.ascii_lowercase + " ", seed=seed)
 
+    @staticmethod
+    def bad_character(text: str) -> int | None:
+        """Index of the first control character that is not whitespace, or None."""
+        if text.isprintable():
+            return None
+        for i, ch in enumerate(text):
+            if unicodedata.category(ch) in ("Cc", "Cs") and not ch.isspace():
+                return i
+        return None
+
     def contains(self, x: Any) -> bool:
-        return (
-            isinstance(x, str)
-            and len(x) <= self.max_length
-            and x.replace("\n", "").replace("\t", "").replace("\r", "").isprintable()
-        )
+        return isinstance(x, str) and len(x) <= self.max_length and self.bad_character(x) is None
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         if mask is not None or probability is not None:
@@ -198,48 +209,50 @@ class ExchangeAuditSpaces:
         words = spaces.Discrete(config.max_words + 1)
 
         self.proposer_action = spaces.Dict(
-            {
-                "action": spaces.Discrete(2),
-                "reported_intent": spaces.Discrete(2),
-                "reported_numbers": numbers,
-                "claims": spaces.MultiDiscrete(CLAIM_NVEC),
-                "claim_values": claim_values,
-                "text": text,
-                "word_count": words,
-            },
-            sort_keys=False,
+            OrderedDict(
+                {
+                    "action": spaces.Discrete(2),
+                    "reported_intent": spaces.Discrete(2),
+                    "reported_numbers": numbers,
+                    "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                    "claim_values": claim_values,
+                    "text": text,
+                    "word_count": words,
+                }
+            )
         )
         self.proposer_observation = spaces.Dict(
-            {
-                "phase": spaces.Discrete(3),
-                "intent": spaces.Discrete(2),
-                "observed_numbers": numbers,
-                "known_compliance": spaces.MultiDiscrete((3, 3)),
-                "ambiguous": spaces.Discrete(2),
-                "public": public,
-            },
-            sort_keys=False,
+            OrderedDict(
+                {
+                    "phase": spaces.Discrete(3),
+                    "intent": spaces.Discrete(2),
+                    "observed_numbers": numbers,
+                    "known_compliance": spaces.MultiDiscrete((3, 3)),
+                    "public": public,
+                }
+            )
         )
         self.validator_action = spaces.Discrete(2)
         self.validator_observation = spaces.Dict(
-            {
-                "phase": spaces.Discrete(3),
-                "action_mask": spaces.Box(0, 1, shape=(2,), dtype=np.int8),
-                "proposer_action": spaces.Discrete(2),
-                "reported_intent": spaces.Discrete(2),
-                "reported_numbers": numbers,
-                "claims": spaces.MultiDiscrete(CLAIM_NVEC),
-                "claim_values": claim_values,
-                "word_count": words,
-                "text": text,
-                "audit_outcome": spaces.Discrete(4),
-                "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
-                "audit_failed": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
-                "revealed_compliance": spaces.Discrete(3),
-                "ambiguous": spaces.Discrete(2),
-                "public": public,
-            },
-            sort_keys=False,
+            OrderedDict(
+                {
+                    "phase": spaces.Discrete(3),
+                    "action_mask": spaces.Box(0, 1, shape=(2,), dtype=np.int8),
+                    "proposer_action": spaces.Discrete(2),
+                    "reported_intent": spaces.Discrete(2),
+                    "reported_numbers": numbers,
+                    "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                    "claim_values": claim_values,
+                    "word_count": words,
+                    "text": text,
+                    "audit_outcome": spaces.Discrete(4),
+                    "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
+                    "audit_failed": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
+                    "revealed_compliance": spaces.Discrete(3),
+                    "ambiguous": spaces.Discrete(2),
+                    "public": public,
+                }
+            )
         )
 
     # -- observations --------------------------------------------------------
@@ -259,13 +272,13 @@ class ExchangeAuditSpaces:
             "known_compliance": np.array(
                 [_tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded)], dtype=np.int64
             ),
-            "ambiguous": np.int64(view.public.ambiguous),
             "public": self.public_vector(view.public) if public_vector is None else public_vector,
         }
 
     def encode_validator_observation(
         self,
         public: PublicInfo,
+        ambiguous: bool,
         view: ValidatorView | None,
         phase: Phase,
         public_vector: np.ndarray | None = None,
@@ -287,7 +300,7 @@ class ExchangeAuditSpaces:
                 "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
                 "audit_failed": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
                 "revealed_compliance": np.int64(0),
-                "ambiguous": np.int64(public.ambiguous),
+                "ambiguous": np.int64(ambiguous),
                 "public": pub,
             }
         sub, audit, p = view.submission, view.audit, view.submission.proposal
@@ -307,7 +320,7 @@ class ExchangeAuditSpaces:
             "audit_checked": np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8),
             "audit_failed": np.array([c in audit.failed for c in CHECKABLE_CLAIMS], dtype=np.int8),
             "revealed_compliance": np.int64(_tri(audit.revealed_compliant)),
-            "ambiguous": np.int64(public.ambiguous),
+            "ambiguous": np.int64(ambiguous),
             "public": pub,
         }
 
@@ -339,10 +352,15 @@ class ExchangeAuditSpaces:
         text = action["text"]
         if not isinstance(text, str):
             raise ActionError(f"{agent} action['text'] must be a str, got {type(text).__name__}")
-        if not space["text"].contains(text):
+        if len(text) > self.config.max_text_chars:
             raise ActionError(
-                f"{agent} action['text'] must be printable text of at most "
-                f"{self.config.max_text_chars} characters (max_text_chars), got {len(text)} characters"
+                f"{agent} action['text'] has {len(text)} characters; at most {self.config.max_text_chars} "
+                "are allowed (max_text_chars)"
+            )
+        bad = FreeText.bad_character(text)
+        if bad is not None:
+            raise ActionError(
+                f"{agent} action['text'] contains the control character U+{ord(text[bad]):04X} at position {bad}"
             )
         words = _discrete(action["word_count"], self.config.max_words + 1, f"{agent} action['word_count']")
         return Submission(
@@ -373,9 +391,12 @@ def _discrete(value: Any, n: int, what: str) -> int:
 
 def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ...], what: str) -> list[float]:
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise ActionError(f"{what} must be {len(names)} numbers ({', '.join(names)}), got {value!r}") from None
+        raw = np.asarray(None)
+    if raw.dtype.kind not in "iuf":  # no strings, booleans or objects posing as numbers
+        raise ActionError(f"{what} must be {len(names)} numbers ({', '.join(names)}), got {value!r}")
+    arr = raw.astype(np.float64)
     if arr.shape != (len(names),):
         raise ActionError(f"{what} must have shape ({len(names)},) for ({', '.join(names)}), got shape {arr.shape}")
     low, high = bounds
@@ -388,7 +409,7 @@ def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ..
 
 def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
     arr = np.asarray(value)
-    if arr.shape != (len(nvec),) or not np.issubdtype(arr.dtype, np.integer):
+    if arr.shape != (len(nvec),) or arr.dtype.kind not in "iu":
         raise ActionError(f"{what} must be {len(nvec)} integers, got {value!r}")
     out = arr.tolist()
     for i, (x, n) in enumerate(zip(out, nvec, strict=True)):
@@ -404,7 +425,7 @@ def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
     values: dict[str, Any] = {f: float(v) for f, v in zip(PUBLIC_FIELDS, vec.tolist(), strict=True)}
     values["checks_per_audit"] = round(values["checks_per_audit"])
     values["max_words"] = round(values["max_words"])
-    return PublicInfo(ambiguous=bool(obs["ambiguous"]), **values)
+    return PublicInfo(**values)
 
 
 def decode_proposer_observation(obs: Mapping[str, Any]) -> ProposerView:
@@ -440,7 +461,7 @@ def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
         failed=tuple(c for c, x in zip(CHECKABLE_CLAIMS, failed, strict=True) if x),
         revealed_compliant=_untri(int(obs["revealed_compliance"])),
     )
-    return ValidatorView(submission=submission, audit=audit, public=decode_public(obs))
+    return ValidatorView(submission, audit, decode_public(obs), ambiguous=bool(obs["ambiguous"]))
 
 
 # -- claims --------------------------------------------------------------
