@@ -182,7 +182,7 @@ def test_readme_commands_are_the_ci_commands() -> None:
 
 def test_readme_sample_output_is_what_the_main_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
     command = README.split("<!-- ci:main -->", 1)[1].split("<!-- /ci:main -->", 1)[0]
-    argv = command.split("eq-env", 1)[1].split()
+    argv = command.split("eq-env", 1)[1].split("```", 1)[0].split()
     assert main(argv) == 0
     printed = capsys.readouterr().out.strip()
     sample = README.split("The first command prints", 1)[1].split("```\n", 1)[1].split("```", 1)[0].strip()
