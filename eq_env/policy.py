@@ -85,7 +85,7 @@ class BasePolicy:
 class PolicyEntry:
     name: str
     role: Role
-    factory: Callable[..., Policy]
+    factory: Callable[..., Any]
     summary: str
 
     def parameters(self) -> dict[str, Any]:
@@ -101,7 +101,7 @@ _REGISTRY: dict[str, PolicyEntry] = {}
 _PROVIDERS = ("baselines",)
 
 
-def register_policy(name: str, role: Role, factory: Callable[..., Policy], summary: str = "") -> None:
+def register_policy(name: str, role: Role, factory: Callable[..., Any], summary: str = "") -> None:
     """Make ``factory`` available to :func:`make_policy` and the CLI as ``name``."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")

@@ -173,7 +173,7 @@ def _checked_number(name: str, value: Any, rng: FieldRange) -> int | float:
                     raise error
             except OverflowError:
                 raise error from None
-            number = int(value)
+            number = int(float(value))
     else:
         number = float(value)
     if (isinstance(number, float) and math.isnan(number)) or number not in rng:

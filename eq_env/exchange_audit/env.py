@@ -180,9 +180,10 @@ __all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "raw_env", "reso
 PROPOSER = "proposer_0"
 VALIDATOR = "validator_0"
 REWARD_MODES = ("welfare", "individual")
-METADATA = {
+RENDER_MODES = ("ansi", "human")
+METADATA: dict[str, Any] = {
     "name": "exchange_audit_v0",
-    "render_modes": ["ansi", "human"],
+    "render_modes": list(RENDER_MODES),
     "is_parallelizable": False,  # the validator observes the proposal: use parallel_env()
     "render_fps": 1,
 }
@@ -203,8 +204,8 @@ class _Episode:
     def __init__(self, config: ExchangeAuditConfig, reward_mode: str, render_mode: str | None) -> None:
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
-        if render_mode is not None and render_mode not in METADATA["render_modes"]:
-            raise ValueError(f"render_mode must be one of {METADATA['render_modes']} or None, got {render_mode!r}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.config = config
         self.reward_mode = reward_mode
         self.codec = ExchangeAuditSpaces(config)
@@ -222,7 +223,7 @@ class _Episode:
         self.draws = DrawStream(None)
         self.episode_index = -1
         self._public_vector = np.zeros(0)
-        self._cache = {}
+        self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
         if seed is not None:
@@ -237,7 +238,7 @@ class _Episode:
         self.game.start(self.draws.next())
         assert self.game.proposer_view is not None
         self._public_vector = self.codec.public_vector(self.game.proposer_view.public)
-        self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
+        self._cache = {}
 
     def observe(self, agent: str) -> dict[str, Any]:
         """The agent's observation, built once per phase (observations change only between phases)."""

@@ -369,7 +369,7 @@ class DrawStream:
 
     def __init__(self, seed: int | None) -> None:
         root = np.random.SeedSequence(seed)
-        self.entropy = root.entropy
+        self.entropy: int = int(root.entropy)  # type: ignore[arg-type]  # an int when seed is an int or None
         self._state, self._noise, self._audit = (
             np.random.Generator(np.random.PCG64(np.random.SeedSequence(root.entropy, spawn_key=(k,)))) for k in range(3)
         )
@@ -521,6 +521,7 @@ def run_audit(
     k = config.checks_per_audit
     if k <= 0 or not claims.complete:
         return AuditRecord(AuditOutcome.INCONCLUSIVE)
+    checked: tuple[str, ...]
     if k >= len(CHECKABLE_CLAIMS):
         checked = CHECKABLE_CLAIMS
     else:

@@ -214,7 +214,7 @@ class ExchangeAuditSpaces:
                     "action": spaces.Discrete(2),
                     "reported_intent": spaces.Discrete(2),
                     "reported_numbers": numbers,
-                    "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                    "claims": spaces.MultiDiscrete(list(CLAIM_NVEC)),
                     "claim_values": claim_values,
                     "text": text,
                     "word_count": words,
@@ -227,7 +227,7 @@ class ExchangeAuditSpaces:
                     "phase": spaces.Discrete(3),
                     "intent": spaces.Discrete(2),
                     "observed_numbers": numbers,
-                    "known_compliance": spaces.MultiDiscrete((3, 3)),
+                    "known_compliance": spaces.MultiDiscrete([3, 3]),
                     "public": public,
                 }
             )
@@ -241,7 +241,7 @@ class ExchangeAuditSpaces:
                     "proposer_action": spaces.Discrete(2),
                     "reported_intent": spaces.Discrete(2),
                     "reported_numbers": numbers,
-                    "claims": spaces.MultiDiscrete(CLAIM_NVEC),
+                    "claims": spaces.MultiDiscrete(list(CLAIM_NVEC)),
                     "claim_values": claim_values,
                     "word_count": words,
                     "text": text,
