@@ -348,8 +348,8 @@ class _Episode:
         return text
 
 
-class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
-    """The exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
+class _Adapter:
+    """The surface both PettingZoo adapters share: construction, spaces, the game, state and rendering."""
 
     metadata = METADATA
 
@@ -362,7 +362,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        super().__init__()
         self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
         self.config = self._episode.config
         self.codec = self._episode.codec
@@ -372,7 +371,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agents: list[str] = []
         self.state_space = self._episode.state_space
 
-    # -- spaces ----------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:
         try:
             return self._episode.observation_spaces[agent]
@@ -385,7 +383,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         except KeyError:
             raise KeyError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
 
-    # -- the game --------------------------------------------------------------
     @property
     def game(self) -> ExchangeAuditGame:
         """The pure game behind the adapter (its state, submission, audit, outcome)."""
@@ -393,7 +390,23 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     @property
     def episode_index(self) -> int:
+        """Index of the current episode in its seed's stream."""
         return self._episode.episode_index
+
+    def state(self) -> np.ndarray:
+        """The private position: ambiguous, intent, risk limit, delta limit, true risk,
+        true net delta, hedge size, compliant (for centralised critics)."""
+        return self._episode.state_vector()
+
+    def render(self) -> str | None:
+        return self._episode.render(self.render_mode)
+
+    def close(self) -> None:
+        pass
+
+
+class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """The exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._episode.reset(seed, options)
@@ -408,9 +421,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def observe(self, agent: str) -> dict[str, Any]:
         return dict(self._episode.observe(agent))
-
-    def state(self) -> np.ndarray:
-        return self._episode.state_vector()
 
     def step(self, action: Any) -> None:
         if not hasattr(self, "agent_selection"):
@@ -434,14 +444,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.render_mode == "human":
             self.render()
 
-    def render(self) -> str | None:
-        return self._episode.render(self.render_mode)
 
-    def close(self) -> None:
-        pass
-
-
-class ExchangeAuditParallelEnv(ParallelEnv):
+class ExchangeAuditParallelEnv(_Adapter, ParallelEnv):
     """The exchange–audit game under PettingZoo's parallel API.
 
     Each episode takes two parallel steps. In the first (``phase`` 0) only
@@ -450,36 +454,6 @@ class ExchangeAuditParallelEnv(ParallelEnv):
     (it is ignored), so generic parallel loops that send every agent an
     action work unchanged. Rewards arrive on the second step.
     """
-
-    metadata = METADATA
-
-    def __init__(
-        self,
-        config: ExchangeAuditConfig | None = None,
-        *,
-        preset: str = "paper",
-        reward_mode: str = "welfare",
-        render_mode: str | None = None,
-        **overrides: Any,
-    ) -> None:
-        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
-        self.config = self._episode.config
-        self.codec = self._episode.codec
-        self.render_mode = render_mode
-        self.reward_mode = reward_mode
-        self.possible_agents = [PROPOSER, VALIDATOR]
-        self.agents: list[str] = []
-        self.state_space = self._episode.state_space
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        return self._episode.observation_spaces[agent]
-
-    def action_space(self, agent: str) -> spaces.Space:
-        return self._episode.action_spaces[agent]
-
-    @property
-    def game(self) -> ExchangeAuditGame:
-        return self._episode.game
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
@@ -490,9 +464,6 @@ class ExchangeAuditParallelEnv(ParallelEnv):
 
     def _observations(self) -> dict[str, Any]:
         return {a: dict(self._episode.observe(a)) for a in self.possible_agents}
-
-    def state(self) -> np.ndarray:
-        return self._episode.state_vector()
 
     def step(
         self, actions: dict[str, Any]
@@ -524,12 +495,6 @@ class ExchangeAuditParallelEnv(ParallelEnv):
         if self.render_mode == "human":
             self.render()
         return observations, rewards, terminations, truncations, infos
-
-    def render(self) -> str | None:
-        return self._episode.render(self.render_mode)
-
-    def close(self) -> None:
-        pass
 
 
 def _copy_info(info: dict[str, Any]) -> dict[str, Any]:
