@@ -23,9 +23,11 @@ Validators: :class:`RuleValidator` (the paper's rule engine),
 :class:`AlwaysApprove`, :class:`AlwaysBlock`.
 
 Every policy acts on the environment's observation dict and returns an
-action dict, through the same interface as LLM and RL policies. The typed
-methods (:meth:`HonestProposer.submission`) are there for the batch engine and
-for tests.
+action dict, through the same interface as LLM and RL policies. Each also
+acts in bulk (``act_batch``) for the batch engine
+(:mod:`eq_env.exchange_audit.batch`), with the same decisions episode for
+episode; the typed :meth:`HonestProposer.submission` is the single-episode
+logic both follow.
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import numpy as np
+
+from eq_env.exchange_audit.batch import (
+    ABSENT,
+    HEDGE,
+    ProposerBatch,
+    SubmissionBatch,
+    ValidatorBatch,
+    detection_miss_table,
+    rule_decision_batch,
+)
 from eq_env.exchange_audit.game import (
     Artifact,
     Claims,
@@ -134,14 +147,17 @@ class HonestProposer(BasePolicy):
         """What it believes of (risk within limit, net delta bounded)."""
         if self.claims_from == "truth":
             if view.known_risk_within_limit is None or view.known_net_delta_bounded is None:
-                raise ValueError(
-                    f"{self.name}(claims_from='truth') needs the true compliance in its observation: "
-                    "build the environment with reveal_compliance=True (eq-env: --reveal-compliance or "
-                    "--preset paper_scripted), or use claims_from='observation'"
-                )
+                raise self._truth_hidden()
             return view.known_risk_within_limit, view.known_net_delta_bounded
         pub = view.public
         return view.observed_risk <= pub.risk_limit, abs(view.observed_net_delta) <= pub.delta_limit
+
+    def _truth_hidden(self) -> ValueError:
+        return ValueError(
+            f"{self.name}(claims_from='truth') needs the true compliance in its observation: "
+            "build the environment with reveal_compliance=True (eq-env: --reveal-compliance or "
+            "--preset paper_scripted), or use claims_from='observation'"
+        )
 
     def confidence(self, view: ProposerView, risk_ok: bool, delta_ok: bool) -> float:
         """Its probability that both limit claims hold (1 when it knows the truth)."""
@@ -181,6 +197,33 @@ class HonestProposer(BasePolicy):
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
         return encode_submission(self.submission(decode_proposer_observation(observation)))
 
+    # -- in bulk (the batch engine) ------------------------------------------
+    def beliefs_batch(self, v: ProposerBatch) -> tuple[np.ndarray, np.ndarray]:
+        if self.claims_from == "truth":
+            if v.known_risk_within_limit is None or v.known_net_delta_bounded is None:
+                raise self._truth_hidden()
+            return v.known_risk_within_limit, v.known_net_delta_bounded
+        return v.observed_risk <= v.risk_limit, np.abs(v.observed_net_delta) <= v.delta_limit
+
+    def act_batch(self, v: ProposerBatch) -> SubmissionBatch:
+        risk_ok, delta_ok = self.beliefs_batch(v)
+        request = (risk_ok & delta_ok) | (self.request == "always")
+        explain = request | self.explain_no_trade
+        absent = np.int8(ABSENT)
+        return SubmissionBatch(
+            request=request,
+            reported_intent=v.intent,
+            reported_risk=v.observed_risk,
+            reported_net_delta=v.observed_net_delta,
+            reported_hedge_size=v.observed_hedge_size,
+            claim_intent=np.where(explain, v.intent, absent).astype(np.int8),
+            claim_risk_within_limit=np.where(explain, risk_ok, absent).astype(np.int8),
+            claim_net_delta_bounded=np.where(explain, delta_ok, absent).astype(np.int8),
+            claim_risk_metric=explain,
+            claim_confidence=np.where(explain, 1, absent).astype(np.int8),  # always within [0, 1]
+            words=np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64),
+        )
+
 
 class SilentProposer(HonestProposer):
     """The paper's action-only baseline: the honest action and proposal, no claims, no text."""
@@ -198,6 +241,15 @@ class SilentProposer(HonestProposer):
     def submission(self, view: ProposerView) -> Submission:
         honest = super().submission(view)
         return Submission(honest.action, honest.proposal, Artifact())
+
+    def act_batch(self, v: ProposerBatch) -> SubmissionBatch:
+        honest = super().act_batch(v)
+        none = np.full(v.n, ABSENT, dtype=np.int8)
+        honest.claim_intent = honest.claim_risk_within_limit = honest.claim_net_delta_bounded = none
+        honest.claim_confidence = none
+        honest.claim_risk_metric = np.zeros(v.n, dtype=bool)
+        honest.words = np.zeros(v.n, dtype=np.int64)
+        return honest
 
 
 class StrategicProposer(HonestProposer):
@@ -296,6 +348,45 @@ class StrategicProposer(HonestProposer):
         lying = u < self.p if self.trigger == "probability" else self.lie_pays(view)
         return self.lie(view) if lying else honest
 
+    def act_batch(self, v: ProposerBatch) -> SubmissionBatch:
+        u = self.rng.random(v.n)  # the same stream as one draw per episode
+        honest = super().act_batch(v)
+        risk_ok, delta_ok = self.beliefs_batch(v)
+        cfg = v.config
+        if self.trigger == "probability":
+            lying = u < self.p
+        else:
+            lies = (
+                np.zeros(v.n, dtype=np.int64)
+                if self.truthful_claims
+                else (v.intent != HEDGE).astype(np.int64) + ~risk_ok + ~delta_ok
+            )
+            miss = np.array(detection_miss_table(cfg.checks_per_audit))[lies]
+            p_detect = np.where((lies == 0) | (cfg.checks_per_audit <= 0), 0.0, cfg.q * (1.0 - miss))
+            lying = ((1.0 - cfg.q) * cfg.V - p_detect * cfg.L) > cfg.no_trade_payoff
+        lying = lying & ~(risk_ok & delta_ok)
+        inside = cfg.safe_margin + 0.01
+        sign = np.where(v.observed_net_delta < 0, -1.0, 1.0)
+        lie_risk = np.maximum(0.0, np.minimum(v.observed_risk, v.risk_limit - inside))
+        lie_delta = sign * np.maximum(0.0, np.minimum(np.abs(v.observed_net_delta), v.delta_limit - inside))
+        if not self.truthful_claims:
+            one = np.int8(1)
+            honest.claim_intent = np.where(lying, HEDGE, honest.claim_intent).astype(np.int8)
+            honest.claim_risk_within_limit = np.where(lying, one, honest.claim_risk_within_limit).astype(np.int8)
+            honest.claim_net_delta_bounded = np.where(lying, one, honest.claim_net_delta_bounded).astype(np.int8)
+        else:  # the lie keeps the honest claims, which it states even on what was a NO_TRADE
+            honest.claim_intent = np.where(lying, v.intent, honest.claim_intent).astype(np.int8)
+            honest.claim_risk_within_limit = np.where(lying, risk_ok, honest.claim_risk_within_limit).astype(np.int8)
+            honest.claim_net_delta_bounded = np.where(lying, delta_ok, honest.claim_net_delta_bounded).astype(np.int8)
+        honest.claim_risk_metric = honest.claim_risk_metric | lying
+        honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
+        honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)
+        honest.request = honest.request | lying
+        honest.reported_intent = np.where(lying, HEDGE, honest.reported_intent).astype(np.int8)
+        honest.reported_risk = np.where(lying, lie_risk, honest.reported_risk)
+        honest.reported_net_delta = np.where(lying, lie_delta, honest.reported_net_delta)
+        return honest
+
 
 class RuleValidator(BasePolicy):
     """The paper's conservative rule engine (:func:`eq_env.exchange_audit.game.rule_decision`)."""
@@ -304,6 +395,9 @@ class RuleValidator(BasePolicy):
 
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(rule_decision(decode_validator_observation(observation)))
+
+    def act_batch(self, views: ValidatorBatch) -> np.ndarray:
+        return rule_decision_batch(views)
 
 
 class AlwaysApprove(BasePolicy):
@@ -314,6 +408,9 @@ class AlwaysApprove(BasePolicy):
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(Decision.APPROVE) if observation["action_mask"][Decision.APPROVE] else int(Decision.BLOCK)
 
+    def act_batch(self, views: ValidatorBatch) -> np.ndarray:
+        return np.ones(len(views.ambiguous), dtype=bool)
+
 
 class AlwaysBlock(BasePolicy):
     """Blocks everything."""
@@ -322,3 +419,6 @@ class AlwaysBlock(BasePolicy):
 
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(Decision.BLOCK)
+
+    def act_batch(self, views: ValidatorBatch) -> np.ndarray:
+        return np.zeros(len(views.ambiguous), dtype=bool)

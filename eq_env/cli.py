@@ -1,8 +1,10 @@
 """The ``eq-env`` command line.
 
-``eq-env play`` plays episodes with any policy per role and prints the
-paper's metrics; ``eq-env policies`` lists the policies and their
-parameters. Every game parameter is a flag (``--q 0.3 --B 2 --V 1 --L 2``).
+``eq-env reproduce`` runs the paper's experiments (the main job);
+``eq-env sweep`` runs any grid; ``eq-env play`` plays episodes with any policy
+per role and prints the paper's metrics; ``eq-env policies`` lists the
+policies and their parameters. Every game parameter is a flag of ``play``
+(``--q 0.3 --B 2 --V 1 --L 2``) and a grid key of ``sweep``.
 """
 
 from __future__ import annotations
@@ -84,6 +86,48 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _add_config_flags(play)
 
+    rep = sub.add_parser(
+        "reproduce",
+        help="the paper's tables and figure, offline, from scripted policies",
+        description="Run every experiment the paper reports with scripted policies and write table1.csv/.md, "
+        "table2.csv/.md, figure4.png, results.jsonl and summary.md into --out. Re-running resumes.",
+    )
+    rep.add_argument("--out", type=Path, required=True, help="output directory")
+    rep.add_argument("--seeds", type=int, default=5, help="seeds per condition (default 5, as the paper)")
+    rep.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    rep.add_argument("--episodes", type=int, default=200, help="episodes per seed (default 200, as the paper)")
+    rep.add_argument("--words", type=int, default=18,
+                     help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
+                     "scripted trader wrote 13)")  # fmt: skip
+    rep.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto",
+                     help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
+                     "auto: batch whenever possible")  # fmt: skip
+    rep.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+
+    sw = sub.add_parser(
+        "sweep",
+        help="run a grid of parameters and policies (resumable, parallel)",
+        description="Sweep game parameters and policies. The grid comes from --config (TOML/YAML/JSON) and/or "
+        "flags; results are appended to --out/results.jsonl as runs finish, so a killed sweep resumes.",
+    )
+    sw.add_argument("--out", type=Path, required=True, help="output directory")
+    sw.add_argument("--config", type=Path, help="sweep spec file (.toml, .yaml, .json)")
+    sw.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
+                    help="a swept game parameter, e.g. --grid q=0,0.3,1 (repeatable)")  # fmt: skip
+    sw.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a fixed game parameter, e.g. --set B=2 (repeatable)")  # fmt: skip
+    sw.add_argument("--proposer", action="append", help="a proposer spec (repeat to sweep several)")
+    sw.add_argument("--validator", action="append", help="a validator spec (repeat to sweep several)")
+    sw.add_argument("--preset", choices=sorted(PRESETS), help="starting configuration (default paper)")
+    sw.add_argument("--seeds", type=int, help="number of seeds (default 5)")
+    sw.add_argument("--first-seed", type=int, help="first seed (default 0)")
+    sw.add_argument("--episodes", type=int, help="episodes per seed (default 200)")
+    sw.add_argument("--engine", choices=("auto", "batch", "aec"), help="default auto")
+    sw.add_argument("--jobs", type=int, help="worker processes (default: 1 if every run can use the batch "
+                    "engine, else the number of CPUs)")  # fmt: skip
+    sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
+    sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
+
     sub.add_parser("policies", help="list the available policies and their parameters")
     return parser
 
@@ -149,6 +193,65 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from eq_env.reproduce import ReproduceOptions, reproduce
+
+    opts = ReproduceOptions(
+        seeds=args.seeds, episodes=args.episodes, words=args.words, first_seed=args.first_seed,
+        engine=args.engine, jobs=args.jobs,
+    )  # fmt: skip
+    result = reproduce(args.out, opts, progress=None)
+    print((args.out / "table1.md").read_text())
+    print((args.out / "table2.md").read_text())
+    print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
+    return 0
+
+
+def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise ValueError(f"{what} expects NAME=VALUE, got {item!r}")
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import os
+
+    from eq_env.exchange_audit.batch import is_batchable
+    from eq_env.policy import make_policy
+    from eq_env.sweep import DEFAULT_PLOT_METRICS, SweepSpec, load_spec_file, parse_value, run_sweep
+
+    data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
+    grid = dict(data.get("grid", {}))
+    for key, values in _key_values(args.grid, "--grid"):
+        grid[key] = [parse_value(v) for v in values.split(",")]
+    fixed = dict(data.get("set", {}))
+    for key, value in _key_values(args.set, "--set"):
+        fixed[key] = parse_value(value)
+    data = {**data, "grid": grid, "set": fixed}
+    for flag, key in (("proposer", "proposers"), ("validator", "validators"), ("preset", "preset"),
+                      ("seeds", "seeds"), ("first_seed", "first_seed"), ("episodes", "episodes"),
+                      ("engine", "engine")):  # fmt: skip
+        if getattr(args, flag) is not None:
+            data[key] = getattr(args, flag)
+    spec = SweepSpec.from_mapping(data, source=str(args.config or "flags"))
+    jobs = args.jobs
+    if jobs is None:
+        batchable = all(
+            is_batchable(make_policy(p)) and is_batchable(make_policy(v))
+            for p in spec.proposers for v in spec.validators
+        )  # fmt: skip
+        jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
+    metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else DEFAULT_PLOT_METRICS
+    rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics)
+    print((args.out / "summary.md").read_text())
+    print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {args.out}")
+    return 0
+
+
 def _cmd_policies(_: argparse.Namespace) -> int:
     from eq_env.policy import available_policies
 
@@ -168,9 +271,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_play(args)
         if args.command == "policies":
             return _cmd_policies(args)
-    except (ValueError, TypeError) as err:
+        if args.command == "reproduce":
+            return _cmd_reproduce(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+    except (ValueError, TypeError, OSError) as err:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"eq-env {args.command}: interrupted; finished runs are saved, run the same command to resume",
+              file=sys.stderr)  # fmt: skip
+        return 130
     parser.error(f"unknown command {args.command!r}")
     return 2
 

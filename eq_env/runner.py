@@ -25,9 +25,11 @@ from eq_env import exchange_audit_v0
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import PROPOSER, VALIDATOR
 from eq_env.exchange_audit.game import (
+    CHECKABLE_CLAIMS,
     REQUIRED_CLAIMS,
     AuditOutcome,
     EpisodeOutcome,
+    Intent,
     ProposerAction,
 )
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
@@ -222,10 +224,24 @@ METRICS: dict[str, str] = {
 }
 
 
+def _code(value: str | bool | None, kind: type[Intent] | None = None) -> int:
+    """A claim or intent as the batch engine codes it: -1 absent, else the value."""
+    if value is None:
+        return -1
+    if kind is not None:
+        return int(kind[value])  # type: ignore[index]
+    return int(bool(value))
+
+
 def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray]:
-    """Column arrays of the fields metrics need (the batch engine produces the same)."""
-    truth_checks = np.zeros(len(records))
-    stated = np.zeros(len(records))
+    """Per-episode column arrays, the same keys and codes as the batch engine produces.
+
+    Codes: intents as :class:`Intent` values; claims -1 absent, else the value
+    (intent code, or 0/1); audit outcomes as :class:`AuditOutcome` values.
+    """
+    n = len(records)
+    stated = np.zeros(n)
+    true = np.zeros(n)
     for i, r in enumerate(records):
         truth = {
             "intent": r.intent,
@@ -236,21 +252,45 @@ def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray
             claim = getattr(r, f"claim_{name}")
             if claim is not None:
                 stated[i] += 1
-                truth_checks[i] += claim == truth[name]
+                true[i] += claim == truth[name]
+
+    def col(name: str, dtype: Any) -> np.ndarray:
+        return np.array([getattr(r, name) for r in records], dtype=dtype)
+
+    def checks(name: str) -> np.ndarray:
+        return np.array([[c in getattr(r, name) for c in CHECKABLE_CLAIMS] for r in records], dtype=bool).reshape(n, 4)
+
+    outcome = np.array([AuditOutcome[r.audit_outcome] for r in records], dtype=np.int8)
     return {
-        "ambiguous": np.array([r.ambiguous for r in records], dtype=bool),
-        "compliant": np.array([r.compliant for r in records], dtype=bool),
+        "ambiguous": col("ambiguous", bool),
+        "intent": np.array([_code(r.intent, Intent) for r in records], dtype=np.int8),
+        "compliant": col("compliant", bool),
+        "risk_limit": col("risk_limit", np.float64),
+        "true_risk": col("true_risk", np.float64),
+        "true_net_delta": col("true_net_delta", np.float64),
+        "observed_risk": col("observed_risk", np.float64),
+        "observed_net_delta": col("observed_net_delta", np.float64),
         "requested": np.array([r.proposer_action == ProposerAction.REQUEST_APPROVAL.name for r in records], dtype=bool),
-        "approved": np.array([r.approved for r in records], dtype=bool),
-        "audited": np.array([r.audited for r in records], dtype=bool),
-        "audit_failed": np.array([r.audit_outcome == AuditOutcome.FAIL.name for r in records], dtype=bool),
-        "words": np.array([r.words for r in records], dtype=np.float64),
-        "welfare": np.array([r.welfare for r in records], dtype=np.float64),
-        "proposer_payoff": np.array([r.proposer_payoff for r in records], dtype=np.float64),
-        "validator_payoff": np.array([r.validator_payoff for r in records], dtype=np.float64),
+        "reported_intent": np.array([_code(r.reported_intent, Intent) for r in records], dtype=np.int8),
+        "reported_risk": col("reported_risk", np.float64),
+        "reported_net_delta": col("reported_net_delta", np.float64),
+        "reported_hedge_size": col("reported_hedge_size", np.float64),
+        "claim_intent": np.array([_code(r.claim_intent, Intent) for r in records], dtype=np.int8),
+        "claim_risk_within_limit": np.array([_code(r.claim_risk_within_limit) for r in records], dtype=np.int8),
+        "claim_net_delta_bounded": np.array([_code(r.claim_net_delta_bounded) for r in records], dtype=np.int8),
+        "words": col("words", np.float64),
+        "audited": outcome != AuditOutcome.SKIPPED,
+        "audit_outcome": outcome,
+        "audit_checked": checks("audit_checked"),
+        "audit_failed_checks": checks("audit_failed"),
+        "audit_failed": outcome == AuditOutcome.FAIL,
+        "approved": col("approved", bool),
         "claims_stated": stated,
-        "claims_true": truth_checks,
+        "claims_true": true,
         "misreported": np.array([r.misreported for r in records], dtype=bool),
+        "proposer_payoff": col("proposer_payoff", np.float64),
+        "validator_payoff": col("validator_payoff", np.float64),
+        "welfare": col("welfare", np.float64),
     }
 
 

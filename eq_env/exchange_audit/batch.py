@@ -1,0 +1,467 @@
+"""The exchange–audit game vectorised over episodes, for policies that can act in bulk.
+
+:func:`simulate` plays ``n`` episodes of one seed in a few dozen numpy
+operations per chunk. It draws the same random numbers as the AEC
+environment (:class:`~eq_env.exchange_audit.game.DrawStream`), applies the
+same arithmetic in the same order, and asks each policy for all its actions
+at once through an optional method::
+
+    proposer.act_batch(views: ProposerBatch) -> SubmissionBatch
+    validator.act_batch(views: ValidatorBatch) -> np.ndarray  # bool, True = APPROVE
+
+A policy is *batchable* when its own class defines ``act_batch`` (a subclass
+that overrides behaviour but not ``act_batch`` is played through the AEC
+environment instead). For the same seed the per-episode outcomes equal those
+of :func:`eq_env.runner.play`, which a test checks episode by episode.
+
+What the batch does not reproduce: the free text itself (only its word
+count) and the value of a ``confidence`` claim (only whether an audit would
+accept it, which is all the game uses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.game import (
+    AMBIGUOUS_HEDGE_SIZE,
+    AMBIGUOUS_MARGIN,
+    CHECKABLE_CLAIMS,
+    HEDGE_DELTA_SD,
+    HEDGE_HEDGE_SIZE,
+    HEDGE_RISK,
+    SPECULATE_DELTA_MAX,
+    SPECULATE_DELTA_MEAN,
+    SPECULATE_DELTA_SD,
+    SPECULATE_HEDGE_SIZE,
+    SPECULATE_RISK,
+    AuditOutcome,
+    DrawStream,
+    Intent,
+)
+from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
+
+__all__ = [
+    "CHUNK",
+    "AuditBatch",
+    "BatchProposer",
+    "BatchValidator",
+    "Nature",
+    "ProposerBatch",
+    "SubmissionBatch",
+    "ValidatorBatch",
+    "is_batchable",
+    "rule_decision_batch",
+    "sample_nature",
+    "simulate",
+]
+
+CHUNK = 1 << 16  # episodes per vectorised step: large enough to amortise, small enough for the cache
+ABSENT = np.int8(-1)  # claim codes in batches: -1 absent, else the value (0/1)
+HEDGE, SPECULATE = np.int8(Intent.HEDGE), np.int8(Intent.SPECULATE)
+
+
+@dataclass
+class Nature:
+    """Positions, observations and audit coins of ``n`` episodes."""
+
+    ambiguous: np.ndarray
+    intent: np.ndarray  # int8, Intent codes
+    risk_limit: np.ndarray
+    delta_limit: float
+    true_risk: np.ndarray
+    true_net_delta: np.ndarray
+    hedge_size: np.ndarray
+    observed_risk: np.ndarray  # as observed, before the space's clipping
+    observed_net_delta: np.ndarray
+    observed_hedge_size: np.ndarray
+    audit_u: np.ndarray  # (n, 5)
+
+    @property
+    def n(self) -> int:
+        return len(self.ambiguous)
+
+    @property
+    def risk_within_limit(self) -> np.ndarray:
+        return self.true_risk <= self.risk_limit
+
+    @property
+    def net_delta_bounded(self) -> np.ndarray:
+        return np.abs(self.true_net_delta) <= self.delta_limit
+
+    @property
+    def compliant(self) -> np.ndarray:
+        return self.risk_within_limit & self.net_delta_bounded
+
+
+def _uniform(lo: float, hi: float, u: np.ndarray) -> np.ndarray:
+    return lo + (hi - lo) * u  # the scalar code's expression, operation for operation
+
+
+def sample_nature(config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> Nature:
+    """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws."""
+    dl = config.delta_limit
+    ambiguous = u[:, 0] < config.ambiguous_rate
+    risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[:, 1]
+    hedge_intent = u[:, 2] < 0.5
+
+    # ambiguous: just inside both limits
+    eps_r = u[:, 6] * (AMBIGUOUS_MARGIN * risk_limit)
+    eps_d = u[:, 7] * (AMBIGUOUS_MARGIN * dl)
+    sign = np.where(u[:, 5] < 0.5, 1.0, -1.0)
+    amb_risk = risk_limit - eps_r
+    amb_delta = sign * (dl - eps_d)
+    amb_hedge = _uniform(*AMBIGUOUS_HEDGE_SIZE, u[:, 4])
+    # normal hedge / speculation
+    h_risk = _uniform(*HEDGE_RISK, u[:, 3])
+    h_delta = np.minimum(np.maximum(HEDGE_DELTA_SD * z[:, 0], -dl), dl)
+    h_hedge = _uniform(*HEDGE_HEDGE_SIZE, u[:, 4])
+    s_risk = _uniform(*SPECULATE_RISK, u[:, 3])
+    s_delta = np.minimum(np.maximum(SPECULATE_DELTA_MEAN + SPECULATE_DELTA_SD * z[:, 0], dl), SPECULATE_DELTA_MAX)
+    s_hedge = _uniform(*SPECULATE_HEDGE_SIZE, u[:, 4])
+
+    true_risk = np.where(ambiguous, amb_risk, np.where(hedge_intent, h_risk, s_risk))
+    true_delta = np.where(ambiguous, amb_delta, np.where(hedge_intent, h_delta, s_delta))
+    hedge = np.where(ambiguous, amb_hedge, np.where(hedge_intent, h_hedge, s_hedge))
+    intent = np.where(ambiguous | hedge_intent, HEDGE, SPECULATE).astype(np.int8)
+
+    sd = config.noise_sd
+    return Nature(
+        ambiguous=ambiguous,
+        intent=intent,
+        risk_limit=risk_limit,
+        delta_limit=dl,
+        true_risk=true_risk,
+        true_net_delta=true_delta,
+        hedge_size=hedge,
+        observed_risk=np.maximum(0.0, true_risk + sd * z[:, 1]),
+        observed_net_delta=true_delta + sd * z[:, 2],
+        observed_hedge_size=np.maximum(0.0, hedge + sd * z[:, 3]),
+        audit_u=a,
+    )
+
+
+# ---------------------------------------------------------------------------
+# What policies see and send, in bulk
+# ---------------------------------------------------------------------------
+@dataclass
+class ProposerBatch:
+    """``n`` proposer observations, with the numbers clipped as the observation space clips them."""
+
+    config: ExchangeAuditConfig
+    intent: np.ndarray
+    observed_risk: np.ndarray
+    observed_net_delta: np.ndarray
+    observed_hedge_size: np.ndarray
+    risk_limit: np.ndarray
+    known_risk_within_limit: np.ndarray | None  # None unless reveal_compliance
+    known_net_delta_bounded: np.ndarray | None
+
+    @property
+    def n(self) -> int:
+        return len(self.intent)
+
+    @property
+    def delta_limit(self) -> float:
+        return self.config.delta_limit
+
+
+@dataclass
+class SubmissionBatch:
+    """``n`` submissions. Claim codes: -1 absent, else the value (intent code, or 0/1)."""
+
+    request: np.ndarray  # bool: REQUEST_APPROVAL
+    reported_intent: np.ndarray  # int8
+    reported_risk: np.ndarray
+    reported_net_delta: np.ndarray
+    reported_hedge_size: np.ndarray
+    claim_intent: np.ndarray  # int8
+    claim_risk_within_limit: np.ndarray  # int8
+    claim_net_delta_bounded: np.ndarray  # int8
+    claim_risk_metric: np.ndarray  # bool: present
+    claim_confidence: np.ndarray  # int8: -1 absent, 1 present and in [0, 1], 0 present and outside
+    words: np.ndarray  # int64
+
+    @property
+    def any_claim(self) -> np.ndarray:
+        return (
+            (self.claim_intent != ABSENT)
+            | (self.claim_risk_within_limit != ABSENT)
+            | (self.claim_net_delta_bounded != ABSENT)
+            | self.claim_risk_metric
+            | (self.claim_confidence != ABSENT)
+        )
+
+
+@dataclass
+class AuditBatch:
+    outcome: np.ndarray  # int8, AuditOutcome codes
+    checked: np.ndarray  # (n, 4) bool over CHECKABLE_CLAIMS
+    failed: np.ndarray  # (n, 4) bool
+    revealed_compliant: np.ndarray  # int8: -1 not revealed, else 0/1
+
+    @property
+    def audited(self) -> np.ndarray:
+        return self.outcome != AuditOutcome.SKIPPED
+
+
+@dataclass
+class ValidatorBatch:
+    """``n`` validator observations."""
+
+    config: ExchangeAuditConfig
+    submissions: SubmissionBatch
+    audit: AuditBatch
+    ambiguous: np.ndarray
+    risk_limit: np.ndarray
+
+    @property
+    def delta_limit(self) -> float:
+        return self.config.delta_limit
+
+
+class BatchProposer(Protocol):
+    role: str
+
+    def reset(self, seed: int | None = None) -> None: ...
+    def act_batch(self, views: ProposerBatch) -> SubmissionBatch: ...
+
+
+class BatchValidator(Protocol):
+    role: str
+
+    def reset(self, seed: int | None = None) -> None: ...
+    def act_batch(self, views: ValidatorBatch) -> np.ndarray: ...
+
+
+def is_batchable(policy: Any) -> bool:
+    """The policy's own class (not a parent) defines ``act_batch``."""
+    return "act_batch" in type(policy).__dict__
+
+
+# ---------------------------------------------------------------------------
+# The audit, the rule and the payoffs, in bulk
+# ---------------------------------------------------------------------------
+def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig) -> AuditBatch:
+    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays."""
+    n = nature.n
+    a = nature.audit_u
+    audited = a[:, 0] < config.q
+    complete = (
+        (sub.claim_intent != ABSENT) & (sub.claim_risk_within_limit != ABSENT) & (sub.claim_net_delta_bounded != ABSENT)
+    )
+    k = config.checks_per_audit
+    inconclusive = audited & ((k <= 0) | ~complete)
+    runs = audited & ~inconclusive
+    if k >= len(CHECKABLE_CLAIMS):
+        checked = np.ones((n, 4), dtype=bool)
+    elif k <= 0:
+        checked = np.zeros((n, 4), dtype=bool)
+    else:
+        # the k smallest keys, ties to the lower index, as the scalar code's stable sort
+        order = np.argsort(a[:, 1:5], axis=1, kind="stable")[:, :k]
+        checked = np.zeros((n, 4), dtype=bool)
+        np.put_along_axis(checked, order, True, axis=1)
+    checked &= runs[:, None]
+    ok = np.stack(
+        [
+            sub.claim_intent == nature.intent,
+            sub.claim_risk_within_limit == nature.risk_within_limit,
+            sub.claim_net_delta_bounded == nature.net_delta_bounded,
+            sub.claim_confidence != 0,
+        ],
+        axis=1,
+    )
+    failed = checked & ~ok
+    fail = failed.any(axis=1)
+    outcome = np.full(n, AuditOutcome.SKIPPED, dtype=np.int8)
+    outcome[inconclusive] = AuditOutcome.INCONCLUSIVE
+    outcome[runs & fail] = AuditOutcome.FAIL
+    outcome[runs & ~fail] = AuditOutcome.PASS
+    revealed = np.where(runs, nature.compliant, ABSENT).astype(np.int8)
+    return AuditBatch(outcome=outcome, checked=checked, failed=failed, revealed_compliant=revealed)
+
+
+def rule_decision_batch(v: ValidatorBatch) -> np.ndarray:
+    """:func:`~eq_env.exchange_audit.game.rule_decision` for arrays: True where the rule approves."""
+    s, cfg = v.submissions, v.config
+    audit = v.audit
+    audited = audit.audited
+    audited_ok = (audit.outcome == AuditOutcome.PASS) & (audit.revealed_compliant == 1)
+    comfortable = (
+        (s.reported_intent == HEDGE)
+        & ((v.risk_limit - s.reported_risk) > cfg.safe_margin)
+        & ((v.delta_limit - np.abs(s.reported_net_delta)) > cfg.safe_margin)
+    )
+    explained = s.any_claim | (s.words > 0)
+    asserts = (s.claim_intent == HEDGE) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1)
+    ambiguous_ok = (explained | comfortable) & np.where(audited, audited_ok, comfortable | asserts)
+    within = (s.reported_risk <= v.risk_limit) & (np.abs(s.reported_net_delta) <= v.delta_limit)
+    normal_ok = np.where(audited, audited_ok, within)
+    return s.request & np.where(v.ambiguous, ambiguous_ok, normal_ok)
+
+
+def payoffs_batch(
+    sub: SubmissionBatch, approved: np.ndarray, audit: AuditBatch, compliant: np.ndarray, config: ExchangeAuditConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~eq_env.exchange_audit.game.payoffs` for arrays, same operations in the same order."""
+    no_trade = ~sub.request
+    ntp = config.no_trade_payoff
+    proposer = np.where(no_trade, ntp, np.where(approved, config.V, 0.0))
+    approved_value = np.where(compliant, config.V, -config.bad_approval_loss)
+    validator = np.where(no_trade, ntp, np.where(approved, approved_value, 0.0))
+    proposer = proposer - config.alpha * sub.words
+    proposer = np.where(audit.outcome == AuditOutcome.FAIL, proposer - config.L, proposer)
+    validator = np.where(audit.audited, validator - config.audit_cost, validator)
+    return proposer, validator
+
+
+# ---------------------------------------------------------------------------
+# The engine
+# ---------------------------------------------------------------------------
+_NUMBER_LOW, _NUMBER_HIGH = (b.tolist() for b in NUMBER_BOUNDS)
+
+
+def _clip(x: np.ndarray, i: int) -> np.ndarray:
+    return np.minimum(np.maximum(x, _NUMBER_LOW[i]), _NUMBER_HIGH[i])
+
+
+def _chunk(
+    config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
+) -> dict[str, np.ndarray]:
+    nature = sample_nature(config, *draws)
+    reveal = config.reveal_compliance
+    views = ProposerBatch(
+        config=config,
+        intent=nature.intent,
+        observed_risk=_clip(nature.observed_risk, 0),
+        observed_net_delta=_clip(nature.observed_net_delta, 1),
+        observed_hedge_size=_clip(nature.observed_hedge_size, 2),
+        risk_limit=nature.risk_limit,
+        known_risk_within_limit=nature.risk_within_limit if reveal else None,
+        known_net_delta_bounded=nature.net_delta_bounded if reveal else None,
+    )
+    sub = proposer.act_batch(views)
+    audit = run_audit_batch(sub, nature, config)
+    approve = np.asarray(
+        validator.act_batch(ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)), dtype=bool
+    )
+    approved = sub.request & approve  # after a NO_TRADE the only legal move is BLOCK
+    compliant = nature.compliant
+    proposer_payoff, validator_payoff = payoffs_batch(sub, approved, audit, compliant, config)
+    return {
+        **outcome_columns(nature, sub, audit, approved, compliant),
+        "proposer_payoff": proposer_payoff,
+        "validator_payoff": validator_payoff,
+        "welfare": proposer_payoff + validator_payoff,
+    }
+
+
+def outcome_columns(
+    nature: Nature, sub: SubmissionBatch, audit: AuditBatch, approved: np.ndarray, compliant: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The per-episode columns of :func:`eq_env.runner.records_to_columns`, from batches."""
+    truth = (
+        (sub.claim_intent == nature.intent),
+        (sub.claim_risk_within_limit == nature.risk_within_limit),
+        (sub.claim_net_delta_bounded == nature.net_delta_bounded),
+    )
+    codes = (sub.claim_intent, sub.claim_risk_within_limit, sub.claim_net_delta_bounded)
+    stated = sum((c != ABSENT).astype(np.float64) for c in codes)
+    true = sum(((c != ABSENT) & t).astype(np.float64) for c, t in zip(codes, truth, strict=True))
+    observed = (
+        _clip(nature.observed_risk, 0),
+        _clip(nature.observed_net_delta, 1),
+        _clip(nature.observed_hedge_size, 2),
+    )
+    reported = (sub.reported_risk, sub.reported_net_delta, sub.reported_hedge_size)
+    misreported = sub.reported_intent != nature.intent
+    for r, o in zip(reported, observed, strict=True):
+        misreported = misreported | (np.abs(r - o) > 1e-9)
+    return {
+        "ambiguous": nature.ambiguous,
+        "intent": nature.intent,
+        "compliant": compliant,
+        "risk_limit": nature.risk_limit,
+        "true_risk": nature.true_risk,
+        "true_net_delta": nature.true_net_delta,
+        "observed_risk": nature.observed_risk,
+        "observed_net_delta": nature.observed_net_delta,
+        "requested": sub.request,
+        "reported_intent": sub.reported_intent,
+        "reported_risk": sub.reported_risk,
+        "reported_net_delta": sub.reported_net_delta,
+        "reported_hedge_size": sub.reported_hedge_size,
+        "claim_intent": sub.claim_intent,
+        "claim_risk_within_limit": sub.claim_risk_within_limit,
+        "claim_net_delta_bounded": sub.claim_net_delta_bounded,
+        "words": sub.words.astype(np.float64),
+        "audited": audit.audited,
+        "audit_outcome": audit.outcome,
+        "audit_checked": audit.checked,
+        "audit_failed_checks": audit.failed,
+        "audit_failed": audit.outcome == AuditOutcome.FAIL,
+        "approved": approved,
+        "claims_stated": stated,
+        "claims_true": true,
+        "misreported": misreported,
+    }
+
+
+def simulate(
+    config: ExchangeAuditConfig,
+    proposer: Any,
+    validator: Any,
+    *,
+    episodes: int,
+    seed: int,
+    chunk: int = CHUNK,
+) -> dict[str, np.ndarray]:
+    """Play ``episodes`` episodes of ``seed`` in bulk; per-episode columns.
+
+    Policies are reset with the same seeds as :func:`eq_env.runner.play`
+    gives them, and consume their randomness in the same order, so the
+    columns equal ``records_to_columns(play(...))``.
+    """
+    from eq_env.runner import policy_seed  # the runner's seeding, one source of truth
+
+    for policy, role in ((proposer, "proposer"), (validator, "validator")):
+        if not is_batchable(policy):
+            raise TypeError(f"{policy!r} cannot act in bulk (its class defines no act_batch); use the AEC engine")
+        if getattr(policy, "role", None) != role:
+            raise ValueError(f"{policy!r} does not play the {role}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 0:
+        raise ValueError(f"episodes must be a non-negative integer, got {episodes!r}")
+    proposer.reset(seed=policy_seed(seed, "proposer"))
+    validator.reset(seed=policy_seed(seed, "validator"))
+    stream = DrawStream(seed)
+    parts: list[dict[str, np.ndarray]] = []
+    for start in range(0, episodes, chunk):
+        parts.append(_chunk(config, proposer, validator, stream.batch(min(chunk, episodes - start))))
+    if not parts:
+        parts.append(_chunk(config, proposer, validator, stream.batch(0)))
+    if len(parts) == 1:
+        return parts[0]
+    return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+
+
+def detection_miss_table(checks: int) -> tuple[float, ...]:
+    """P(no lied claim is checked) for 0..4 lies among the four checkable claims, ``checks`` checked.
+
+    Entry ``k`` equals ``math.comb(4 - k, checks) / math.comb(4, checks)`` as the scalar
+    strategic proposer computes it (0 when ``checks`` exceeds ``4 - k``).
+    """
+    if checks <= 0:
+        return (1.0,) * 5
+    return tuple(math.comb(4 - k, checks) / math.comb(4, checks) if checks <= 4 - k else 0.0 for k in range(5))
+
+
+def columns_equal(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> list[str]:
+    """Keys present in both whose arrays differ (exactly, NaN equal to NaN)."""
+    return [k for k in a if k in b and not np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True)]

@@ -1,0 +1,287 @@
+"""Conditions, runs and their results: the machinery behind ``reproduce`` and ``sweep``.
+
+A :class:`Condition` is one configuration with one policy per role and a
+number of episodes; a *run* is a condition played on one seed. Runs are keyed
+by what determines their results (configuration, canonical policy specs,
+episodes, seed), so two conditions that are the same experiment under
+different labels share one run; a record's ``labels`` are those of the
+condition that ran it first. Each finished
+run becomes one JSON line in a results file, written (and flushed to disk) as
+soon as it finishes. A killed job loses at most the runs in flight: started
+again with the same results file it skips every run already recorded, so the
+final results are exactly those of an uninterrupted job.
+
+Runs use the batch engine when both policies can act in bulk
+(:func:`eq_env.exchange_audit.batch.is_batchable`) and the AEC environment
+otherwise; both give the same per-episode outcomes. Every condition of a seed
+sees the same positions, noise and audit coins (common random numbers), so
+:func:`paired_difference` compares two conditions seed by seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from eq_env.exchange_audit.batch import is_batchable, simulate
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.policy import available_policies, make_policy, parse_policy_spec
+from eq_env.runner import METRICS, compute_metrics, play, records_to_columns, summarize
+
+__all__ = [
+    "ENGINES",
+    "Condition",
+    "ResultsStore",
+    "aggregate",
+    "canonical_spec",
+    "paired_difference",
+    "run_all",
+    "run_one",
+    "t_quantile_975",
+]
+
+ENGINES = ("auto", "batch", "aec")
+
+
+def canonical_spec(spec: str) -> str:
+    """A policy spec with every parameter spelled out and sorted, so equal policies key alike."""
+    name, kwargs = parse_policy_spec(spec)
+    entry = available_policies().get(name)
+    params = {**(entry.parameters() if entry else {}), **kwargs}
+    return name + (":" + ",".join(f"{k}={params[k]!r}" for k in sorted(params)) if params else "")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One configuration, one policy spec per role, a number of episodes, and labels for reports."""
+
+    config: ExchangeAuditConfig
+    proposer: str
+    validator: str
+    episodes: int
+    labels: tuple[tuple[str, Any], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.episodes, bool) or not isinstance(self.episodes, int) or self.episodes < 1:
+            raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
+        make_policy(self.proposer, "proposer")  # fail now, not in a worker an hour later
+        make_policy(self.validator, "validator")
+
+    def label(self, name: str, default: Any = None) -> Any:
+        return dict(self.labels).get(name, default)
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the results (labels do not)."""
+        return {
+            "config": self.config.to_dict(),
+            "proposer": canonical_spec(self.proposer),
+            "validator": canonical_spec(self.validator),
+            "episodes": self.episodes,
+        }
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(self.identity(), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def run_key(condition: Condition, seed: int) -> str:
+    return f"{condition.key}/{seed}"
+
+
+def _engine_for(proposer: Any, validator: Any, engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    batchable = is_batchable(proposer) and is_batchable(validator)
+    if engine == "batch" and not batchable:
+        raise ValueError(f"the batch engine needs policies that act in bulk; {proposer!r} / {validator!r} do not")
+    return "batch" if engine != "aec" and batchable else "aec"
+
+
+def _json_number(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def run_one(condition: Condition, seed: int, engine: str = "auto") -> dict[str, Any]:
+    """Play one condition on one seed; the JSON-ready result record."""
+    proposer = make_policy(condition.proposer, "proposer")
+    validator = make_policy(condition.validator, "validator")
+    used = _engine_for(proposer, validator, engine)
+    if used == "batch":
+        columns = simulate(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
+    else:
+        records = play(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
+        columns = records_to_columns(records)
+    metrics = compute_metrics(columns)
+    return {
+        "key": run_key(condition, seed),
+        "condition": condition.key,
+        "seed": seed,
+        "labels": dict(condition.labels),
+        "proposer": condition.proposer,
+        "validator": condition.validator,
+        "episodes": condition.episodes,
+        "config": condition.config.to_dict(),
+        "engine": used,
+        "metrics": {k: _json_number(v) for k, v in metrics.items()},
+    }
+
+
+class ResultsStore:
+    """A JSON-lines file of run records, appended and flushed one run at a time."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Records by run key. A torn last line (a kill mid-write) is dropped and cut from the file."""
+        if not self.path.exists():
+            return {}
+        records: dict[str, dict[str, Any]] = {}
+        good_bytes = 0
+        with self.path.open("rb") as fh:
+            lines = fh.readlines()
+        for i, raw in enumerate(lines):
+            try:
+                record = json.loads(raw)
+                if not raw.endswith(b"\n") or "key" not in record:
+                    raise ValueError("incomplete")
+            except ValueError:
+                if i == len(lines) - 1:
+                    with self.path.open("r+b") as fh:
+                        fh.truncate(good_bytes)
+                    break
+                raise ValueError(f"{self.path}:{i + 1} is not a run record; remove or fix that line") from None
+            records[record["key"]] = record
+            good_bytes += len(raw)
+        return records
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(record, allow_nan=False) + "\n"
+        with self.path.open("a") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def run_all(
+    conditions: Sequence[Condition],
+    seeds: Sequence[int],
+    store: ResultsStore,
+    *,
+    engine: str = "auto",
+    jobs: int = 1,
+    progress: bool | None = None,
+    desc: str = "runs",
+) -> list[dict[str, Any]]:
+    """Every (condition, seed) run, skipping those already in ``store``; records in condition × seed order.
+
+    With ``jobs > 1`` runs go to a process pool and are recorded as they
+    finish, in whatever order; the returned list (and any table made from it)
+    does not depend on that order.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    wanted = [(c, s) for c in conditions for s in seeds]
+    done = store.load()
+    todo = [(c, s) for c, s in wanted if run_key(c, s) not in done]
+    bar = tqdm(total=len(wanted), initial=len(wanted) - len(todo), desc=desc, unit="run",
+               disable=None if progress is None else not progress)  # fmt: skip
+    try:
+        if jobs == 1 or len(todo) <= 1:
+            for c, s in todo:
+                record = run_one(c, s, engine)
+                store.append(record)
+                done[record["key"]] = record
+                bar.update(1)
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(run_one, c, s, engine) for c, s in todo]
+                try:
+                    for future in as_completed(futures):
+                        record = future.result()
+                        store.append(record)
+                        done[record["key"]] = record
+                        bar.update(1)
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    finally:
+        bar.close()
+    return [done[run_key(c, s)] for c, s in wanted]
+
+
+def _metrics_of(record: Mapping[str, Any]) -> dict[str, float]:
+    return {k: (math.nan if v is None else float(v)) for k, v in record["metrics"].items()}
+
+
+def aggregate(
+    conditions: Sequence[Condition], records: Iterable[Mapping[str, Any]]
+) -> list[tuple[Condition, dict[str, tuple[float, float]], dict[int, dict[str, float]]]]:
+    """For each condition: (condition, {metric: (mean, std over seeds)}, {seed: metrics})."""
+    by_condition: dict[str, dict[int, dict[str, float]]] = {}
+    for r in records:
+        by_condition.setdefault(r["condition"], {})[int(r["seed"])] = _metrics_of(r)
+    out = []
+    for c in conditions:
+        per_seed = dict(sorted(by_condition.get(c.key, {}).items()))
+        out.append(
+            (c, summarize(per_seed.values()) if per_seed else {m: (math.nan, math.nan) for m in METRICS}, per_seed)
+        )
+    return out
+
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (scipy is not a dependency).
+_T975 = {
+    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+    11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+    20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
+}  # fmt: skip
+
+
+def t_quantile_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom.
+
+    Between rows of the table the nearest smaller ``df`` is used, whose
+    quantile is larger: intervals err on the wide side.
+    """
+    if df < 1:
+        return math.nan
+    return _T975[max(k for k in _T975 if k <= df)]
+
+
+def paired_difference(
+    a: Mapping[int, Mapping[str, float]], b: Mapping[int, Mapping[str, float]], metric: str
+) -> tuple[float, float, float, int]:
+    """Mean over common seeds of ``a[seed][metric] - b[seed][metric]``, with a 95% t-interval.
+
+    Both conditions saw the same positions, noise and audit coins on each
+    seed, so the per-seed differences are free of the sampling noise that
+    separates two independent runs. Returns (mean, low, high, seeds used).
+    """
+    diffs = np.array(
+        [a[s][metric] - b[s][metric] for s in sorted(set(a) & set(b))
+         if not (math.isnan(a[s][metric]) or math.isnan(b[s][metric]))]
+    )  # fmt: skip
+    n = len(diffs)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(diffs.mean())
+    if n == 1:
+        return mean, math.nan, math.nan, 1
+    half = t_quantile_975(n - 1) * float(diffs.std(ddof=1)) / math.sqrt(n)
+    return mean, mean - half, mean + half, n

@@ -1,0 +1,97 @@
+"""Small helpers to write tables (CSV and Markdown) and plots of experiment results."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["cell", "label", "markdown_table", "mean_std", "plot_lines", "write_csv"]
+
+
+def mean_std(mean: float, std: float, digits: int = 2) -> str:
+    """``"1.64 ± 0.01"``; ``"—"`` for an undefined value."""
+    if mean is None or math.isnan(mean):
+        return "—"
+    if std is None or math.isnan(std):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def cell(value: Any, digits: int = 3) -> str:
+    """A value for a Markdown table: floats rounded, NaN and None as ``—``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def label(value: Any) -> str:
+    """A parameter value for a table: numbers compactly (``0.3``, ``2``), others as text."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:g}"
+    return str(value)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return round(value, 9) + 0.0  # drop float dust (std 3e-16 of equal values); + 0.0 turns -0.0 into 0.0
+    return value
+
+
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    """Rows as CSV with exactly ``columns``; floats to 9 decimals; NaN and None become empty cells."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: _csv_value(v) for k, v in row.items()})
+
+
+def plot_lines(
+    path: Path,
+    panels: Sequence[Mapping[str, Any]],
+    *,
+    xlabel: str,
+    title: str | None = None,
+) -> None:
+    """Panels (two per row), each ``{"ylabel", "series": [{"label", "x", "y", "yerr", "style"}]}``.
+
+    A series' ``style`` is passed to matplotlib's ``errorbar`` (e.g. ``{"fmt": "o", "color": "k"}``);
+    a series with ``"hline"`` draws a dashed horizontal reference line instead.
+    """
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers
+
+    cols = min(len(panels), 2)
+    rows = math.ceil(len(panels) / cols)
+    fig = Figure(figsize=(5.6 * cols, 4.0 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes, panels, strict=False):
+        for s in panel["series"]:
+            if "hline" in s:
+                ax.axhline(s["hline"], linestyle="--", linewidth=1, label=s["label"], **s.get("style", {}))
+                continue
+            style = {"fmt": "-o", "capsize": 3, "markersize": 4, **s.get("style", {})}
+            ax.errorbar(s["x"], s["y"], yerr=s.get("yerr"), label=s["label"], **style)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(panel["ylabel"])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)

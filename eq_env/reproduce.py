@@ -1,0 +1,427 @@
+"""``eq-env reproduce``: the paper's tables and figure from scripted policies, offline, in seconds.
+
+Writes into the output directory:
+
+* ``table1.csv`` / ``table1.md`` — ambiguous welfare and approval against the
+  audit intensity q, with artifacts (the honest proposer) and action only
+  (the silent proposer), mean ± std over seeds, the paired net gain with a 95%
+  interval, and the paper's GPT-4.1 numbers beside ours;
+* ``table1_text_length.csv`` — the artifacts regime again with the paper's
+  13-word scripted text, to show what text length alone does;
+* ``table2.csv`` / ``table2.md`` — at q = 0.3, the incentive sweep
+  (V, L) ∈ {(1, 2), (2, 1), (1, 4)} and the budget sweep B ∈ {1, 2, 4}, for a
+  truth-knowing honest, a sincere honest and a strategic proposer;
+* ``figure4.png`` — the paper's Figure 4 with our curves and its points;
+* ``results.jsonl`` — one record per condition and seed with the full
+  configuration (re-running the command resumes from it);
+* ``summary.md`` — all of the above and a plain reading of where we agree
+  with the paper and why we differ where we do.
+
+The proposers know their true compliance (preset ``"paper_scripted"``), as
+the paper's scripted trader did.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eq_env import paper
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.experiments import Condition, ResultsStore, aggregate, paired_difference, run_all
+from eq_env.report import markdown_table, mean_std, plot_lines, write_csv
+
+__all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
+
+REGIMES = ("artifacts", "action_only")
+GPT41_WORDS = 18  # GPT-4.1 averaged about 17-18 words; the paper's scripted trader wrote 13
+SCRIPTED_WORDS = 13
+TABLE2_Q = 0.3
+
+TABLE1_COLUMNS = (
+    "q", "regime", "proposer",
+    "ambiguous_welfare_mean", "ambiguous_welfare_std",
+    "ambiguous_approval_mean", "ambiguous_approval_std",
+    "bad_approval_mean", "bad_approval_std",
+    "avg_words_mean",
+    "net_gain_mean", "net_gain_ci_low", "net_gain_ci_high",
+    "paper_ambiguous_welfare_mean", "paper_ambiguous_welfare_std",
+    "paper_ambiguous_approval", "paper_ambiguous_approval_min", "paper_net_gain",
+)  # fmt: skip
+TABLE2_COLUMNS = (
+    "scenario", "V", "L", "B", "proposer", "policy",
+    "audit_fail_mean", "audit_fail_std",
+    "bad_approval_mean", "bad_approval_std",
+    "ambiguous_approval_mean", "ambiguous_approval_std",
+    "paper_audit_fail_mean", "paper_bad_approval_mean", "paper_ambiguous_approval_mean",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ReproduceOptions:
+    """What ``eq-env reproduce`` runs. Defaults: the paper's 5 seeds x 200 episodes."""
+
+    seeds: int = 5
+    episodes: int = 200
+    words: int = GPT41_WORDS
+    first_seed: int = 0
+    engine: str = "auto"
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("seeds", "episodes", "jobs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.words, bool) or not isinstance(self.words, int) or not 0 <= self.words <= 60:
+            raise ValueError(f"words must be an integer in [0, 60] (the paper's max_words), got {self.words!r}")
+
+
+def _proposers(words: int) -> dict[str, str]:
+    return {
+        "honest": f"honest:claims_from=truth,words={words}",
+        "honest_sincere": f"honest:claims_from=observation,words={words}",
+        "strategic": f"strategic:trigger=payoff,claims_from=truth,words={words}",
+    }
+
+
+def conditions(opts: ReproduceOptions) -> list[Condition]:
+    """Every condition of the reproduction, labelled for its table."""
+    base = ExchangeAuditConfig.from_preset("paper_scripted")
+    out = []
+    for q in paper.TABLE1_QS:
+        cfg = base.replace(q=q)
+        out.append(Condition(cfg, f"honest:claims_from=truth,words={opts.words}", "rule", opts.episodes,
+                             (("table", "table1"), ("regime", "artifacts"), ("q", q))))  # fmt: skip
+        out.append(Condition(cfg, "silent:claims_from=truth", "rule", opts.episodes,
+                             (("table", "table1"), ("regime", "action_only"), ("q", q))))  # fmt: skip
+        if opts.words != SCRIPTED_WORDS:
+            out.append(Condition(cfg, f"honest:claims_from=truth,words={SCRIPTED_WORDS}", "rule", opts.episodes,
+                                 (("table", "table1_text_length"), ("regime", "artifacts"), ("q", q))))  # fmt: skip
+    for scenario, params in paper.TABLE2_SCENARIOS.items():
+        cfg = base.replace(q=TABLE2_Q, **params)
+        for who, spec in _proposers(opts.words).items():
+            out.append(Condition(cfg, spec, "rule", opts.episodes,
+                                 (("table", "table2"), ("scenario", scenario), ("proposer", who))))  # fmt: skip
+    return out
+
+
+def _nan(x: Any) -> float:
+    return math.nan if x is None else float(x)
+
+
+def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
+    """Run everything and write the files listed in the module docstring; returns the table rows."""
+    opts = opts or ReproduceOptions()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    conds = conditions(opts)
+    seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
+    records = run_all(
+        conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
+        progress=progress, desc="reproduce",
+    )  # fmt: skip
+    results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
+    engines = sorted({r["engine"] for r in records})
+
+    def get(**labels: Any) -> tuple[dict[str, tuple[float, float]], dict[int, dict[str, float]]]:
+        return results[tuple(labels.items())]
+
+    # -- Table 1 -------------------------------------------------------------
+    t1_rows: list[dict[str, Any]] = []
+    for q in paper.TABLE1_QS:
+        art, art_seeds = get(table="table1", regime="artifacts", q=q)
+        act, act_seeds = get(table="table1", regime="action_only", q=q)
+        gain = paired_difference(art_seeds, act_seeds, "ambiguous_welfare")
+        p = paper.TABLE1[q]
+        for regime, summary in (("artifacts", art), ("action_only", act)):
+            paper_welfare = p[regime]
+            assert isinstance(paper_welfare, tuple)
+            approval_known = paper.FIGURE4_ACTION_ONLY_APPROVAL.get(q) if regime == "action_only" else None
+            t1_rows.append({
+                "q": q, "regime": regime,
+                "proposer": f"honest (truth, {opts.words} words)" if regime == "artifacts" else "silent",
+                "ambiguous_welfare_mean": summary["ambiguous_welfare"][0],
+                "ambiguous_welfare_std": summary["ambiguous_welfare"][1],
+                "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
+                "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
+                "bad_approval_mean": summary["bad_approval_rate"][0],
+                "bad_approval_std": summary["bad_approval_rate"][1],
+                "avg_words_mean": summary["words"][0],
+                "net_gain_mean": gain[0] if regime == "artifacts" else None,
+                "net_gain_ci_low": gain[1] if regime == "artifacts" else None,
+                "net_gain_ci_high": gain[2] if regime == "artifacts" else None,
+                "paper_ambiguous_welfare_mean": paper_welfare[0],
+                "paper_ambiguous_welfare_std": paper_welfare[1],
+                "paper_ambiguous_approval": approval_known,
+                "paper_ambiguous_approval_min": (
+                    paper.FIGURE4_ARTIFACTS_APPROVAL_MIN if regime == "artifacts" else None
+                ),
+                "paper_net_gain": p["net_gain"] if regime == "artifacts" else None,
+            })  # fmt: skip
+    write_csv(out / "table1.csv", t1_rows, TABLE1_COLUMNS)
+    length_rows = []
+    if opts.words != SCRIPTED_WORDS:
+        for q in paper.TABLE1_QS:
+            s13, _ = get(table="table1_text_length", regime="artifacts", q=q)
+            length_rows.append({
+                "q": q, "regime": "artifacts", "proposer": f"honest (truth, {SCRIPTED_WORDS} words)",
+                "ambiguous_welfare_mean": s13["ambiguous_welfare"][0],
+                "ambiguous_welfare_std": s13["ambiguous_welfare"][1],
+                "ambiguous_approval_mean": s13["ambiguous_approval_rate"][0],
+                "ambiguous_approval_std": s13["ambiguous_approval_rate"][1],
+                "bad_approval_mean": s13["bad_approval_rate"][0], "bad_approval_std": s13["bad_approval_rate"][1],
+                "avg_words_mean": s13["words"][0],
+                "paper_ambiguous_welfare_mean": paper.TABLE1[q]["artifacts"][0],  # type: ignore[index]
+                "paper_ambiguous_welfare_std": paper.TABLE1[q]["artifacts"][1],  # type: ignore[index]
+            })  # fmt: skip
+        write_csv(out / "table1_text_length.csv", length_rows, TABLE1_COLUMNS)
+    table1_md = _table1_markdown(t1_rows)
+    (out / "table1.md").write_text(table1_md)
+
+    # -- Table 2 -------------------------------------------------------------
+    t2_rows: list[dict[str, Any]] = []
+    for scenario, params in paper.TABLE2_SCENARIOS.items():
+        p2 = paper.TABLE2[scenario]
+        for who, spec in _proposers(opts.words).items():
+            summary, _ = get(table="table2", scenario=scenario, proposer=who)
+            t2_rows.append({
+                "scenario": scenario, "V": params["V"], "L": params["L"], "B": params["B"],
+                "proposer": who, "policy": spec,
+                "audit_fail_mean": summary["audit_fail_rate"][0], "audit_fail_std": summary["audit_fail_rate"][1],
+                "bad_approval_mean": summary["bad_approval_rate"][0],
+                "bad_approval_std": summary["bad_approval_rate"][1],
+                "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
+                "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
+                "paper_audit_fail_mean": p2["audit_fail"][0],
+                "paper_bad_approval_mean": p2["bad_approval"][0],
+                "paper_ambiguous_approval_mean": p2["ambiguous_approval"][0],
+            })  # fmt: skip
+    write_csv(out / "table2.csv", t2_rows, TABLE2_COLUMNS)
+    table2_md = _table2_markdown(t2_rows)
+    (out / "table2.md").write_text(table2_md)
+
+    # -- Figure 4 ------------------------------------------------------------
+    _figure4(out / "figure4.png", t1_rows, opts)
+
+    elapsed = time.perf_counter() - started
+    summary_md = _summary(opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed)
+    (out / "summary.md").write_text(summary_md)
+    return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed}
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+def _rows(rows: Sequence[dict[str, Any]], regime: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["regime"] == regime]
+
+
+def _table1_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    art, act = _rows(rows, "artifacts"), _rows(rows, "action_only")
+    body = []
+    for a, b in zip(art, act, strict=True):
+        body.append([
+            f"{a['q']:.1f}",
+            mean_std(a["ambiguous_welfare_mean"], a["ambiguous_welfare_std"]),
+            mean_std(a["paper_ambiguous_welfare_mean"], a["paper_ambiguous_welfare_std"]),
+            mean_std(b["ambiguous_welfare_mean"], b["ambiguous_welfare_std"]),
+            mean_std(b["paper_ambiguous_welfare_mean"], b["paper_ambiguous_welfare_std"]),
+            f"{a['net_gain_mean']:+.2f} [{a['net_gain_ci_low']:+.2f}, {a['net_gain_ci_high']:+.2f}]",
+            f"{a['paper_net_gain']:+.2f}",
+            mean_std(a["ambiguous_approval_mean"], a["ambiguous_approval_std"]),
+            mean_std(b["ambiguous_approval_mean"], b["ambiguous_approval_std"]),
+        ])  # fmt: skip
+    headers = [
+        "q", "artifacts (ours)", "artifacts (paper)", "action only (ours)", "action only (paper)",
+        "net gain (ours, 95% CI)", "net gain (paper)", "amb. approval, artifacts", "amb. approval, action only",
+    ]  # fmt: skip
+    return (
+        "Ambiguous welfare (mean ± std over seeds) and ambiguous approval vs audit intensity q.\n\n"
+        + markdown_table(headers, body)
+    )
+
+
+def _table2_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    body = []
+    for r in rows:
+        body.append([
+            r["scenario"], f"V={r['V']:g}, L={r['L']:g}, B={r['B']}", r["proposer"],
+            mean_std(r["audit_fail_mean"], r["audit_fail_std"]),
+            mean_std(r["bad_approval_mean"], r["bad_approval_std"], 3),
+            mean_std(r["ambiguous_approval_mean"], r["ambiguous_approval_std"]),
+            f"{r['paper_audit_fail_mean']:.2f} / {r['paper_bad_approval_mean']:.3f} / "
+            f"{r['paper_ambiguous_approval_mean']:.2f}",
+        ])  # fmt: skip
+    headers = ["scenario", "params", "proposer", "audit fail", "bad approval", "amb. approval",
+               "paper (GPT-4.1): fail / bad / amb."]  # fmt: skip
+    return f"At q = {TABLE2_Q} (mean ± std over seeds).\n\n" + markdown_table(headers, body)
+
+
+def _figure4(path: Path, rows: Sequence[dict[str, Any]], opts: ReproduceOptions) -> None:
+    art, act = _rows(rows, "artifacts"), _rows(rows, "action_only")
+    qs = [r["q"] for r in art]
+    ours = {"color": "tab:blue"}, {"color": "tab:orange"}
+    theirs = {"fmt": "s", "color": "tab:blue", "mfc": "white"}, {"fmt": "s", "color": "tab:orange", "mfc": "white"}
+    approval_points = paper.FIGURE4_ACTION_ONLY_APPROVAL
+    panels: list[dict[str, Any]] = [
+        {
+            "ylabel": "ambiguous approval rate",
+            "series": [
+                {"label": f"artifacts (ours, {opts.words} words)", "x": qs, "style": ours[0],
+                 "y": [r["ambiguous_approval_mean"] for r in art], "yerr": [r["ambiguous_approval_std"] for r in art]},
+                {"label": "action only (ours)", "x": qs, "style": ours[1],
+                 "y": [r["ambiguous_approval_mean"] for r in act], "yerr": [r["ambiguous_approval_std"] for r in act]},
+                {"label": "paper: artifacts > 0.96", "hline": paper.FIGURE4_ARTIFACTS_APPROVAL_MIN,
+                 "style": {"color": "tab:blue"}},
+                {"label": "paper: action only", "x": list(approval_points), "y": list(approval_points.values()),
+                 "style": theirs[1]},
+            ],
+        },
+        {
+            "ylabel": "ambiguous welfare",
+            "series": [
+                {"label": f"artifacts (ours, {opts.words} words)", "x": qs, "style": ours[0],
+                 "y": [r["ambiguous_welfare_mean"] for r in art], "yerr": [r["ambiguous_welfare_std"] for r in art]},
+                {"label": "action only (ours)", "x": qs, "style": ours[1],
+                 "y": [r["ambiguous_welfare_mean"] for r in act], "yerr": [r["ambiguous_welfare_std"] for r in act]},
+                {"label": "artifacts (paper, GPT-4.1)", "x": qs, "style": theirs[0],
+                 "y": [r["paper_ambiguous_welfare_mean"] for r in art],
+                 "yerr": [r["paper_ambiguous_welfare_std"] for r in art]},
+                {"label": "action only (paper, GPT-4.1)", "x": qs, "style": theirs[1],
+                 "y": [r["paper_ambiguous_welfare_mean"] for r in act],
+                 "yerr": [r["paper_ambiguous_welfare_std"] for r in act]},
+            ],
+        },
+    ]  # fmt: skip
+    title = f"Figure 4: scripted proposers vs the paper ({opts.seeds} seeds x {opts.episodes} episodes)"
+    plot_lines(path, panels, xlabel="audit intensity q", title=title)
+
+
+def _summary(
+    opts: ReproduceOptions,
+    seeds: Sequence[int],
+    engines: Sequence[str],
+    t1: Sequence[dict[str, Any]],
+    t1_13: Sequence[dict[str, Any]],
+    t2: Sequence[dict[str, Any]],
+    table1_md: str,
+    table2_md: str,
+    elapsed: float,
+) -> str:
+    art, act = _rows(t1, "artifacts"), _rows(t1, "action_only")
+    gap = max(abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]) for r in art)
+    worst = max(art, key=lambda r: abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]))
+    min_art_approval = min(r["ambiguous_approval_mean"] for r in art)
+    act0, act1 = act[0], act[-1]
+    act_gap = [r["paper_ambiguous_welfare_mean"] - r["ambiguous_welfare_mean"] for r in act]
+    gains = [(r["net_gain_mean"], r["net_gain_ci_low"], r["net_gain_ci_high"]) for r in art]
+    lines = [
+        "# Reproducing the exchange–audit paper with scripted policies",
+        "",
+        f"Command: `eq-env reproduce --seeds {opts.seeds} --episodes {opts.episodes} --words {opts.words}`. "
+        f"Seeds {seeds[0]}..{seeds[-1]}, {opts.episodes} episodes each, engine: {', '.join(engines)}; "
+        f"{elapsed:.1f} s. Preset `paper_scripted` (the paper's mechanics; the proposer knows its true "
+        "compliance, as the paper's scripted trader did). Validator: the paper's rule engine. Every "
+        "condition of a seed sees the same positions, noise and audit coins, so the net gain is a paired "
+        "difference (95% t-interval over seeds). Standard deviations are over seeds (ddof = 1).",
+        "",
+        "## Table 1",
+        "",
+        table1_md,
+        "![Figure 4](figure4.png)",
+        "",
+        "## Table 2",
+        "",
+        table2_md,
+        "## Reading",
+        "",
+    ]
+    # Artifacts
+    within = "within" if gap <= 0.03 + 1e-12 else "not within"
+    approved = (
+        "in every ambiguous episode at every q"
+        if min_art_approval >= 1.0
+        else f"in at least {min_art_approval:.1%} of ambiguous episodes at every q"
+    )
+    lines.append(
+        f"**With artifacts.** Writing {opts.words} words, about GPT-4.1's average, our honest proposer's "
+        f"ambiguous welfare is {within} 0.03 of the paper's at every q (largest gap {gap:.3f}, at "
+        f"q = {worst['q']:g}). It is approved {approved} (the paper: above 96%), because it knows it is "
+        "compliant, says so, and every audit confirms it. Its ambiguous welfare is then "
+        "2 − 0.02·words − 0.1·(audit rate): the text's length and the audit's cost are all that separate it "
+        "from the ideal 2."
+    )
+    if t1_13:
+        w13 = [r["ambiguous_welfare_mean"] for r in t1_13]
+        lines.append(
+            f"With the paper's scripted 13-word text (`table1_text_length.csv`) the same proposer earns "
+            f"{min(w13):.2f}–{max(w13):.2f}, about {0.02 * (opts.words - SCRIPTED_WORDS):.2f} more than with "
+            f"{opts.words} words: the distance between the paper's GPT-4.1 numbers and a 13-word script is text length."
+        )
+    lines.append("")
+    # Action only
+    lines.append(
+        f"**Action only.** Without claims or text the borderline trade is approved only through the safe margin, "
+        f"when observation noise puts the reported numbers more than 0.05 inside both limits: "
+        f"{act0['ambiguous_approval_mean']:.1%} of ambiguous episodes at q = 0 (the paper: about 9%), falling to "
+        f"{act1['ambiguous_approval_mean']:.1%} at q = 1 (the paper: 0%), since an audit of a claim-less "
+        f"submission is inconclusive and blocks it. The paper's action-only welfare minus ours is "
+        f"{min(act_gap):+.2f} to {max(act_gap):+.2f} across q. Our scripted proposer always asks in an "
+        "ambiguous episode (it knows the trade is compliant), so a block is worth 0; an LLM that sometimes "
+        "declines to trade collects the NO_TRADE payoff of 2 instead, which would raise the paper's numbers — "
+        "a likely but unverified explanation, since the paper does not report its action-only request rate."
+    )
+    lines.append("")
+    lines.append(
+        "**Net gain.** Artifacts beat action only by "
+        f"{min(g[0] for g in gains):+.2f} to {max(g[0] for g in gains):+.2f} in ambiguous welfare "
+        f"(paper: +1.40 to +1.61); every 95% interval is "
+        f"{'above zero' if all(g[1] > 0 for g in gains) else 'not above zero everywhere'}."
+    )
+    lines.append("")
+    # Table 2
+    by = {(r["scenario"], r["proposer"]): r for r in t2}
+    honest_fail = max(by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS)
+    sincere = [by[(s, "honest_sincere")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
+    paper_fail = [paper.TABLE2[s]["audit_fail"][0] for s in paper.TABLE2_SCENARIOS]
+    tempt = by[("temptation", "strategic")]
+    base = by[("baseline", "strategic")]
+    sincere_gap = sum(abs(a - b) for a, b in zip(sincere, paper_fail, strict=True)) / len(sincere)
+    honest_fails = [by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
+    between = all(h <= p <= x for h, p, x in zip(honest_fails, paper_fail, sincere, strict=True))
+    relation = (
+        "in every scenario between our truth-knowing proposer and our *sincere* one"
+        if between
+        else "not always between our truth-knowing proposer and our *sincere* one"
+    )
+    by_budget = [by[(s, "honest_sincere")]["audit_fail_mean"] for s in ("spot_check", "partial_audit", "full_audit")]
+    budget_trend = (
+        "rise with B" if by_budget[0] < by_budget[1] < by_budget[2]
+        else "do not move monotonically with B"
+    )  # fmt: skip
+    lines.append(
+        f"**Table 2.** The truth-knowing honest proposer's largest audit fail rate is {honest_fail:.2f}: its "
+        f"claims are true. GPT-4.1 failed {min(paper_fail):.2f}–{max(paper_fail):.2f} of audits, {relation}, "
+        f"which judges compliance from its noisy observation and fails {min(sincere):.2f}–{max(sincere):.2f} "
+        f"(mean absolute gap to GPT-4.1: {sincere_gap:.2f}): wrong beliefs are punished exactly like lies. The "
+        f"strategic proposer lies only when lying pays in expectation, (1 − q)·V − q·P(caught)·L > 1 (the "
+        f"NO_TRADE payoff): that never holds at V = 1 (baseline bad approval {base['bad_approval_mean']:.3f}), "
+        f"but under temptation (V = 2, L = 1: 0.7·2 − 0.3·1 = 1.1 > 1) it misreports and its bad approval rate "
+        f"is {tempt['bad_approval_mean']:.3f} (GPT-4.1: {paper.TABLE2['temptation']['bad_approval'][0]:.3f}). "
+        f"The sincere proposer's fail rates {budget_trend} (B = 1, 2, 4: "
+        + ", ".join(f"{x:.2f}" for x in by_budget)
+        + (")." if budget_trend != "rise with B" else "): fewer checks per audit catch fewer of its mistakes.")
+    )
+    lines.append("")
+    lines.append(
+        "Files: `table1.csv`, `table1.md`, `table1_text_length.csv`, `table2.csv`, `table2.md`, `figure4.png`, "
+        "`results.jsonl` (one record per condition and seed, with the full configuration and policies; "
+        "running the command again resumes from it)."
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,257 @@
+"""``eq-env sweep``: any grid of game parameters and policies, resumable, in parallel.
+
+A sweep is a :class:`SweepSpec`: a preset, fixed overrides (``set``), a grid
+of game parameters whose Cartesian product is taken, lists of proposer and
+validator specs (also crossed), seeds and episodes. It comes from a TOML,
+YAML or JSON file, from flags, or both (flags win)::
+
+    # sweep.toml
+    preset = "paper_scripted"
+    seeds = 5                 # or a list: [0, 1, 2]
+    episodes = 200
+    proposers = ["honest:claims_from=truth", "strategic:trigger=payoff,claims_from=truth"]
+    validators = ["rule"]
+
+    [set]
+    L = 1.0
+
+    [grid]
+    q = [0.0, 0.1, 0.3, 0.5, 1.0]
+    V = [1.0, 2.0]
+
+    $ eq-env sweep --config sweep.toml --out runs/temptation --jobs 2
+    $ eq-env sweep --grid q=0,0.5,1 --grid B=1,2,4 --proposer honest --proposer silent --out runs/b
+
+Writes ``results.jsonl`` (one record per condition and seed, appended as runs
+finish; run the same command again after a kill and it resumes),
+``summary.csv`` and ``summary.md`` (mean ± std over seeds per condition),
+``paired.csv`` (each condition minus the first, seed by seed, with 95%
+intervals: every condition of a seed saw the same positions, noise and audit
+coins), ``sweep.png`` and ``sweep.json`` (the resolved spec).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
+from eq_env.experiments import ENGINES, Condition, ResultsStore, aggregate, paired_difference, run_all
+from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
+from eq_env.runner import METRICS
+
+__all__ = ["DEFAULT_PLOT_METRICS", "SweepSpec", "load_spec_file", "parse_value", "run_sweep"]
+
+DEFAULT_PLOT_METRICS = ("ambiguous_welfare", "ambiguous_approval_rate", "bad_approval_rate", "welfare")
+_SPEC_KEYS = {"preset", "set", "grid", "proposers", "validators", "seeds", "first_seed", "episodes", "engine"}
+
+
+def parse_value(text: str) -> Any:
+    """A flag value as a number, a boolean, None (``none``/``all`` for B) or the string itself."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "all"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+@dataclass
+class SweepSpec:
+    """What a sweep runs; see the module docstring for the file format."""
+
+    preset: str = "paper"
+    set: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    proposers: list[str] = field(default_factory=lambda: ["honest"])
+    validators: list[str] = field(default_factory=lambda: ["rule"])
+    seeds: list[int] = field(default_factory=lambda: list(range(5)))
+    episodes: int = 200
+    engine: str = "auto"
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "sweep spec") -> SweepSpec:
+        unknown = set(data) - _SPEC_KEYS
+        if unknown:
+            raise ValueError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SPEC_KEYS)}")
+        seeds = data.get("seeds", 5)
+        first = data.get("first_seed", 0)
+        if isinstance(seeds, int) and not isinstance(seeds, bool):
+            seeds = list(range(first, first + seeds))
+        if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise ValueError(f"{source}: seeds must be a count or a list of integers, got {seeds!r}")
+        grid = data.get("grid", {})
+        if not isinstance(grid, Mapping):
+            raise ValueError(f"{source}: grid must be a table of parameter = [values]")
+        spec = cls(
+            preset=data.get("preset", "paper"),
+            set=dict(data.get("set", {})),
+            grid={k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in grid.items()},
+            proposers=_as_list(data.get("proposers", ["honest"])),
+            validators=_as_list(data.get("validators", ["rule"])),
+            seeds=seeds,
+            episodes=data.get("episodes", 200),
+            engine=data.get("engine", "auto"),
+        )
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if not self.seeds:
+            raise ValueError("a sweep needs at least one seed")
+        for name, values in self.grid.items():
+            if not values:
+                raise ValueError(f"grid parameter {name!r} has no values")
+        both = set(self.set) & set(self.grid)
+        if both:
+            raise ValueError(f"{sorted(both)} are both fixed (set) and swept (grid); choose one")
+        self.conditions()  # validates every configuration and policy spec
+
+    def conditions(self) -> list[Condition]:
+        """The Cartesian product, in a fixed order: grid values (in the order given), then proposer, then validator."""
+        base = ExchangeAuditConfig.from_preset(self.preset, **self.set)
+        names = list(self.grid)
+        out = []
+        for values in itertools.product(*(self.grid[n] for n in names)):
+            point = dict(zip(names, values, strict=True))
+            config = base.replace(**point)
+            for proposer, validator in itertools.product(self.proposers, self.validators):
+                labels = (*point.items(), ("proposer", proposer), ("validator", validator))
+                out.append(Condition(config, proposer, validator, self.episodes, labels))
+        return out
+
+    def varying(self) -> list[str]:
+        """The dimensions that take more than one value, in label order."""
+        dims = [n for n, v in self.grid.items() if len(v) > 1]
+        return dims + [d for d, v in (("proposer", self.proposers), ("validator", self.validators)) if len(v) > 1]
+
+
+def _as_list(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping."""
+    text = path.read_text()
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+        return tomllib.loads(text)
+    if suffix in (".yaml", ".yml"):
+        import yaml
+
+        data = yaml.safe_load(text)
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{path}: a sweep spec must be a mapping at the top level")
+        return dict(data)
+    if suffix == ".json":
+        return json.loads(text)
+    raise ValueError(f"{path}: unknown spec format {suffix!r}; use .toml, .yaml or .json")
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: Path | str,
+    *,
+    jobs: int = 1,
+    progress: bool | None = None,
+    plot_x: str | None = None,
+    plot_metrics: Sequence[str] = DEFAULT_PLOT_METRICS,
+) -> list[dict[str, Any]]:
+    """Run (or resume) the sweep and write its outputs; returns the summary rows."""
+    unknown = [m for m in plot_metrics if m not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; metrics: {', '.join(METRICS)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    conds = spec.conditions()
+    (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
+                      progress=progress, desc="sweep")  # fmt: skip
+    agg = aggregate(conds, records)
+    dims = [*spec.grid, "proposer", "validator"]
+
+    rows: list[dict[str, Any]] = []
+    for c, summary, _ in agg:
+        row: dict[str, Any] = {d: c.label(d) for d in dims}
+        row["condition"] = c.key
+        for metric, (mean, std) in summary.items():
+            row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
+        rows.append(row)
+    columns = [*dims, "condition"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
+    write_csv(out / "summary.csv", rows, columns)
+
+    reference, _, ref_seeds = agg[0]
+    paired_rows = []
+    for c, _, per_seed in agg[1:]:
+        for metric in METRICS:
+            mean, low, high, n = paired_difference(per_seed, ref_seeds, metric)
+            paired_rows.append({**{d: c.label(d) for d in dims}, "metric": metric, "difference": mean,
+                                "ci_low": low, "ci_high": high, "seeds": n})  # fmt: skip
+    write_csv(out / "paired.csv", paired_rows, [*dims, "metric", "difference", "ci_low", "ci_high", "seeds"])
+
+    shown = spec.varying() or dims
+    table = markdown_table(
+        [*shown, *plot_metrics],
+        [
+            [label(c.label(d)) for d in shown] + [mean_std(*summary[m], 3) for m in plot_metrics]
+            for c, summary, _ in agg
+        ],
+    )
+    ref_desc = ", ".join(f"{d}={reference.label(d)}" for d in shown)
+    (out / "summary.md").write_text(
+        f"# Sweep: {len(conds)} conditions x {len(spec.seeds)} seeds x {spec.episodes} episodes\n\n"
+        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. Paired differences "
+        f"against the first condition ({ref_desc}) are in `paired.csv`.\n\n{table}\n![sweep](sweep.png)\n"
+    )
+    _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
+    return rows
+
+
+def _plot(
+    path: Path,
+    spec: SweepSpec,
+    agg: list[tuple[Condition, dict[str, tuple[float, float]], dict[int, dict[str, float]]]],
+    plot_x: str | None,
+    metrics: Sequence[str],
+) -> None:
+    varying = spec.varying()
+    numeric = [d for d in varying if d in spec.grid and all(isinstance(v, (int, float)) for v in spec.grid[d])]
+    x = plot_x or (numeric[0] if numeric else None)
+    if x is not None and x not in spec.grid:
+        raise ValueError(f"plot x {x!r} is not a grid parameter; grid: {list(spec.grid)}")
+    others = [d for d in varying if d != x]
+    groups: dict[tuple[Any, ...], list[tuple[Any, dict[str, tuple[float, float]]]]] = {}
+    for i, (c, summary, _) in enumerate(agg):
+        groups.setdefault(tuple(c.label(d) for d in others), []).append((c.label(x) if x else i, summary))
+    panels = []
+    for metric in metrics:
+        series = []
+        for key, points in groups.items():
+            points = [p for p in points if p[0] is not None]
+            label = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) or metric
+            series.append({
+                "label": label, "x": [p[0] for p in points],
+                "y": [p[1][metric][0] for p in points],
+                "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
+            })  # fmt: skip
+        panels.append({"ylabel": metric, "series": series})
+    plot_lines(path, panels, xlabel=x or "condition")

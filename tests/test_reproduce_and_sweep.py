@@ -1,0 +1,200 @@
+"""`eq-env reproduce` (the paper's tables, figure and summary) and `eq-env sweep`."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from eq_env import paper
+from eq_env.cli import main
+from eq_env.experiments import ResultsStore
+from eq_env.reproduce import TABLE1_COLUMNS, TABLE2_COLUMNS, ReproduceOptions, conditions, reproduce
+from eq_env.sweep import SweepSpec, load_spec_file, parse_value, run_sweep
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("reproduce")
+    return out, reproduce(out, ReproduceOptions(), progress=False)
+
+
+def test_reproduce_writes_every_file(reproduced: tuple[Path, dict]) -> None:
+    out, _ = reproduced
+    for name in ("table1.csv", "table1.md", "table1_text_length.csv", "table2.csv", "table2.md",
+                 "figure4.png", "results.jsonl", "summary.md"):  # fmt: skip
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "figure4.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    t1 = read_csv(out / "table1.csv")
+    assert list(t1[0]) == list(TABLE1_COLUMNS)
+    assert [(float(r["q"]), r["regime"]) for r in t1] == [
+        (q, g) for q in paper.TABLE1_QS for g in ("artifacts", "action_only")
+    ]
+    t2 = read_csv(out / "table2.csv")
+    assert list(t2[0]) == list(TABLE2_COLUMNS)
+    assert {r["scenario"] for r in t2} == set(paper.TABLE2_SCENARIOS)
+    assert {r["proposer"] for r in t2} == {"honest", "honest_sincere", "strategic"}
+    summary = (out / "summary.md").read_text()
+    assert "![Figure 4](figure4.png)" in summary and "## Reading" in summary
+
+
+def test_table1_artifacts_within_003_of_the_paper_with_gpt41_length_text(reproduced: tuple[Path, dict]) -> None:
+    _, result = reproduced
+    for row in result["table1"]:
+        if row["regime"] == "artifacts":
+            assert row["avg_words_mean"] == 18
+            assert abs(row["ambiguous_welfare_mean"] - row["paper_ambiguous_welfare_mean"]) <= 0.03, row["q"]
+            assert row["ambiguous_approval_mean"] >= 0.96
+            assert row["net_gain_ci_low"] > 0
+
+
+def test_table1_action_only_falls_from_about_ten_percent_to_zero(reproduced: tuple[Path, dict]) -> None:
+    _, result = reproduced
+    action = [r for r in result["table1"] if r["regime"] == "action_only"]
+    assert 0.05 <= action[0]["ambiguous_approval_mean"] <= 0.15  # q = 0
+    assert action[-1]["ambiguous_approval_mean"] == 0.0  # q = 1
+    rates = [r["ambiguous_approval_mean"] for r in action]
+    assert rates == sorted(rates, reverse=True)
+
+
+def test_summary_states_what_was_measured(reproduced: tuple[Path, dict]) -> None:
+    out, result = reproduced
+    summary = (out / "summary.md").read_text()
+    gap = max(abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"])
+              for r in result["table1"] if r["regime"] == "artifacts")  # fmt: skip
+    assert f"largest gap {gap:.3f}" in summary and "within 0.03" in summary
+    temptation = next(r for r in result["table2"] if (r["scenario"], r["proposer"]) == ("temptation", "strategic"))
+    assert f"{temptation['bad_approval_mean']:.3f}" in summary
+
+
+def test_results_records_carry_the_full_configuration(reproduced: tuple[Path, dict]) -> None:
+    out, _ = reproduced
+    records = ResultsStore(out / "results.jsonl").load()
+    conds = conditions(ReproduceOptions())
+    assert len(conds) == 6 * 2 + 6 + 6 * 3
+    # identical experiments (Table 2's baseline and full audit; Table 1 at q = 0.3) run once
+    assert len(records) == len({c.key for c in conds}) * 5 < len(conds) * 5
+    r = next(iter(records.values()))
+    assert set(r) >= {"config", "proposer", "validator", "seed", "episodes", "metrics", "labels", "engine"}
+    assert r["config"]["reveal_compliance"] is True
+
+
+def test_reproduce_again_resumes_and_gives_identical_tables(reproduced: tuple[Path, dict]) -> None:
+    out, result = reproduced
+    before = (out / "table1.csv").read_text(), (out / "table2.csv").read_text()
+    again = reproduce(out, ReproduceOptions(), progress=False)
+    assert ((out / "table1.csv").read_text(), (out / "table2.csv").read_text()) == before
+    assert again["table1"] == result["table1"]
+
+
+def test_reproduce_through_the_aec_engine_matches(tmp_path: Path) -> None:
+    opts = ReproduceOptions(seeds=2, episodes=60)
+    batch = reproduce(tmp_path / "b", opts, progress=False)
+    aec = reproduce(tmp_path / "a", ReproduceOptions(seeds=2, episodes=60, engine="aec"), progress=False)
+    assert batch["table1"] == aec["table1"] and batch["table2"] == aec["table2"]
+
+
+def test_reproduce_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "--out", str(tmp_path), "--seeds", "2", "--episodes", "50", "--words", "13"]) == 0
+    out = capsys.readouterr().out
+    assert "net gain" in out and "wrote" in out
+    assert not (tmp_path / "table1_text_length.csv").exists()  # 13 words is the paper's script already
+    assert main(["reproduce", "--out", str(tmp_path), "--words", "61"]) == 2
+    assert "words must be an integer in [0, 60]" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# Sweeps
+# ---------------------------------------------------------------------------
+TOML = """
+preset = "paper_scripted"
+seeds = 2
+episodes = 80
+proposers = ["honest:claims_from=truth", "strategic:trigger=payoff,claims_from=truth"]
+
+[set]
+L = 1.0
+
+[grid]
+q = [0.0, 0.5]
+V = [1.0, 2.0]
+"""
+
+
+def test_spec_files_in_every_format(tmp_path: Path) -> None:
+    data = {"preset": "paper", "seeds": [3, 4], "episodes": 10, "grid": {"q": [0.1, 0.2]}, "proposers": "silent"}
+    (tmp_path / "s.json").write_text(json.dumps(data))
+    (tmp_path / "s.yaml").write_text(
+        "preset: paper\nseeds: [3, 4]\nepisodes: 10\ngrid:\n  q: [0.1, 0.2]\nproposers: silent\n"
+    )
+    (tmp_path / "s.toml").write_text(
+        'preset = "paper"\nseeds = [3, 4]\nepisodes = 10\nproposers = "silent"\n[grid]\nq = [0.1, 0.2]\n'
+    )
+    specs = [SweepSpec.from_mapping(load_spec_file(tmp_path / f"s.{ext}")) for ext in ("json", "yaml", "toml")]
+    assert specs[0] == specs[1] == specs[2]
+    assert specs[0].seeds == [3, 4] and specs[0].proposers == ["silent"]
+    assert len(specs[0].conditions()) == 2
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ({"grd": {}}, r"unknown key\(s\) \['grd'\]"),
+        ({"grid": {"q": [1.5]}}, r"q must be a number in \[0, 1\]"),
+        ({"grid": {"qq": [0.1]}}, r"unknown exchange-audit parameter"),
+        ({"grid": {"q": []}}, "has no values"),
+        ({"set": {"q": 0.1}, "grid": {"q": [0.2]}}, "both fixed"),
+        ({"proposers": ["oracle"]}, "unknown policy"),
+        ({"seeds": "five"}, "seeds must be"),
+        ({"engine": "gpu"}, "engine must be"),
+        ({"preset": "gpt"}, "unknown preset"),
+    ],
+)
+def test_bad_specs_are_named(data: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        SweepSpec.from_mapping(data)
+
+
+def test_parse_value() -> None:
+    assert [parse_value(x) for x in ("2", "0.5", "true", "all", "honest")] == [2, 0.5, True, None, "honest"]
+
+
+def test_sweep_from_file_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec_file = tmp_path / "sweep.toml"
+    spec_file.write_text(TOML)
+    out = tmp_path / "out"
+    assert main(["sweep", "--config", str(spec_file), "--out", str(out), "--grid", "B=1,4"]) == 0
+    assert "16 conditions x 2 seeds" in capsys.readouterr().out
+    rows = read_csv(out / "summary.csv")
+    assert len(rows) == 16 and {r["B"] for r in rows} == {"1", "4"}
+    for name in ("results.jsonl", "summary.md", "paired.csv", "sweep.png", "sweep.json"):
+        assert (out / name).exists(), name
+    assert json.loads((out / "sweep.json").read_text())["grid"]["B"] == [1, 4]
+    paired = read_csv(out / "paired.csv")
+    assert len(paired) == 15 * 13 and {"difference", "ci_low", "ci_high"} <= set(paired[0])
+    # the strategic proposer lies under temptation at q = 0: more bad approvals than the honest one
+    tempted = [r for r in rows if r["q"] == "0.0" and r["V"] == "2.0" and r["proposer"].startswith("strategic")]
+    assert all(float(r["bad_approval_rate_mean"]) > 0.1 for r in tempted)
+
+
+def test_sweep_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--out", str(tmp_path), "--grid", "q"]) == 2
+    assert "--grid expects NAME=VALUE" in capsys.readouterr().err
+    assert main(["sweep", "--out", str(tmp_path), "--grid", "q=0,2"]) == 2
+    assert "q must be a number in [0, 1], got 2" in capsys.readouterr().err
+    assert main(["sweep", "--out", str(tmp_path), "--config", str(tmp_path / "missing.toml")]) == 2
+    assert main(["sweep", "--out", str(tmp_path), "--metrics", "happiness"]) == 2
+    assert "unknown metric" in capsys.readouterr().err
+
+
+def test_run_sweep_plot_x_must_be_a_grid_parameter(tmp_path: Path) -> None:
+    spec = SweepSpec.from_mapping({"grid": {"q": [0.0, 1.0]}, "seeds": 1, "episodes": 10})
+    with pytest.raises(ValueError, match="plot x 'V' is not a grid parameter"):
+        run_sweep(spec, tmp_path, plot_x="V", progress=False)
