@@ -173,7 +173,7 @@ from eq_env.exchange_audit.game import (
     Phase,
 )
 from eq_env.exchange_audit.render import render_episode
-from eq_env.exchange_audit.spaces import ActionError, ExchangeAuditSpaces
+from eq_env.exchange_audit.spaces import BLOCK_ONLY_MASK, ActionError, ExchangeAuditSpaces
 
 __all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "raw_env", "resolve_config"]
 
@@ -237,7 +237,7 @@ class _Episode:
         self.episode_index = self.draws.episodes_drawn
         self.game.start(self.draws.next())
         assert self.game.proposer_view is not None
-        self._public_vector = self.codec.public_vector(self.game.proposer_view.public)
+        self._public_vector = self.codec.public_vector_for(self.game.proposer_view.public)
         self._cache = {}
 
     def observe(self, agent: str) -> dict[str, Any]:
@@ -247,11 +247,18 @@ class _Episode:
         if cached is not None and cached[0] is game.phase:
             return cached[1]
         assert game.proposer_view is not None
+        phase = np.int64(game.phase)
+        if agent == PROPOSER and cached is not None:
+            # the proposer's view never changes within an episode (its arrays are already read-only)
+            obs = dict(cached[1], phase=phase)
+            self._cache[agent] = (game.phase, obs)
+            return obs
+        if agent == VALIDATOR and cached is not None and cached[0] is Phase.DECISION:
+            obs = dict(cached[1], phase=phase, action_mask=BLOCK_ONLY_MASK)  # done: nothing left to decide
+            self._cache[agent] = (game.phase, obs)
+            return obs
         if agent == PROPOSER:
-            if cached is not None:  # only the phase changes
-                obs = dict(cached[1], phase=np.int64(game.phase))
-            else:
-                obs = self.codec.encode_proposer_observation(game.proposer_view, game.phase, self._public_vector)
+            obs = self.codec.encode_proposer_observation(game.proposer_view, game.phase, self._public_vector)
         else:
             assert game.state is not None
             obs = self.codec.encode_validator_observation(

@@ -63,6 +63,7 @@ __all__ = [
     "NUMBER_BOUNDS",
     "PUBLIC_FIELDS",
     "ActionError",
+    "BoundedBox",
     "ExchangeAuditSpaces",
     "FreeText",
     "decode_proposer_observation",
@@ -118,14 +119,41 @@ class ActionError(ValueError):
     """An action outside its space, or illegal in the current state."""
 
 
+_SAMPLE_WORDS = tuple(
+    (
+        "the a position risk delta hedge limit within outside net exposure book trade desk intent claim "
+        "audit approve block compliant breach margin size reported observed estimate confidence above below "
+        "near under over small large long short stable volatile speculative protective overnight intraday "
+        "we our this that is are expect keep reduce increase offset cover buffer policy mandate since"
+    ).split()
+)
+
+
+class BoundedBox(spaces.Box):
+    """A float :class:`~gymnasium.spaces.Box` with finite bounds on every side.
+
+    Its ``sample`` draws exactly what ``Box.sample`` draws for such a box (one
+    uniform per entry, from the same generator) without Box's general case
+    analysis, which costs more than the draw itself at this size.
+    """
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        if not hasattr(self, "_span"):
+            self._span = self.high - self.low
+        # numpy's uniform(low, high) is low + (high - low) * random(): the same numbers, without its overhead
+        return (self.low + self._span * self.np_random.random(self.shape)).astype(self.dtype)
+
+
 class FreeText(spaces.Text):
     """Free text: any Unicode string of at most ``max_length`` characters without control characters.
 
     Gymnasium's :class:`~gymnasium.spaces.Text` admits a fixed character set,
     but an explanation may hold any character (accents, non-breaking spaces,
     ≤, emoji), so membership here excludes only control characters other than
-    whitespace. Samples are lowercase pseudo-words separated by spaces, so a
-    random policy's texts vary in word count as real ones do.
+    whitespace. Samples are 0 to 16 words drawn from a small vocabulary of the
+    domain, so a random policy's texts vary in length as real ones do.
     """
 
     MAX_SAMPLE_WORDS = 16
@@ -151,13 +179,10 @@ class FreeText(spaces.Text):
             return super().sample(mask=mask, probability=probability)
         rng = self.np_random
         n_words = int(rng.integers(0, self.MAX_SAMPLE_WORDS + 1))
-        lengths = rng.integers(1, 9, size=n_words)
-        letters = rng.integers(0, 26, size=int(lengths.sum()))
-        words, start = [], 0
-        for length in lengths.tolist():
-            words.append("".join(string.ascii_lowercase[i] for i in letters[start : start + length]))
-            start += length
-        return " ".join(words)[: self.max_length]
+        if n_words == 0:
+            return ""
+        picks = rng.integers(0, len(_SAMPLE_WORDS), size=n_words).tolist()
+        return " ".join(_SAMPLE_WORDS[i] for i in picks)[: self.max_length]
 
     def __repr__(self) -> str:
         return f"FreeText(max_length={self.max_length})"
@@ -202,9 +227,9 @@ class ExchangeAuditSpaces:
 
     def __init__(self, config: ExchangeAuditConfig) -> None:
         self.config = config
-        numbers = spaces.Box(*NUMBER_BOUNDS, dtype=np.float64)
-        claim_values = spaces.Box(*CLAIM_VALUE_BOUNDS, dtype=np.float64)
-        public = spaces.Box(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
+        numbers = BoundedBox(*NUMBER_BOUNDS, dtype=np.float64)
+        claim_values = BoundedBox(*CLAIM_VALUE_BOUNDS, dtype=np.float64)
+        public = BoundedBox(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
         text = FreeText(config.max_text_chars)
         words = spaces.Discrete(config.max_words + 1)
 
@@ -261,6 +286,15 @@ class ExchangeAuditSpaces:
         """The ``public`` entry of both observations (constant within an episode)."""
         vec = np.array([float(getattr(public, f)) for f in PUBLIC_FIELDS])
         return np.clip(vec, _PUBLIC_LOW, _PUBLIC_HIGH)
+
+    def public_vector_for(self, public: PublicInfo) -> np.ndarray:
+        """:meth:`public_vector` of an episode of this configuration: only the risk limit varies."""
+        base = self.__dict__.get("_public_base")
+        if base is None:
+            base = self._public_base = self.public_vector(public)
+        vec = base.copy()
+        vec[0] = min(max(public.risk_limit, _PUBLIC_LOW[0]), _PUBLIC_HIGH[0])
+        return vec
 
     def encode_proposer_observation(
         self, view: ProposerView, phase: Phase, public_vector: np.ndarray | None = None
@@ -396,15 +430,14 @@ def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ..
         raw = np.asarray(None)
     if raw.dtype.kind not in "iuf":  # no strings, booleans or objects posing as numbers
         raise ActionError(f"{what} must be {len(names)} numbers ({', '.join(names)}), got {value!r}")
-    arr = raw.astype(np.float64)
-    if arr.shape != (len(names),):
-        raise ActionError(f"{what} must have shape ({len(names)},) for ({', '.join(names)}), got shape {arr.shape}")
+    if raw.shape != (len(names),):
+        raise ActionError(f"{what} must have shape ({len(names)},) for ({', '.join(names)}), got shape {raw.shape}")
+    values = raw.astype(np.float64).tolist()
     low, high = bounds
     for i, name in enumerate(names):
-        x = float(arr[i])
-        if not low[i] <= x <= high[i]:  # also rejects NaN
-            raise ActionError(f"{what}: {name} must be in [{low[i]:g}, {high[i]:g}], got {x!r}")
-    return arr.tolist()
+        if not low[i] <= values[i] <= high[i]:  # also rejects NaN
+            raise ActionError(f"{what}: {name} must be in [{low[i]:g}, {high[i]:g}], got {values[i]!r}")
+    return values
 
 
 def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
