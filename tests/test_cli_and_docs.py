@@ -180,10 +180,31 @@ def test_readme_commands_are_the_ci_commands() -> None:
     assert "pytest" in README.split("<!-- ci:test -->", 1)[1].split("<!-- /ci:test -->", 1)[0]
 
 
-def test_readme_sample_output_is_what_the_main_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_table1_is_what_the_main_command_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     command = README.split("<!-- ci:main -->", 1)[1].split("<!-- /ci:main -->", 1)[0]
     argv = command.split("eq-env", 1)[1].split("```", 1)[0].split()
+    monkeypatch.chdir(tmp_path)
     assert main(argv) == 0
-    printed = capsys.readouterr().out.strip()
-    sample = README.split("The first command prints", 1)[1].split("```\n", 1)[1].split("```", 1)[0].strip()
-    assert printed == sample
+    printed = capsys.readouterr().out
+    shown = README.split("Its Table 1:", 1)[1].split("With an 18-word text", 1)[0].strip()
+    assert shown and shown in printed
+    assert (tmp_path / "results" / "summary.md").exists()
+
+
+def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    from eq_env.sweep import SweepSpec, load_spec_file
+
+    section = README.split("## Sweeps", 1)[1].split("\n## ", 1)[0]
+    spec_file = tmp_path / "budget.toml"
+    spec_file.write_text(re.findall(r"```toml\n(.*?)```", section, re.S)[0])
+    spec = SweepSpec.from_mapping(load_spec_file(spec_file))
+    assert len(spec.conditions()) == 10
+    bash = re.findall(r"```bash\n(.*?)```", section, re.S)[0].replace("\\\n", " ")
+    argv = shlex.split(bash)[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "temptation")
+    assert main(argv) == 0
+    assert "20 conditions x 5 seeds" in capsys.readouterr().out
