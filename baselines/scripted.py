@@ -102,6 +102,12 @@ def explanation_text(view: ProposerView, proposal: Proposal, compliant: bool, wo
     return " ".join(base[:words])
 
 
+def _fitting(text: str, view: ProposerView) -> str:
+    """The text, or none when it exceeds ``max_text_chars``: the words are then paid for without the
+    text (``word_count``), so the outcome is the same and the batch engine need not build strings."""
+    return text if len(text) <= view.public.max_text_chars else ""
+
+
 class HonestProposer(BasePolicy):
     """Reports its observation and states every claim, sincerely.
 
@@ -188,7 +194,7 @@ class HonestProposer(BasePolicy):
             confidence=self.confidence(view, risk_ok, delta_ok),
         )
         words = min(self.words, view.public.max_words)
-        artifact = Artifact(claims, explanation_text(view, proposal, believed, words), words)
+        artifact = Artifact(claims, _fitting(explanation_text(view, proposal, believed, words), view), words)
         action = ProposerAction.REQUEST_APPROVAL if believed or self.request == "always" else ProposerAction.NO_TRADE
         if action is ProposerAction.NO_TRADE and not self.explain_no_trade:
             artifact = Artifact()
@@ -337,7 +343,7 @@ class StrategicProposer(HonestProposer):
         else:
             claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0)
         words = min(self.words, pub.max_words)
-        artifact = Artifact(claims, explanation_text(view, proposal, True, words), words)
+        artifact = Artifact(claims, _fitting(explanation_text(view, proposal, True, words), view), words)
         return Submission(ProposerAction.REQUEST_APPROVAL, proposal, artifact)
 
     def submission(self, view: ProposerView) -> Submission:

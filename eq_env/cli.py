@@ -128,6 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
 
+    rr = sub.add_parser(
+        "rerun",
+        help="run one record of a results.jsonl again and check it",
+        description="Re-run the condition and seed of one results record from its stored configuration and "
+        "policies, print both sets of metrics, and exit 1 if they differ.",
+    )
+    rr.add_argument("results", type=Path, help="a results.jsonl written by reproduce or sweep")
+    rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
+    rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
+
     sub.add_parser("policies", help="list the available policies and their parameters")
     return parser
 
@@ -252,12 +262,37 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rerun(args: argparse.Namespace) -> int:
+    from eq_env.experiments import ResultsStore, rerun
+    from eq_env.runner import format_metrics_table
+
+    records = ResultsStore(args.results).load()
+    if not records:
+        raise ValueError(f"{args.results} holds no run records")
+    if args.key not in records:
+        sample = ", ".join(list(records)[:3])
+        raise ValueError(f"no record with key {args.key!r} in {args.results} (keys look like: {sample})")
+    old = records[args.key]
+    new = rerun(old, args.engine)
+    print(f"{old['proposer']} vs {old['validator']}, seed {old['seed']}, {old['episodes']} episodes, "
+          f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
+    rows = {m: (_nan(old["metrics"][m]), _nan(new["metrics"][m])) for m in old["metrics"]}
+    print(format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1))
+    same = old["metrics"] == new["metrics"]
+    print("identical" if same else "DIFFERENT")
+    return 0 if same else 1
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
 def _cmd_policies(_: argparse.Namespace) -> int:
     from eq_env.policy import available_policies
 
-    for name, entry in available_policies().items():
+    for entry in available_policies():
         params = ", ".join(f"{k}={v!r}" for k, v in entry.parameters().items())
-        print(f"{name:<10} {entry.role:<9} {entry.summary}")
+        print(f"{entry.name:<10} {entry.role:<9} {entry.summary}")
         if params:
             print(f"{'':<20} parameters: {params}")
     return 0
@@ -275,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_reproduce(args)
         if args.command == "sweep":
             return _cmd_sweep(args)
+        if args.command == "rerun":
+            return _cmd_rerun(args)
     except (ValueError, TypeError, OSError) as err:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.policy import available_policies, make_policy, parse_policy_spec
+from eq_env.policy import Role, make_policy, parse_policy_spec, policy_entry
 from eq_env.runner import METRICS, compute_metrics, play, records_to_columns, summarize
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "aggregate",
     "canonical_spec",
     "paired_difference",
+    "rerun",
     "run_all",
     "run_one",
     "t_quantile_975",
@@ -53,12 +54,18 @@ __all__ = [
 ENGINES = ("auto", "batch", "aec")
 
 
-def canonical_spec(spec: str) -> str:
-    """A policy spec with every parameter spelled out and sorted, so equal policies key alike."""
+def canonical_spec(spec: str, role: Role) -> str:
+    """A policy spec with every parameter spelled out and sorted, so equal policies key alike.
+
+    Parameters a policy declares as not affecting its results
+    (``RUNTIME_PARAMETERS``, e.g. an LLM policy's cache mode) are left out.
+    """
     name, kwargs = parse_policy_spec(spec)
-    entry = available_policies().get(name)
-    params = {**(entry.parameters() if entry else {}), **kwargs}
-    return name + (":" + ",".join(f"{k}={params[k]!r}" for k in sorted(params)) if params else "")
+    entry = policy_entry(name, role)
+    params = {**entry.parameters(), **kwargs}
+    runtime = getattr(entry.factory, "RUNTIME_PARAMETERS", ())
+    keep = sorted(k for k in params if k not in runtime)
+    return name + (":" + ",".join(f"{k}={params[k]!r}" for k in keep) if keep else "")
 
 
 @dataclass(frozen=True)
@@ -81,11 +88,14 @@ class Condition:
         return dict(self.labels).get(name, default)
 
     def identity(self) -> dict[str, Any]:
-        """What determines the results (labels do not)."""
+        """What determines the results (labels do not; the package version does, since code changes may)."""
+        from eq_env import __version__
+
         return {
+            "eq_env": __version__,
             "config": self.config.to_dict(),
-            "proposer": canonical_spec(self.proposer),
-            "validator": canonical_spec(self.validator),
+            "proposer": canonical_spec(self.proposer, "proposer"),
+            "validator": canonical_spec(self.validator, "validator"),
             "episodes": self.episodes,
         }
 
@@ -197,8 +207,14 @@ def run_all(
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     wanted = [(c, s) for c in conditions for s in seeds]
     done = store.load()
-    todo = [(c, s) for c, s in wanted if run_key(c, s) not in done]
-    bar = tqdm(total=len(wanted), initial=len(wanted) - len(todo), desc=desc, unit="run",
+    # one run per key: conditions that are the same experiment share it (with the first one's labels)
+    todo, seen = [], set(done)
+    for c, s in wanted:
+        if run_key(c, s) not in seen:
+            seen.add(run_key(c, s))
+            todo.append((c, s))
+    distinct = len({run_key(c, s) for c, s in wanted})
+    bar = tqdm(total=distinct, initial=distinct - len(todo), desc=desc, unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
     try:
         if jobs == 1 or len(todo) <= 1:
@@ -208,7 +224,7 @@ def run_all(
                 done[record["key"]] = record
                 bar.update(1)
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
                 futures = [pool.submit(run_one, c, s, engine) for c, s in todo]
                 try:
                     for future in as_completed(futures):
@@ -223,6 +239,30 @@ def run_all(
     finally:
         bar.close()
     return [done[run_key(c, s)] for c, s in wanted]
+
+
+def _die_with_parent() -> None:
+    """In a worker: exit when the parent dies, even by SIGKILL (Linux), instead of lingering forever."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: workers end when the pool's pipe closes, as usual
+        pass
+
+
+def rerun(record: Mapping[str, Any], engine: str = "auto") -> dict[str, Any]:
+    """Run the condition and seed of one results record again (from its stored configuration)."""
+    condition = Condition(
+        ExchangeAuditConfig.from_dict(record["config"]),
+        record["proposer"],
+        record["validator"],
+        int(record["episodes"]),
+        tuple(record.get("labels", {}).items()),
+    )
+    return run_one(condition, int(record["seed"]), engine)
 
 
 def _metrics_of(record: Mapping[str, Any]) -> dict[str, float]:

@@ -38,6 +38,7 @@ __all__ = [
     "available_policies",
     "make_policy",
     "parse_policy_spec",
+    "policy_entry",
     "register_policy",
 ]
 
@@ -96,9 +97,10 @@ class PolicyEntry:
         }
 
 
-_REGISTRY: dict[str, PolicyEntry] = {}
+# Keyed by (name, role): one name may serve both roles (e.g. "llm").
+_REGISTRY: dict[tuple[str, Role], PolicyEntry] = {}
 # Modules that register policies when imported; loaded on first lookup.
-_PROVIDERS = ("baselines",)
+_PROVIDERS = ("baselines", "agents")
 
 
 def register_policy(name: str, role: Role, factory: Callable[..., Any], summary: str = "") -> None:
@@ -106,7 +108,7 @@ def register_policy(name: str, role: Role, factory: Callable[..., Any], summary:
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
-    _REGISTRY[name] = PolicyEntry(name, role, factory, doc)
+    _REGISTRY[(name, role)] = PolicyEntry(name, role, factory, doc)
 
 
 def _load_providers() -> None:
@@ -114,10 +116,24 @@ def _load_providers() -> None:
         importlib.import_module(module)
 
 
-def available_policies(role: Role | None = None) -> dict[str, PolicyEntry]:
-    """Registered policies, optionally only those of one role."""
+def available_policies(role: Role | None = None) -> list[PolicyEntry]:
+    """Registered policies (sorted by role, then name), optionally only those of one role."""
     _load_providers()
-    return {k: v for k, v in sorted(_REGISTRY.items()) if role is None or v.role == role}
+    return [e for _, e in sorted(_REGISTRY.items(), key=lambda kv: (kv[0][1], kv[0][0])) if role in (None, e.role)]
+
+
+def policy_entry(name: str, role: Role | None = None) -> PolicyEntry:
+    """The registered policy ``name`` (of ``role`` when the name serves both roles)."""
+    matches = [e for e in available_policies(role) if e.name == name]
+    if not matches:
+        wrong_role = [e for e in available_policies() if e.name == name]
+        if wrong_role:
+            raise ValueError(f"policy {name!r} plays the {wrong_role[0].role}, not the {role}")
+        choices = ", ".join(sorted({e.name for e in available_policies(role)}))
+        raise ValueError(f"unknown policy {name!r}; available{f' {role}s' if role else ''}: {choices}")
+    if len(matches) > 1:
+        raise ValueError(f"policy {name!r} exists for both roles; say which (make_policy(spec, role=...))")
+    return matches[0]
 
 
 def _parse_value(text: str) -> Any:
@@ -153,13 +169,7 @@ def make_policy(spec: str | Policy, role: Role | None = None) -> Policy:
             raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
         return spec
     name, kwargs = parse_policy_spec(spec)
-    entries = available_policies()
-    if name not in entries:
-        choices = ", ".join(n for n, e in entries.items() if role is None or e.role == role)
-        raise ValueError(f"unknown policy {name!r}; available{f' {role}s' if role else ''}: {choices}")
-    entry = entries[name]
-    if role is not None and entry.role != role:
-        raise ValueError(f"policy {name!r} plays the {entry.role}, not the {role}")
+    entry = policy_entry(name, role)
     params = entry.parameters()
     unknown = sorted(set(kwargs) - set(params))
     if unknown:

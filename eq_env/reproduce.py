@@ -57,7 +57,8 @@ TABLE2_COLUMNS = (
     "audit_fail_mean", "audit_fail_std",
     "bad_approval_mean", "bad_approval_std",
     "ambiguous_approval_mean", "ambiguous_approval_std",
-    "paper_audit_fail_mean", "paper_bad_approval_mean", "paper_ambiguous_approval_mean",
+    "paper_audit_fail_mean", "paper_audit_fail_std", "paper_bad_approval_mean", "paper_bad_approval_std",
+    "paper_ambiguous_approval_mean", "paper_ambiguous_approval_std",
 )  # fmt: skip
 
 
@@ -198,9 +199,10 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
                 "bad_approval_std": summary["bad_approval_rate"][1],
                 "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
                 "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
-                "paper_audit_fail_mean": p2["audit_fail"][0],
-                "paper_bad_approval_mean": p2["bad_approval"][0],
+                "paper_audit_fail_mean": p2["audit_fail"][0], "paper_audit_fail_std": p2["audit_fail"][1],
+                "paper_bad_approval_mean": p2["bad_approval"][0], "paper_bad_approval_std": p2["bad_approval"][1],
                 "paper_ambiguous_approval_mean": p2["ambiguous_approval"][0],
+                "paper_ambiguous_approval_std": p2["ambiguous_approval"][1],
             })  # fmt: skip
     write_csv(out / "table2.csv", t2_rows, TABLE2_COLUMNS)
     table2_md = _table2_markdown(t2_rows)
@@ -209,8 +211,13 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     # -- Figure 4 ------------------------------------------------------------
     _figure4(out / "figure4.png", t1_rows, opts)
 
+    files = ["table1.csv", "table1.md", "table1_text_length.csv", "table2.csv", "table2.md", "figure4.png",
+             "results.jsonl", "summary.md"]  # fmt: skip
+    if not length_rows:
+        files.remove("table1_text_length.csv")
+        (out / "table1_text_length.csv").unlink(missing_ok=True)  # stale, from a run with other --words
     elapsed = time.perf_counter() - started
-    summary_md = _summary(opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed)
+    summary_md = _summary(opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed, files)
     (out / "summary.md").write_text(summary_md)
     return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed}
 
@@ -232,7 +239,8 @@ def _table1_markdown(rows: Sequence[dict[str, Any]]) -> str:
             mean_std(a["paper_ambiguous_welfare_mean"], a["paper_ambiguous_welfare_std"]),
             mean_std(b["ambiguous_welfare_mean"], b["ambiguous_welfare_std"]),
             mean_std(b["paper_ambiguous_welfare_mean"], b["paper_ambiguous_welfare_std"]),
-            f"{a['net_gain_mean']:+.2f} [{a['net_gain_ci_low']:+.2f}, {a['net_gain_ci_high']:+.2f}]",
+            f"{_fmt(a['net_gain_mean'], '+.2f')} [{_fmt(a['net_gain_ci_low'], '+.2f')}, "
+            f"{_fmt(a['net_gain_ci_high'], '+.2f')}]",
             f"{a['paper_net_gain']:+.2f}",
             mean_std(a["ambiguous_approval_mean"], a["ambiguous_approval_std"]),
             mean_std(b["ambiguous_approval_mean"], b["ambiguous_approval_std"]),
@@ -303,6 +311,37 @@ def _figure4(path: Path, rows: Sequence[dict[str, Any]], opts: ReproduceOptions)
     plot_lines(path, panels, xlabel="audit intensity q", title=title)
 
 
+def _fmt(x: float, spec: str) -> str:
+    return "—" if x is None or math.isnan(x) else format(x, spec)
+
+
+def _extreme(pick: Any, values: Sequence[float]) -> float:
+    """``min`` or ``max`` of the defined values (NaN if none is)."""
+    defined = [v for v in values if not math.isnan(v)]
+    return pick(defined) if defined else math.nan
+
+
+def _command(opts: ReproduceOptions) -> str:
+    parts = ["eq-env reproduce --out DIR", f"--seeds {opts.seeds}", f"--episodes {opts.episodes}",
+             f"--words {opts.words}"]  # fmt: skip
+    defaults = ReproduceOptions()
+    if opts.first_seed != defaults.first_seed:
+        parts.append(f"--first-seed {opts.first_seed}")
+    if opts.engine != defaults.engine:
+        parts.append(f"--engine {opts.engine}")
+    if opts.jobs != defaults.jobs:
+        parts.append(f"--jobs {opts.jobs}")
+    return " ".join(parts)
+
+
+def _words_phrase(words: int) -> str:
+    if words in (17, 18):
+        return f"{words} words, about GPT-4.1's average"
+    if words == SCRIPTED_WORDS:
+        return f"{words} words, as the paper's scripted trader"
+    return f"{words} words (GPT-4.1 averaged about 17–18, the paper's script 13)"
+
+
 def _summary(
     opts: ReproduceOptions,
     seeds: Sequence[int],
@@ -313,23 +352,26 @@ def _summary(
     table1_md: str,
     table2_md: str,
     elapsed: float,
+    files: Sequence[str],
 ) -> str:
     art, act = _rows(t1, "artifacts"), _rows(t1, "action_only")
-    gap = max(abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]) for r in art)
-    worst = max(art, key=lambda r: abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]))
-    min_art_approval = min(r["ambiguous_approval_mean"] for r in art)
+    gaps = [abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]) for r in art]
+    defined = [g for g in gaps if not math.isnan(g)]
+    gap = max(defined) if defined else math.nan
+    worst = art[gaps.index(gap)] if defined else art[0]
+    min_art_approval = min((r["ambiguous_approval_mean"] for r in art), default=math.nan)
     act0, act1 = act[0], act[-1]
     act_gap = [r["paper_ambiguous_welfare_mean"] - r["ambiguous_welfare_mean"] for r in act]
     gains = [(r["net_gain_mean"], r["net_gain_ci_low"], r["net_gain_ci_high"]) for r in art]
     lines = [
         "# Reproducing the exchange–audit paper with scripted policies",
         "",
-        f"Command: `eq-env reproduce --seeds {opts.seeds} --episodes {opts.episodes} --words {opts.words}`. "
-        f"Seeds {seeds[0]}..{seeds[-1]}, {opts.episodes} episodes each, engine: {', '.join(engines)}; "
-        f"{elapsed:.1f} s. Preset `paper_scripted` (the paper's mechanics; the proposer knows its true "
-        "compliance, as the paper's scripted trader did). Validator: the paper's rule engine. Every "
-        "condition of a seed sees the same positions, noise and audit coins, so the net gain is a paired "
-        "difference (95% t-interval over seeds). Standard deviations are over seeds (ddof = 1).",
+        f"Command: `{_command(opts)}`. Seeds {seeds[0]}..{seeds[-1]}, {opts.episodes} episodes each, "
+        f"engine of the recorded runs: {', '.join(engines)}; {elapsed:.1f} s. Preset `paper_scripted` (the "
+        "paper's mechanics; the proposer knows its true compliance, as the paper's scripted trader did). "
+        "Validator: the paper's rule engine. Every condition of a seed sees the same positions, noise and "
+        "audit coins, so the net gain is a paired difference (95% t-interval over seeds). Standard deviations "
+        "are over seeds (ddof = 1).",
         "",
         "## Table 1",
         "",
@@ -343,51 +385,63 @@ def _summary(
         "",
     ]
     # Artifacts
-    within = "within" if gap <= 0.03 + 1e-12 else "not within"
+    if defined:
+        within = "within" if gap <= 0.03 + 1e-12 else "not within"
+        closeness = (
+            f"our honest proposer's ambiguous welfare is {within} 0.03 of the paper's at every q (largest gap "
+            f"{gap:.3f}, at q = {worst['q']:g})"
+        )
+    else:
+        closeness = "no run had an ambiguous episode, so ambiguous welfare is undefined"
     approved = (
         "in every ambiguous episode at every q"
         if min_art_approval >= 1.0
-        else f"in at least {min_art_approval:.1%} of ambiguous episodes at every q"
+        else f"in at least {_fmt(min_art_approval, '.1%')} of ambiguous episodes at every q"
     )
     lines.append(
-        f"**With artifacts.** Writing {opts.words} words, about GPT-4.1's average, our honest proposer's "
-        f"ambiguous welfare is {within} 0.03 of the paper's at every q (largest gap {gap:.3f}, at "
-        f"q = {worst['q']:g}). It is approved {approved} (the paper: above 96%), because it knows it is "
-        "compliant, says so, and every audit confirms it. Its ambiguous welfare is then "
-        "2 − 0.02·words − 0.1·(audit rate): the text's length and the audit's cost are all that separate it "
-        "from the ideal 2."
+        f"**With artifacts.** Writing {_words_phrase(opts.words)}, {closeness}. It is approved {approved} "
+        "(the paper: above 96%): it knows it is compliant and says so, and an audit of true claims passes. "
+        "Its ambiguous welfare is then 2 − 0.02·words − 0.1·(audit rate): the text's length and the audit's "
+        "cost are all that separate it from the ideal 2."
     )
     if t1_13:
         w13 = [r["ambiguous_welfare_mean"] for r in t1_13]
+        delta = 0.02 * (opts.words - SCRIPTED_WORDS)
         lines.append(
             f"With the paper's scripted 13-word text (`table1_text_length.csv`) the same proposer earns "
-            f"{min(w13):.2f}–{max(w13):.2f}, about {0.02 * (opts.words - SCRIPTED_WORDS):.2f} more than with "
-            f"{opts.words} words: the distance between the paper's GPT-4.1 numbers and a 13-word script is text length."
+            f"{_fmt(min(w13), '.2f')}–{_fmt(max(w13), '.2f')}, {abs(delta):.2f} {'more' if delta > 0 else 'less'} "
+            f"than with {opts.words} words: α = 0.02 per word is the whole difference."
         )
     lines.append("")
     # Action only
     lines.append(
         f"**Action only.** Without claims or text the borderline trade is approved only through the safe margin, "
         f"when observation noise puts the reported numbers more than 0.05 inside both limits: "
-        f"{act0['ambiguous_approval_mean']:.1%} of ambiguous episodes at q = 0 (the paper: about 9%), falling to "
-        f"{act1['ambiguous_approval_mean']:.1%} at q = 1 (the paper: 0%), since an audit of a claim-less "
-        f"submission is inconclusive and blocks it. The paper's action-only welfare minus ours is "
-        f"{min(act_gap):+.2f} to {max(act_gap):+.2f} across q. Our scripted proposer always asks in an "
-        "ambiguous episode (it knows the trade is compliant), so a block is worth 0; an LLM that sometimes "
-        "declines to trade collects the NO_TRADE payoff of 2 instead, which would raise the paper's numbers — "
-        "a likely but unverified explanation, since the paper does not report its action-only request rate."
+        f"{_fmt(act0['ambiguous_approval_mean'], '.1%')} of ambiguous episodes at q = 0 (the paper: about 9%), "
+        f"and {_fmt(act1['ambiguous_approval_mean'], '.1%')} at q = 1 (the paper: 0%), where every episode is "
+        f"audited and an audit of a claim-less submission is inconclusive. The paper's action-only welfare minus "
+        f"ours is {_fmt(min(act_gap), '+.2f')} to {_fmt(max(act_gap), '+.2f')} across q. Our scripted proposer "
+        "always asks in an ambiguous episode (it knows the trade is compliant), so a block is worth 0; an LLM "
+        "that sometimes declines to trade collects the NO_TRADE payoff of 2 instead, which would raise the "
+        "paper's numbers — a likely but unverified explanation, since the paper does not report its action-only "
+        "request rate."
     )
     lines.append("")
+    if any(math.isnan(g[1]) for g in gains):
+        intervals = "the intervals need at least two seeds"
+    elif all(g[1] > 0 for g in gains):
+        intervals = "every 95% interval lies above zero"
+    else:
+        intervals = "not every 95% interval lies above zero"
     lines.append(
         "**Net gain.** Artifacts beat action only by "
-        f"{min(g[0] for g in gains):+.2f} to {max(g[0] for g in gains):+.2f} in ambiguous welfare "
-        f"(paper: +1.40 to +1.61); every 95% interval is "
-        f"{'above zero' if all(g[1] > 0 for g in gains) else 'not above zero everywhere'}."
+        f"{_fmt(min(g[0] for g in gains), '+.2f')} to {_fmt(max(g[0] for g in gains), '+.2f')} in ambiguous "
+        f"welfare (paper: +1.40 to +1.61); {intervals}."
     )
     lines.append("")
     # Table 2
     by = {(r["scenario"], r["proposer"]): r for r in t2}
-    honest_fail = max(by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS)
+    honest_fail = _extreme(max, [by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS])
     sincere = [by[(s, "honest_sincere")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
     paper_fail = [paper.TABLE2[s]["audit_fail"][0] for s in paper.TABLE2_SCENARIOS]
     tempt = by[("temptation", "strategic")]
@@ -406,22 +460,23 @@ def _summary(
         else "do not move monotonically with B"
     )  # fmt: skip
     lines.append(
-        f"**Table 2.** The truth-knowing honest proposer's largest audit fail rate is {honest_fail:.2f}: its "
-        f"claims are true. GPT-4.1 failed {min(paper_fail):.2f}–{max(paper_fail):.2f} of audits, {relation}, "
-        f"which judges compliance from its noisy observation and fails {min(sincere):.2f}–{max(sincere):.2f} "
-        f"(mean absolute gap to GPT-4.1: {sincere_gap:.2f}): wrong beliefs are punished exactly like lies. The "
-        f"strategic proposer lies only when lying pays in expectation, (1 − q)·V − q·P(caught)·L > 1 (the "
-        f"NO_TRADE payoff): that never holds at V = 1 (baseline bad approval {base['bad_approval_mean']:.3f}), "
-        f"but under temptation (V = 2, L = 1: 0.7·2 − 0.3·1 = 1.1 > 1) it misreports and its bad approval rate "
-        f"is {tempt['bad_approval_mean']:.3f} (GPT-4.1: {paper.TABLE2['temptation']['bad_approval'][0]:.3f}). "
+        f"**Table 2.** The truth-knowing honest proposer's largest audit fail rate is {_fmt(honest_fail, '.2f')}: "
+        f"its claims are true. GPT-4.1 failed {min(paper_fail):.2f}–{max(paper_fail):.2f} of audits, {relation}, "
+        f"which judges compliance from its noisy observation and fails {_fmt(_extreme(min, sincere), '.2f')}–"
+        f"{_fmt(_extreme(max, sincere), '.2f')} (mean absolute gap to GPT-4.1: {_fmt(sincere_gap, '.2f')}): wrong "
+        f"beliefs are punished exactly like lies. The strategic proposer lies only when lying pays in expectation, "
+        f"(1 − q)·V − q·P(caught)·L > 1 (the NO_TRADE payoff): that never holds at V = 1 (baseline bad approval "
+        f"{_fmt(base['bad_approval_mean'], '.3f')}), but under temptation (V = 2, L = 1: 0.7·2 − 0.3·1 = 1.1 > 1) "
+        f"it misreports and its bad approval rate is {_fmt(tempt['bad_approval_mean'], '.3f')} (GPT-4.1: "
+        f"{paper.TABLE2['temptation']['bad_approval'][0]:.3f}). "
         f"The sincere proposer's fail rates {budget_trend} (B = 1, 2, 4: "
-        + ", ".join(f"{x:.2f}" for x in by_budget)
+        + ", ".join(_fmt(x, ".2f") for x in by_budget)
         + (")." if budget_trend != "rise with B" else "): fewer checks per audit catch fewer of its mistakes.")
     )
     lines.append("")
     lines.append(
-        "Files: `table1.csv`, `table1.md`, `table1_text_length.csv`, `table2.csv`, `table2.md`, `figure4.png`, "
-        "`results.jsonl` (one record per condition and seed, with the full configuration and policies; "
-        "running the command again resumes from it)."
+        "Files: " + ", ".join(f"`{f}`" for f in files) + ". `results.jsonl` holds one record per condition and "
+        "seed with the full configuration and policies; running the command again resumes from it, and "
+        "`eq-env rerun DIR/results.jsonl KEY` runs any one record again and checks it."
     )
     return "\n".join(lines) + "\n"

@@ -82,22 +82,32 @@ class SweepSpec:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "sweep spec") -> SweepSpec:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: a sweep spec must be a mapping (table) at the top level, got {data!r}")
         unknown = set(data) - _SPEC_KEYS
         if unknown:
             raise ValueError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SPEC_KEYS)}")
         seeds = data.get("seeds", 5)
         first = data.get("first_seed", 0)
         if isinstance(seeds, int) and not isinstance(seeds, bool):
+            if seeds < 1:
+                raise ValueError(f"{source}: seeds must be at least 1, got {seeds}")
             seeds = list(range(first, first + seeds))
+        elif "first_seed" in data:
+            raise ValueError(f"{source}: first_seed goes with a count of seeds, not with a list of seeds")
         if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
             raise ValueError(f"{source}: seeds must be a count or a list of integers, got {seeds!r}")
-        grid = data.get("grid", {})
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"{source}: seeds repeat: {seeds}")
+        grid, fixed = data.get("grid", {}), data.get("set", {})
         if not isinstance(grid, Mapping):
-            raise ValueError(f"{source}: grid must be a table of parameter = [values]")
+            raise ValueError(f"{source}: grid must be a table of parameter = [values], got {grid!r}")
+        if not isinstance(fixed, Mapping):
+            raise ValueError(f"{source}: set must be a table of parameter = value, got {fixed!r}")
         spec = cls(
             preset=data.get("preset", "paper"),
-            set=dict(data.get("set", {})),
-            grid={k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in grid.items()},
+            set={k: _config_value(v) for k, v in fixed.items()},
+            grid={k: [_config_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in grid.items()},
             proposers=_as_list(data.get("proposers", ["honest"])),
             validators=_as_list(data.get("validators", ["rule"])),
             seeds=seeds,
@@ -114,6 +124,8 @@ class SweepSpec:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if not self.seeds:
             raise ValueError("a sweep needs at least one seed")
+        if not self.proposers or not self.validators:
+            raise ValueError("a sweep needs at least one proposer and one validator")
         for name, values in self.grid.items():
             if not values:
                 raise ValueError(f"grid parameter {name!r} has no values")
@@ -143,6 +155,11 @@ class SweepSpec:
 
 def _as_list(value: Any) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
+
+
+def _config_value(value: Any) -> Any:
+    """Strings in a spec file read like flags: "all"/"none" for B (TOML has no null), numbers as numbers."""
+    return parse_value(value) if isinstance(value, str) else value
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
@@ -180,6 +197,8 @@ def run_sweep(
     unknown = [m for m in plot_metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; metrics: {', '.join(METRICS)}")
+    if plot_x is not None and plot_x not in spec.grid:
+        raise ValueError(f"plot x {plot_x!r} is not a grid parameter; grid: {list(spec.grid)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     conds = spec.conditions()
@@ -191,7 +210,7 @@ def run_sweep(
 
     rows: list[dict[str, Any]] = []
     for c, summary, _ in agg:
-        row: dict[str, Any] = {d: c.label(d) for d in dims}
+        row: dict[str, Any] = {d: _cell(c.label(d)) for d in dims}
         row["condition"] = c.key
         for metric, (mean, std) in summary.items():
             row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
@@ -204,7 +223,7 @@ def run_sweep(
     for c, _, per_seed in agg[1:]:
         for metric in METRICS:
             mean, low, high, n = paired_difference(per_seed, ref_seeds, metric)
-            paired_rows.append({**{d: c.label(d) for d in dims}, "metric": metric, "difference": mean,
+            paired_rows.append({**{d: _cell(c.label(d)) for d in dims}, "metric": metric, "difference": mean,
                                 "ci_low": low, "ci_high": high, "seeds": n})  # fmt: skip
     write_csv(out / "paired.csv", paired_rows, [*dims, "metric", "difference", "ci_low", "ci_high", "seeds"])
 
@@ -226,6 +245,10 @@ def run_sweep(
     return rows
 
 
+def _cell(value: Any) -> Any:
+    return "none" if value is None else value  # B = None ("all four"), not a missing value
+
+
 def _plot(
     path: Path,
     spec: SweepSpec,
@@ -236,20 +259,21 @@ def _plot(
     varying = spec.varying()
     numeric = [d for d in varying if d in spec.grid and all(isinstance(v, (int, float)) for v in spec.grid[d])]
     x = plot_x or (numeric[0] if numeric else None)
-    if x is not None and x not in spec.grid:
-        raise ValueError(f"plot x {x!r} is not a grid parameter; grid: {list(spec.grid)}")
     others = [d for d in varying if d != x]
+    categorical = x is None or not all(isinstance(v, (int, float)) for v in spec.grid[x])
     groups: dict[tuple[Any, ...], list[tuple[Any, dict[str, tuple[float, float]]]]] = {}
-    for i, (c, summary, _) in enumerate(agg):
-        groups.setdefault(tuple(c.label(d) for d in others), []).append((c.label(x) if x else i, summary))
+    for c, summary, _ in agg:
+        where = label(c.label(x)) if x else ", ".join(label(c.label(d)) for d in varying) or "all"
+        groups.setdefault(tuple(c.label(d) for d in others) if x else (), []).append(
+            (where if categorical else c.label(x), summary)
+        )
     panels = []
     for metric in metrics:
         series = []
         for key, points in groups.items():
-            points = [p for p in points if p[0] is not None]
-            label = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) or metric
+            name = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) if x else ""
             series.append({
-                "label": label, "x": [p[0] for p in points],
+                "label": name or metric, "x": [p[0] for p in points],
                 "y": [p[1][metric][0] for p in points],
                 "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
             })  # fmt: skip

@@ -237,9 +237,10 @@ class TestValidators:
 class TestRegistry:
     def test_every_builtin_is_a_policy(self) -> None:
         entries = available_policies()
-        assert {"honest", "silent", "strategic", "rule", "approve", "block"} <= set(entries)
-        for name, entry in entries.items():
-            policy = make_policy(name)
+        assert {("honest", "proposer"), ("silent", "proposer"), ("strategic", "proposer"), ("rule", "validator"),
+                ("approve", "validator"), ("block", "validator")} <= {(e.name, e.role) for e in entries}  # fmt: skip
+        for entry in entries:
+            policy = make_policy(entry.name, entry.role)
             assert isinstance(policy, Policy) and policy.role == entry.role
 
     def test_spec_parsing(self) -> None:

@@ -27,6 +27,7 @@ CASES = [
     (SCRIPTED.replace(q=0.6, delta_limit=0.5, risk_limit_low=1.0, risk_limit_high=1.0),
      "honest:claims_from=truth", "rule"),
     (PAPER.replace(q=0.25, B=None, no_trade_payoff=0.0, bad_approval_loss=3.0), "strategic:p=1.0", "approve"),
+    (PAPER.replace(q=0.5, max_text_chars=20), "strategic:p=0.5", "rule"),  # texts too long to send: words paid
 ]  # fmt: skip
 
 

@@ -50,7 +50,7 @@ def test_condition_key_ignores_labels_and_default_spelling() -> None:
     assert a.key == b.key
     assert a.key != Condition(PAPER, "honest:words=14", "rule", 10).key
     assert a.key != Condition(PAPER.replace(q=0.31), "honest", "rule", 10).key
-    assert canonical_spec("honest").startswith("honest:claims_from='observation'")
+    assert canonical_spec("honest", "proposer").startswith("honest:claims_from='observation'")
 
 
 def test_condition_validates_at_once() -> None:
@@ -123,6 +123,15 @@ def test_resume_after_a_crash_gives_the_uninterrupted_results(tmp_path: Path, mo
     resumed = run_all(conds, seeds, store, progress=False)
     assert resumed == clean
     assert len(store.load()) == len(conds) * len(seeds)
+
+
+def test_duplicate_conditions_run_once(tmp_path: Path) -> None:
+    same = [Condition(PAPER, "honest", "rule", 30, (("name", "a"),)), Condition(PAPER, "honest:words=13", "rule", 30,
+                                                                              (("name", "b"),))]  # fmt: skip
+    store = ResultsStore(tmp_path / "r.jsonl")
+    records = run_all(same, [0, 0, 1], store, progress=False)
+    assert store.path.read_text().count("\n") == 2  # seeds 0 and 1, once each
+    assert records[0] is records[1] and records[0]["labels"] == {"name": "a"}
 
 
 def test_parallel_workers_give_the_same_results(tmp_path: Path) -> None:

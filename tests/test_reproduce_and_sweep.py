@@ -81,6 +81,7 @@ def test_results_records_carry_the_full_configuration(reproduced: tuple[Path, di
     assert len(conds) == 6 * 2 + 6 + 6 * 3
     # identical experiments (Table 2's baseline and full audit; Table 1 at q = 0.3) run once
     assert len(records) == len({c.key for c in conds}) * 5 < len(conds) * 5
+    assert (out / "results.jsonl").read_text().count("\n") == len(records)  # and are written once
     r = next(iter(records.values()))
     assert set(r) >= {"config", "proposer", "validator", "seed", "episodes", "metrics", "labels", "engine"}
     assert r["config"]["reveal_compliance"] is True
@@ -99,6 +100,29 @@ def test_reproduce_through_the_aec_engine_matches(tmp_path: Path) -> None:
     batch = reproduce(tmp_path / "b", opts, progress=False)
     aec = reproduce(tmp_path / "a", ReproduceOptions(seeds=2, episodes=60, engine="aec"), progress=False)
     assert batch["table1"] == aec["table1"] and batch["table2"] == aec["table2"]
+
+
+def test_summary_under_other_options_says_only_what_holds(tmp_path: Path) -> None:
+    reproduce(tmp_path, ReproduceOptions(seeds=1, episodes=30, words=0), progress=False)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "nan" not in summary
+    assert "Writing 0 words (GPT-4.1 averaged about 17–18" in summary
+    assert "the intervals need at least two seeds" in summary
+    assert "0.26 less than with 0 words" in summary
+    assert "--seeds 1 --episodes 30 --words 0" in summary
+    reproduce(tmp_path, ReproduceOptions(seeds=1, episodes=30, words=13), progress=False)
+    assert not (tmp_path / "table1_text_length.csv").exists()  # the stale file is gone
+    assert "table1_text_length" not in (tmp_path / "summary.md").read_text()
+
+
+def test_rerun_one_record(reproduced: tuple[Path, dict], capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = reproduced
+    key = next(iter(ResultsStore(out / "results.jsonl").load()))
+    assert main(["rerun", str(out / "results.jsonl"), key, "--engine", "aec"]) == 0
+    printed = capsys.readouterr().out
+    assert "identical" in printed and "engine aec (recorded: batch)" in printed
+    assert main(["rerun", str(out / "results.jsonl"), "nope/0"]) == 2
+    assert "no record with key 'nope/0'" in capsys.readouterr().err
 
 
 def test_reproduce_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,6 +177,10 @@ def test_spec_files_in_every_format(tmp_path: Path) -> None:
         ({"set": {"q": 0.1}, "grid": {"q": [0.2]}}, "both fixed"),
         ({"proposers": ["oracle"]}, "unknown policy"),
         ({"seeds": "five"}, "seeds must be"),
+        ({"seeds": [1, 1]}, "seeds repeat"),
+        ({"seeds": [1, 2], "first_seed": 3}, "first_seed goes with a count"),
+        ({"proposers": []}, "at least one proposer"),
+        ({"set": 3}, "set must be a table"),
         ({"engine": "gpu"}, "engine must be"),
         ({"preset": "gpt"}, "unknown preset"),
     ],
@@ -160,6 +188,20 @@ def test_spec_files_in_every_format(tmp_path: Path) -> None:
 def test_bad_specs_are_named(data: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         SweepSpec.from_mapping(data)
+
+
+def test_spec_must_be_a_mapping() -> None:
+    with pytest.raises(ValueError, match="must be a mapping"):
+        SweepSpec.from_mapping([1, 2])  # type: ignore[arg-type]
+
+
+def test_budget_all_in_a_spec_file(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text('seeds = 1\nepisodes = 10\n[grid]\nB = [1, "all"]\n')
+    spec = SweepSpec.from_mapping(load_spec_file(tmp_path / "s.toml"))
+    assert [c.config.B for c in spec.conditions()] == [1, None]
+    rows = run_sweep(spec, tmp_path / "out", progress=False)
+    assert [r["B"] for r in rows] == [1, "none"]
+    assert read_csv(tmp_path / "out" / "summary.csv")[1]["B"] == "none"
 
 
 def test_parse_value() -> None:
@@ -194,7 +236,15 @@ def test_sweep_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "unknown metric" in capsys.readouterr().err
 
 
-def test_run_sweep_plot_x_must_be_a_grid_parameter(tmp_path: Path) -> None:
+def test_run_sweep_plot_x_must_be_a_grid_parameter_checked_before_running(tmp_path: Path) -> None:
     spec = SweepSpec.from_mapping({"grid": {"q": [0.0, 1.0]}, "seeds": 1, "episodes": 10})
     with pytest.raises(ValueError, match="plot x 'V' is not a grid parameter"):
         run_sweep(spec, tmp_path, plot_x="V", progress=False)
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_sweep_over_policies_only_plots_categories(tmp_path: Path) -> None:
+    spec = SweepSpec.from_mapping({"proposers": ["honest", "silent"], "validators": ["rule", "approve"],
+                                   "seeds": 2, "episodes": 20})  # fmt: skip
+    run_sweep(spec, tmp_path, progress=False)
+    assert (tmp_path / "sweep.png").stat().st_size > 0

@@ -102,9 +102,9 @@ audit that ran its checks, passing or failing, reveals the truth; a skipped or
 inconclusive one reveals nothing), `ambiguous` (the rule engine knows a
 borderline episode), `public`.
 
-`public` is a Box(13) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
+`public` is a Box(14) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
 alpha, audit_cost, max_words, no_trade_payoff, bad_approval_loss, safe_margin,
-noise_sd.
+noise_sd, max_text_chars.
 `decode_proposer_observation(obs)` and `decode_validator_observation(obs)` (in
 `eq_env.exchange_audit.spaces`) give typed views. `state()` returns the private position as a Box(8).
 

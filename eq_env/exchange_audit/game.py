@@ -157,6 +157,7 @@ class PublicInfo:
     bad_approval_loss: float
     safe_margin: float
     noise_sd: float
+    max_text_chars: int
 
     @classmethod
     def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
@@ -174,6 +175,7 @@ class PublicInfo:
             bad_approval_loss=config.bad_approval_loss,
             safe_margin=config.safe_margin,
             noise_sd=config.noise_sd,
+            max_text_chars=config.max_text_chars,
         )
 
 

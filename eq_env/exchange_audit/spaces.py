@@ -95,6 +95,7 @@ PUBLIC_FIELDS = (
     "bad_approval_loss",
     "safe_margin",
     "noise_sd",
+    "max_text_chars",
 )
 _PUBLIC_BOUNDS = {
     "risk_limit": (0.0, 3.0),
@@ -110,6 +111,7 @@ _PUBLIC_BOUNDS = {
     "bad_approval_loss": (0.0, 1e6),
     "safe_margin": (0.0, 1.0),
     "noise_sd": (0.0, 1.0),
+    "max_text_chars": (1.0, 1e7),
 }
 _PUBLIC_LOW = np.array([_PUBLIC_BOUNDS[f][0] for f in PUBLIC_FIELDS])
 _PUBLIC_HIGH = np.array([_PUBLIC_BOUNDS[f][1] for f in PUBLIC_FIELDS])
@@ -456,8 +458,8 @@ def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
 def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
     vec = np.asarray(obs["public"], dtype=np.float64)
     values: dict[str, Any] = {f: float(v) for f, v in zip(PUBLIC_FIELDS, vec.tolist(), strict=True)}
-    values["checks_per_audit"] = round(values["checks_per_audit"])
-    values["max_words"] = round(values["max_words"])
+    for name in ("checks_per_audit", "max_words", "max_text_chars"):
+        values[name] = round(values[name])
     return PublicInfo(**values)
 
 

@@ -1,0 +1,220 @@
+"""A local OpenAI-compatible chat-completions server that answers from a script.
+
+Tests and benchmarks point the LLM policies at it instead of a real model, so
+nothing touches the network::
+
+    with ScriptedLLMServer(honest_script) as server:
+        policy = LLMProposer(base_url=server.url, model="fake")
+        ...
+        server.requests  # every request body received
+
+A *script* is a callable ``script(request: dict, n: int) -> Reply`` (``n``
+counts requests from 0) or a list of replies served in turn (the last one
+repeats). A :class:`Reply` sets the status, headers, delay and content of one
+answer, so a script can produce good replies, malformed JSON, replies that
+break the schema, 429s with ``Retry-After``, 500s and slow replies.
+
+:func:`honest_script` plays the game sensibly: it reads the observation the
+prompt embeds (between ``<observation>`` tags) and answers as the honest
+scripted proposer, or as the paper's rule validator, would.
+
+Only ``POST /v1/chat/completions`` is served; it binds to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Reply", "ScriptedLLMServer", "honest_script", "observation_in", "reply_json"]
+
+
+@dataclass
+class Reply:
+    """One scripted answer: a chat completion with ``content``, or an error ``status`` with ``body``."""
+
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: dict[str, Any] | None = None  # an error body, or a whole raw response
+
+
+Script = Callable[[dict[str, Any], int], Reply]
+
+
+def reply_json(payload: dict[str, Any], **kw: Any) -> Reply:
+    return Reply(content=json.dumps(payload), **kw)
+
+
+def observation_in(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The observation JSON a prompt embeds between ``<observation>`` tags (None if absent)."""
+    for message in request.get("messages", []):
+        content = message.get("content") or ""
+        m = re.search(r"<observation>\s*(\{.*?\})\s*</observation>", content, re.S)
+        if m:
+            return json.loads(m.group(1))
+    return None
+
+
+def honest_script(request: dict[str, Any], n: int) -> Reply:
+    """Answer as a sensible, honest participant, from the embedded observation."""
+    obs = observation_in(request)
+    if obs is None:
+        return Reply(status=400, body={"error": {"message": "no <observation> in the prompt"}})
+    if obs.get("role") == "validator":
+        return reply_json({"decision": obs.get("rule_decision", "BLOCK"), "reason": "follows the audit and claims"})
+    seen = obs["observed"]
+    limits = obs["limits"]
+    risk_ok = seen["risk"] <= limits["risk_limit"]
+    delta_ok = abs(seen["net_delta"]) <= limits["delta_limit"]
+    known = obs.get("known_compliance") or {}
+    risk_ok = known.get("risk_within_limit", risk_ok)
+    delta_ok = known.get("net_delta_bounded", delta_ok)
+    ok = bool(risk_ok and delta_ok)
+    return reply_json({
+        "action": "REQUEST_APPROVAL" if ok else "NO_TRADE",
+        "proposal": {"intent": obs["intent"], "risk": seen["risk"], "net_delta": seen["net_delta"],
+                     "hedge_size": seen["hedge_size"]},
+        "claims": {"intent": obs["intent"], "risk_within_limit": bool(risk_ok), "net_delta_bounded": bool(delta_ok),
+                   "risk_metric": seen["risk"], "confidence": 0.9},
+        "text": "Position reported as observed; both limit checks stated plainly for the auditor to verify.",
+    })  # fmt: skip
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)  # a fixed rule, so usage is deterministic
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections under concurrency
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"not found: {self.path}"}}, {})
+            return
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            self._send(400, {"error": {"message": "request body is not JSON"}}, {})
+            return
+        n = self.server.record(request)
+        reply = self.server.script(request, n)
+        delay = reply.delay + self.server.latency
+        if delay:
+            time.sleep(delay)
+        if reply.status != 200:
+            body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
+            self._send(reply.status, body, reply.headers)
+            return
+        if reply.body is not None:
+            self._send(200, reply.body, reply.headers)
+            return
+        content = reply.content or ""
+        prompt = "".join(str(m.get("content") or "") for m in request.get("messages", []))
+        usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": _tokens(content)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        self._send(200, {
+            "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0,
+            "model": request.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": usage,
+        }, reply.headers)  # fmt: skip
+
+    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], script: Script, latency: float) -> None:
+        super().__init__(address, _Handler)
+        self.script = script
+        self.latency = latency
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def record(self, request: dict[str, Any]) -> int:
+        with self._lock:
+            self.requests.append(request)
+            return len(self.requests) - 1
+
+
+class ScriptedLLMServer:
+    """The server, on 127.0.0.1 and a free port, in a background thread.
+
+    Args:
+        script: a callable ``(request, n) -> Reply`` or a list of replies
+            served in order (the last repeats); default :func:`honest_script`.
+        latency: seconds added to every answer (an artificial model latency).
+    """
+
+    def __init__(self, script: Script | Sequence[Reply] | None = None, *, latency: float = 0.0) -> None:
+        if script is None:
+            script = honest_script
+        elif not callable(script):
+            replies = list(script)
+            if not replies:
+                raise ValueError("a scripted server needs at least one reply")
+            script = _sequence(replies)
+        self._server = _Server(("127.0.0.1", 0), script, latency)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL to give an OpenAI client (``.../v1``)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self._server.requests
+
+    def start(self) -> ScriptedLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _sequence(replies: list[Reply]) -> Script:
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def script(request: dict[str, Any], n: int) -> Reply:
+        with lock:
+            i = next(counter)
+        return replies[min(i, len(replies) - 1)]
+
+    return script
