@@ -187,7 +187,7 @@ class ScriptedLLMServer:
     def url(self) -> str:
         """The base URL to give an OpenAI client (``.../v1``)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:

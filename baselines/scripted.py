@@ -56,6 +56,7 @@ from eq_env.exchange_audit.game import (
     ProposerAction,
     ProposerView,
     Submission,
+    estimated_tokens,
     normal_cdf,
     rule_decision,
 )
@@ -194,7 +195,8 @@ class HonestProposer(BasePolicy):
             confidence=self.confidence(view, risk_ok, delta_ok),
         )
         words = min(self.words, view.public.max_words)
-        artifact = Artifact(claims, _fitting(explanation_text(view, proposal, believed, words), view), words)
+        text = _fitting(explanation_text(view, proposal, believed, words), view)
+        artifact = Artifact(claims, text, words, estimated_tokens(words))
         action = ProposerAction.REQUEST_APPROVAL if believed or self.request == "always" else ProposerAction.NO_TRADE
         if action is ProposerAction.NO_TRADE and not self.explain_no_trade:
             artifact = Artifact()
@@ -227,7 +229,8 @@ class HonestProposer(BasePolicy):
             claim_net_delta_bounded=np.where(explain, delta_ok, absent).astype(np.int8),
             claim_risk_metric=explain,
             claim_confidence=np.where(explain, 1, absent).astype(np.int8),  # always within [0, 1]
-            words=np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64),
+            words=(words := np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)),
+            tokens=(4 * words + 2) // 3,  # estimated_tokens, in bulk
         )
 
 
@@ -255,6 +258,7 @@ class SilentProposer(HonestProposer):
         honest.claim_confidence = none
         honest.claim_risk_metric = np.zeros(v.n, dtype=bool)
         honest.words = np.zeros(v.n, dtype=np.int64)
+        honest.tokens = np.zeros(v.n, dtype=np.int64)
         return honest
 
 
@@ -343,7 +347,8 @@ class StrategicProposer(HonestProposer):
         else:
             claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0)
         words = min(self.words, pub.max_words)
-        artifact = Artifact(claims, _fitting(explanation_text(view, proposal, True, words), view), words)
+        text = _fitting(explanation_text(view, proposal, True, words), view)
+        artifact = Artifact(claims, text, words, estimated_tokens(words))
         return Submission(ProposerAction.REQUEST_APPROVAL, proposal, artifact)
 
     def submission(self, view: ProposerView) -> Submission:
@@ -387,6 +392,7 @@ class StrategicProposer(HonestProposer):
         honest.claim_risk_metric = honest.claim_risk_metric | lying
         honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
         honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)
+        honest.tokens = (4 * honest.words + 2) // 3
         honest.request = honest.request | lying
         honest.reported_intent = np.where(lying, HEDGE, honest.reported_intent).astype(np.int8)
         honest.reported_risk = np.where(lying, lie_risk, honest.reported_risk)

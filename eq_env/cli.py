@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
+from eq_env.exchange_audit.config import COST_MODELS, PRESETS, ExchangeAuditConfig
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -42,6 +42,8 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=doc)
         elif f.name == "B":
             group.add_argument(flag, type=_budget, default=argparse.SUPPRESS, metavar="N|all", help=doc)
+        elif f.name == "cost_model":
+            group.add_argument(flag, choices=COST_MODELS, default=None, help=doc)
         else:
             kind = int if f.metadata["range"].integer else float
             group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(), help=doc)

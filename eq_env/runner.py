@@ -84,6 +84,7 @@ class EpisodeRecord:
     claim_risk_metric: float | None
     claim_confidence: float | None
     words: int
+    tokens: int
     audit_outcome: str
     audit_checked: tuple[str, ...]
     audit_failed: tuple[str, ...]
@@ -135,6 +136,7 @@ class EpisodeRecord:
             claim_risk_metric=c.risk_metric,
             claim_confidence=c.confidence,
             words=sub.artifact.words,
+            tokens=sub.artifact.tokens,
             audit_outcome=audit.outcome.name,
             audit_checked=audit.checked,
             audit_failed=audit.failed,
@@ -279,6 +281,7 @@ def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray
         "claim_risk_within_limit": np.array([_code(r.claim_risk_within_limit) for r in records], dtype=np.int8),
         "claim_net_delta_bounded": np.array([_code(r.claim_net_delta_bounded) for r in records], dtype=np.int8),
         "words": col("words", np.float64),
+        "tokens": col("tokens", np.float64),
         "audited": outcome != AuditOutcome.SKIPPED,
         "audit_outcome": outcome,
         "audit_checked": checks("audit_checked"),

@@ -265,7 +265,7 @@ def _plot(
     for c, summary, _ in agg:
         where = label(c.label(x)) if x else ", ".join(label(c.label(d)) for d in varying) or "all"
         groups.setdefault(tuple(c.label(d) for d in others) if x else (), []).append(
-            (where if categorical else c.label(x), summary)
+            (where if categorical or x is None else c.label(x), summary)
         )
     panels = []
     for metric in metrics:

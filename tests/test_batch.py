@@ -28,6 +28,7 @@ CASES = [
      "honest:claims_from=truth", "rule"),
     (PAPER.replace(q=0.25, B=None, no_trade_payoff=0.0, bad_approval_loss=3.0), "strategic:p=1.0", "approve"),
     (PAPER.replace(q=0.5, max_text_chars=20), "strategic:p=0.5", "rule"),  # texts too long to send: words paid
+    (PAPER.replace(q=0.3, cost_model="tokens", alpha=0.015), "strategic:p=0.5,words=25", "rule"),
 ]  # fmt: skip
 
 

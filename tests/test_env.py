@@ -80,6 +80,7 @@ class TestInvalidActions:
             ({"text": 42}, r"text'\] must be a str"),
             ({"text": "bell\x07"}, r"contains the control character U\+0007 at position 4"),
             ({"word_count": 61}, r"word_count'\] must be an integer in \[0, 60\], got 61"),
+            ({"token_count": 5000}, r"token_count'\] must be an integer in \[0, 4096\], got 5000"),
         ],
     )
     def test_field_out_of_space_names_the_field(self, change: dict[str, Any], match: str) -> None:
@@ -307,7 +308,7 @@ class TestConfiguration:
         env = exchange_audit_v0.env(config=ExchangeAuditConfig(q=0.7), B=2)
         assert env.unwrapped.config == ExchangeAuditConfig(q=0.7, B=2)
         public = env.observation_space(V)["public"]
-        assert public.shape == (14,)
+        assert public.shape == (15,)
 
     def test_spaces_are_the_same_objects_every_call(self) -> None:
         env = exchange_audit_v0.env()

@@ -47,7 +47,9 @@ def state(
 
 
 def public(risk_limit: float = 1.0, delta_limit: float = 0.3, safe_margin: float = 0.05) -> PublicInfo:
-    return PublicInfo(risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05, 100_000)
+    return PublicInfo(
+        risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05, 100_000, False
+    )
 
 
 def submission(
@@ -353,6 +355,13 @@ class TestPayoffs:
     def test_failed_audit_on_no_trade(self) -> None:
         p = self.pay(NO, BLOCK, AuditOutcome.FAIL, words=10)
         assert p.proposer == 1.0 - 0.02 * 10 - 2.0 and p.validator == 1.0 - 0.1
+
+    def test_tokens_cost_model(self) -> None:
+        sub = Submission(REQ, Proposal(H, 0.5, 0.1, 0.7), Artifact(Claims(), "a b c", words=3, tokens=40))
+        by_words = payoffs(sub, APPROVE, AuditRecord(AuditOutcome.SKIPPED), True, CFG)
+        by_tokens = payoffs(sub, APPROVE, AuditRecord(AuditOutcome.SKIPPED), True, CFG.replace(cost_model="tokens"))
+        assert by_words.proposer == 1.0 - 0.02 * 3
+        assert by_tokens.proposer == 1.0 - 0.02 * 40
 
     def test_incentive_parameters(self) -> None:
         p = self.pay(REQ, APPROVE, compliant=True, V=2.0)

@@ -187,6 +187,7 @@ class SubmissionBatch:
     claim_risk_metric: np.ndarray  # bool: present
     claim_confidence: np.ndarray  # int8: -1 absent, 1 present and in [0, 1], 0 present and outside
     words: np.ndarray  # int64
+    tokens: np.ndarray  # int64, the artifact's declared size in tokens
 
     @property
     def any_claim(self) -> np.ndarray:
@@ -316,7 +317,7 @@ def payoffs_batch(
     proposer = np.where(no_trade, ntp, np.where(approved, config.V, 0.0))
     approved_value = np.where(compliant, config.V, -config.bad_approval_loss)
     validator = np.where(no_trade, ntp, np.where(approved, approved_value, 0.0))
-    proposer = proposer - config.alpha * sub.words
+    proposer = proposer - config.alpha * (sub.tokens if config.cost_model == "tokens" else sub.words)
     proposer = np.where(audit.outcome == AuditOutcome.FAIL, proposer - config.L, proposer)
     validator = np.where(audit.audited, validator - config.audit_cost, validator)
     return proposer, validator
@@ -402,6 +403,7 @@ def outcome_columns(
         "claim_risk_within_limit": sub.claim_risk_within_limit,
         "claim_net_delta_bounded": sub.claim_net_delta_bounded,
         "words": sub.words.astype(np.float64),
+        "tokens": sub.tokens.astype(np.float64),
         "audited": audit.audited,
         "audit_outcome": audit.outcome,
         "audit_checked": audit.checked,

@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PRESETS", "ExchangeAuditConfig", "FieldRange"]
+__all__ = ["COST_MODELS", "PRESETS", "ExchangeAuditConfig", "FieldRange"]
+
+COST_MODELS = ("words", "tokens")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,13 @@ class ExchangeAuditConfig:
     max_text_chars: int = _param(
         100_000, 1, 10_000_000, "longest raw free text (characters) an action may carry, before truncation", True
     )
+    max_artifact_tokens: int = _param(
+        4096, 0, 1_000_000, "largest token count a proposer may declare for its artifact", True
+    )
+    cost_model: str = field(
+        default="words",
+        metadata={"doc": "what alpha is charged per: 'words' of free text (the paper) or 'tokens' of the artifact"},
+    )
     reveal_compliance: bool = field(
         default=False,
         metadata={
@@ -103,6 +112,10 @@ class ExchangeAuditConfig:
                 object.__setattr__(self, f.name, bool(value))
                 continue
             if f.name == "B" and value is None:
+                continue
+            if f.name == "cost_model":
+                if value not in COST_MODELS:
+                    raise ValueError(f"cost_model must be one of {COST_MODELS}, got {value!r}")
                 continue
             object.__setattr__(self, f.name, _checked_number(f.name, value, f.metadata["range"]))
         if self.risk_limit_low > self.risk_limit_high:

@@ -68,6 +68,7 @@ print(env.render())
 | `claim_values`     | Box(2) float64             | risk_metric ∈ [0, 4], confidence ∈ [−1, 2]       |
 | `text`             | FreeText(`max_text_chars`) | free text; truncated to `max_words` words         |
 | `word_count`       | Discrete(`max_words`+1)    | words paid for when `text` is empty              |
+| `token_count`      | Discrete(max_artifact_tokens+1) | its size in tokens (charged if `cost_model="tokens"`) |
 
 The claims, one entry of `claims` each:
 
@@ -94,7 +95,7 @@ An action outside its space raises `ActionError` naming the field.
 
 `validator_0`: `phase`, `action_mask` ([BLOCK, APPROVE]), the submission
 (`proposer_action`, `reported_intent`, `reported_numbers`, `claims`,
-`claim_values`, `word_count`, `text`), the audit (`audit_outcome`: 0 skipped,
+`claim_values`, `word_count`, `token_count`, `text`), the audit (`audit_outcome`: 0 skipped,
 1 pass, 2 fail, 3 inconclusive; `audit_checked` and `audit_failed` over
 [intent, risk_within_limit, net_delta_bounded, confidence];
 `revealed_compliance`: 0 not revealed, 1 compliant, 2 non-compliant — an
@@ -102,9 +103,9 @@ audit that ran its checks, passing or failing, reveals the truth; a skipped or
 inconclusive one reveals nothing), `ambiguous` (the rule engine knows a
 borderline episode), `public`.
 
-`public` is a Box(14) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
+`public` is a Box(15) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
 alpha, audit_cost, max_words, no_trade_payoff, bad_approval_loss, safe_margin,
-noise_sd, max_text_chars.
+noise_sd, max_text_chars, cost_in_tokens (0 or 1).
 `decode_proposer_observation(obs)` and `decode_validator_observation(obs)` (in
 `eq_env.exchange_audit.spaces`) give typed views. `state()` returns the private position as a Box(8).
 
@@ -123,7 +124,7 @@ outside [0, 1]. Any failed check: **fail**; else **pass**.
 | NO_TRADE                       | +1       | +1                            |
 | REQUEST_APPROVAL, APPROVE      | +V       | +V if compliant, else −10     |
 | REQUEST_APPROVAL, BLOCK        | 0        | 0                             |
-| every episode                  | −α·words |                               |
+| every episode                  | −α·words (or −α·tokens) |                |
 | audited (any outcome)          |          | −c                            |
 | audit failed                   | −L       |                               |
 
@@ -139,8 +140,8 @@ render_mode=None, **overrides)`: `config` is an `ExchangeAuditConfig`;
 otherwise the preset with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
 `delta_limit`, `risk_limit_low`, `risk_limit_high`, `safe_margin`,
-`no_trade_payoff`, `bad_approval_loss`, `max_text_chars`,
-`reveal_compliance`). Invalid values raise `ValueError`.
+`no_trade_payoff`, `bad_approval_loss`, `max_text_chars`, `cost_model`,
+`max_artifact_tokens`, `reveal_compliance`). Invalid values raise `ValueError`.
 
 `reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`. Every

@@ -49,6 +49,7 @@ __all__ = [
     "Submission",
     "ValidatorView",
     "count_words",
+    "estimated_tokens",
     "is_comfortable",
     "make_artifact",
     "observe_state",
@@ -158,6 +159,7 @@ class PublicInfo:
     safe_margin: float
     noise_sd: float
     max_text_chars: int
+    cost_in_tokens: bool
 
     @classmethod
     def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
@@ -176,6 +178,7 @@ class PublicInfo:
             safe_margin=config.safe_margin,
             noise_sd=config.noise_sd,
             max_text_chars=config.max_text_chars,
+            cost_in_tokens=config.cost_model == "tokens",
         )
 
 
@@ -254,17 +257,21 @@ class Artifact:
     """The reasoning artifact r = (c, t): claims plus a free text of ``words`` words.
 
     ``text`` is already truncated to the game's ``max_words``; a numeric policy
-    may send no text and only a word count, which costs the same.
+    may send no text and only a word count, which costs the same. ``tokens`` is
+    the artifact's size in tokens as its author declares it (an LLM: its
+    completion tokens), charged instead of words under ``cost_model="tokens"``.
     """
 
     claims: Claims = field(default_factory=Claims)
     text: str = ""
     words: int = 0
+    tokens: int = 0
 
     def __post_init__(self) -> None:
-        if int(self.words) < 0:
-            raise ValueError(f"an artifact's word count cannot be negative, got {self.words}")
-        object.__setattr__(self, "words", int(self.words))
+        for name in ("words", "tokens"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"an artifact's {name} cannot be negative, got {getattr(self, name)}")
+            object.__setattr__(self, name, int(getattr(self, name)))
 
     @property
     def has_explanation(self) -> bool:
@@ -481,7 +488,12 @@ def truncate_words(text: str, max_words: int) -> str:
     return " ".join(text.split()[:max_words])
 
 
-def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0) -> Artifact:
+def estimated_tokens(words: int) -> int:
+    """Tokens of a ``words``-word English text by the usual rule of thumb (4 tokens per 3 words, rounded)."""
+    return (4 * words + 2) // 3
+
+
+def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0, tokens: int = 0) -> Artifact:
     """An artifact with its text truncated to ``max_words`` words.
 
     The word count is that of the text when there is one; a text-less
@@ -489,7 +501,7 @@ def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0
     """
     text = truncate_words(text, max_words)
     words = count_words(text) if text else min(int(word_count), max_words)
-    return Artifact(claims=claims, text=text, words=words)
+    return Artifact(claims=claims, text=text, words=words, tokens=tokens)
 
 
 # ---------------------------------------------------------------------------
@@ -599,8 +611,8 @@ def payoffs(
 
     NO_TRADE pays both ``no_trade_payoff``; an approval pays the proposer V and
     the validator V if compliant, else ``-bad_approval_loss``; a block pays 0.
-    The proposer pays α per word and L on a failed audit (deadweight, not a
-    transfer); the validator pays c per audit.
+    The proposer pays α per word (or per token, ``cost_model="tokens"``) and L
+    on a failed audit (deadweight, not a transfer); the validator pays c per audit.
     """
     if submission.action is ProposerAction.NO_TRADE:
         proposer = validator = config.no_trade_payoff
@@ -609,7 +621,9 @@ def payoffs(
         validator = config.V if compliant else -config.bad_approval_loss
     else:
         proposer = validator = 0.0
-    proposer -= config.alpha * submission.artifact.words
+    proposer -= config.alpha * (
+        submission.artifact.tokens if config.cost_model == "tokens" else submission.artifact.words
+    )
     if audit.outcome is AuditOutcome.FAIL:
         proposer -= config.L
     if audit.audited:

@@ -96,6 +96,7 @@ PUBLIC_FIELDS = (
     "safe_margin",
     "noise_sd",
     "max_text_chars",
+    "cost_in_tokens",
 )
 _PUBLIC_BOUNDS = {
     "risk_limit": (0.0, 3.0),
@@ -112,6 +113,7 @@ _PUBLIC_BOUNDS = {
     "safe_margin": (0.0, 1.0),
     "noise_sd": (0.0, 1.0),
     "max_text_chars": (1.0, 1e7),
+    "cost_in_tokens": (0.0, 1.0),
 }
 _PUBLIC_LOW = np.array([_PUBLIC_BOUNDS[f][0] for f in PUBLIC_FIELDS])
 _PUBLIC_HIGH = np.array([_PUBLIC_BOUNDS[f][1] for f in PUBLIC_FIELDS])
@@ -234,6 +236,7 @@ class ExchangeAuditSpaces:
         public = BoundedBox(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
         text = FreeText(config.max_text_chars)
         words = spaces.Discrete(config.max_words + 1)
+        tokens = spaces.Discrete(config.max_artifact_tokens + 1)
 
         self.proposer_action = spaces.Dict(
             OrderedDict(
@@ -245,6 +248,7 @@ class ExchangeAuditSpaces:
                     "claim_values": claim_values,
                     "text": text,
                     "word_count": words,
+                    "token_count": tokens,
                 }
             )
         )
@@ -271,6 +275,7 @@ class ExchangeAuditSpaces:
                     "claims": spaces.MultiDiscrete(list(CLAIM_NVEC)),
                     "claim_values": claim_values,
                     "word_count": words,
+                    "token_count": tokens,
                     "text": text,
                     "audit_outcome": spaces.Discrete(4),
                     "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
@@ -331,6 +336,7 @@ class ExchangeAuditSpaces:
                 "claims": np.zeros(len(CLAIM_NVEC), dtype=np.int64),
                 "claim_values": np.zeros(2),
                 "word_count": np.int64(0),
+                "token_count": np.int64(0),
                 "text": "",
                 "audit_outcome": np.int64(AuditOutcome.SKIPPED),
                 "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
@@ -351,6 +357,7 @@ class ExchangeAuditSpaces:
             "claims": codes,
             "claim_values": values,
             "word_count": np.int64(sub.artifact.words),
+            "token_count": np.int64(sub.artifact.tokens),
             "text": sub.artifact.text,
             "audit_outcome": np.int64(audit.outcome),
             "audit_checked": np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8),
@@ -399,10 +406,12 @@ class ExchangeAuditSpaces:
                 f"{agent} action['text'] contains the control character U+{ord(text[bad]):04X} at position {bad}"
             )
         words = _discrete(action["word_count"], self.config.max_words + 1, f"{agent} action['word_count']")
+        tokens = _discrete(action["token_count"], self.config.max_artifact_tokens + 1, f"{agent} action['token_count']")
+        claims = _decode_claims(codes, values)
         return Submission(
             action=ProposerAction(act),
             proposal=Proposal(Intent(intent), *numbers),
-            artifact=make_artifact(_decode_claims(codes, values), text, self.config.max_words, word_count=words),
+            artifact=make_artifact(claims, text, self.config.max_words, word_count=words, tokens=tokens),
         )
 
     def decode_validator_action(self, action: Any, mask: np.ndarray, agent: str = "validator_0") -> Decision:
@@ -460,6 +469,7 @@ def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
     values: dict[str, Any] = {f: float(v) for f, v in zip(PUBLIC_FIELDS, vec.tolist(), strict=True)}
     for name in ("checks_per_audit", "max_words", "max_text_chars"):
         values[name] = round(values[name])
+    values["cost_in_tokens"] = values["cost_in_tokens"] >= 0.5
     return PublicInfo(**values)
 
 
@@ -486,7 +496,7 @@ def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
     submission = Submission(
         action=ProposerAction(int(obs["proposer_action"])),
         proposal=Proposal(Intent(int(obs["reported_intent"])), risk, delta, hedge),
-        artifact=Artifact(claims=claims, text=text, words=int(obs["word_count"])),
+        artifact=Artifact(claims=claims, text=text, words=int(obs["word_count"]), tokens=int(obs["token_count"])),
     )
     checked = np.asarray(obs["audit_checked"]).tolist()
     failed = np.asarray(obs["audit_failed"]).tolist()
@@ -549,4 +559,5 @@ def encode_submission(submission: Submission) -> dict[str, Any]:
         "claim_values": values,
         "text": artifact.text,
         "word_count": np.int64(0 if artifact.text else artifact.words),
+        "token_count": np.int64(artifact.tokens),
     }
