@@ -1,7 +1,23 @@
-"""LLM agents for eq_env (policies backed by an OpenAI-compatible endpoint).
+"""LLM agents for eq_env: proposer and validator policies on any OpenAI-compatible endpoint.
 
-Nothing is registered here yet: the LLM proposer and validator are the work of
-issue #4. Scripted policies live in :mod:`baselines`.
+========================  ==========  ====================================================
+name                      role        policy
+========================  ==========  ====================================================
+``llm``                   proposer    :class:`~agents.policies.LLMProposer`
+``llm``                   validator   :class:`~agents.policies.LLMValidator` (gated by the rule engine)
+========================  ==========  ====================================================
+
+Endpoint, model and sampling parameters are the policies' parameters
+(``llm:model=gpt-4.1,base_url=http://localhost:8000/v1``); the API key comes
+from ``OPENAI_API_KEY``; cache, retries and prices from :func:`agents.client.configure`.
+:mod:`agents.fake_server` is a local scripted endpoint for tests and benchmarks.
 """
 
-__all__: list[str] = []
+from agents.client import LLMSettings, configure
+from agents.policies import LLMProposer, LLMValidator
+from eq_env.policy import register_policy
+
+__all__ = ["LLMProposer", "LLMSettings", "LLMValidator", "configure"]
+
+register_policy("llm", "proposer", LLMProposer)
+register_policy("llm", "validator", LLMValidator)

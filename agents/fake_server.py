@@ -33,7 +33,21 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Reply", "ScriptedLLMServer", "honest_script", "observation_in", "reply_json"]
+from eq_env.exchange_audit.game import (
+    Artifact,
+    AuditOutcome,
+    AuditRecord,
+    Claims,
+    Intent,
+    Proposal,
+    ProposerAction,
+    PublicInfo,
+    Submission,
+    ValidatorView,
+    rule_decision,
+)
+
+__all__ = ["Reply", "ScriptedLLMServer", "honest_script", "observation_in", "reply_json", "view_from_observation"]
 
 
 @dataclass
@@ -70,7 +84,8 @@ def honest_script(request: dict[str, Any], n: int) -> Reply:
     if obs is None:
         return Reply(status=400, body={"error": {"message": "no <observation> in the prompt"}})
     if obs.get("role") == "validator":
-        return reply_json({"decision": obs.get("rule_decision", "BLOCK"), "reason": "follows the audit and claims"})
+        return reply_json({"decision": rule_decision(view_from_observation(obs)).name,
+                           "reason": "follows the audit and the typed claims"})  # fmt: skip
     seen = obs["observed"]
     limits = obs["limits"]
     risk_ok = seen["risk"] <= limits["risk_limit"]
@@ -87,6 +102,27 @@ def honest_script(request: dict[str, Any], n: int) -> Reply:
                    "risk_metric": seen["risk"], "confidence": 0.9},
         "text": "Position reported as observed; both limit checks stated plainly for the auditor to verify.",
     })  # fmt: skip
+
+
+def view_from_observation(obs: dict[str, Any]) -> ValidatorView:
+    """The :class:`ValidatorView` a validator prompt's embedded observation describes."""
+    sub, audit = obs["submission"], obs["audit"]
+    c, p = sub["claims"], sub["proposal"]
+    claims = Claims(
+        intent=None if c["intent"] is None else Intent[c["intent"]],
+        risk_within_limit=c["risk_within_limit"],
+        net_delta_bounded=c["net_delta_bounded"],
+        risk_metric=c["risk_metric"],
+        confidence=c["confidence"],
+    )
+    submission = Submission(
+        ProposerAction[sub["action"]],
+        Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
+        Artifact(claims, sub["text"], sub["words"], sub["tokens"]),
+    )
+    record = AuditRecord(AuditOutcome[audit["outcome"]], tuple(audit["checked"]), tuple(audit["failed"]),
+                         audit["revealed_compliant"])  # fmt: skip
+    return ValidatorView(submission, record, PublicInfo(**obs["public"]), obs["ambiguous"])
 
 
 def _tokens(text: str) -> int:

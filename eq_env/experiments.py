@@ -36,11 +36,25 @@ from tqdm.auto import tqdm
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.policy import Role, make_policy, parse_policy_spec, policy_entry
-from eq_env.runner import METRICS, compute_metrics, play, records_to_columns, summarize
+from eq_env.runner import (
+    METRICS,
+    Episode,
+    EpisodeRecord,
+    FailedEpisode,
+    compute_metrics,
+    episode_from_dict,
+    is_async,
+    llm_summary,
+    play,
+    play_concurrent,
+    records_to_columns,
+    summarize,
+)
 
 __all__ = [
     "ENGINES",
     "Condition",
+    "EpisodeStore",
     "ResultsStore",
     "aggregate",
     "canonical_spec",
@@ -122,13 +136,52 @@ def _json_number(x: float) -> float | None:
     return None if isinstance(x, float) and math.isnan(x) else x
 
 
-def run_one(condition: Condition, seed: int, engine: str = "auto") -> dict[str, Any]:
-    """Play one condition on one seed; the JSON-ready result record."""
+class EpisodeStore:
+    """One run's episodes, a JSON line each, appended as they finish (so an LLM run resumes mid-run)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._results = ResultsStore(path)
+
+    def load(self) -> dict[int, Episode]:
+        return {int(r["episode"]): episode_from_dict(r) for r in self._results.load().values()}
+
+    def append(self, episode: Episode) -> None:
+        self._results.append({"key": str(episode.episode), **episode.to_dict()})
+
+
+def run_one(
+    condition: Condition,
+    seed: int,
+    engine: str = "auto",
+    *,
+    episode_dir: Path | None = None,
+    concurrency: int = 8,
+) -> dict[str, Any]:
+    """Play one condition on one seed; the JSON-ready result record.
+
+    Policies with ``aact`` (LLM policies) play ``concurrency`` episodes at a
+    time; with ``episode_dir`` each finished episode is saved at once under
+    it, and a run started again skips those already there. Failed episodes
+    (see :class:`~eq_env.runner.FailedEpisode`) are counted, not measured.
+    """
     proposer = make_policy(condition.proposer, "proposer")
     validator = make_policy(condition.validator, "validator")
     used = _engine_for(proposer, validator, engine)
+    extra: dict[str, Any] = {}
     if used == "batch":
         columns = simulate(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
+    elif is_async(proposer) or is_async(validator):
+        store = EpisodeStore(episode_dir / f"{condition.key}-{seed}.jsonl") if episode_dir else None
+        done = store.load() if store else {}
+        save = store.append if store else None
+        new = play_concurrent(condition.config, proposer, validator, episodes=condition.episodes, seed=seed,
+                              concurrency=concurrency, skip=done, on_episode=save)  # fmt: skip
+        episodes = sorted([*done.values(), *new], key=lambda e: e.episode)
+        records = [e for e in episodes if isinstance(e, EpisodeRecord)]
+        columns = records_to_columns(records)
+        extra["llm"] = llm_summary(records, failed=len(episodes) - len(records))
+        extra["failed"] = [e.to_dict() for e in episodes if isinstance(e, FailedEpisode)]
     else:
         records = play(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
         columns = records_to_columns(records)
@@ -144,6 +197,7 @@ def run_one(condition: Condition, seed: int, engine: str = "auto") -> dict[str, 
         "config": condition.config.to_dict(),
         "engine": used,
         "metrics": {k: _json_number(v) for k, v in metrics.items()},
+        **extra,
     }
 
 
@@ -194,6 +248,7 @@ def run_all(
     jobs: int = 1,
     progress: bool | None = None,
     desc: str = "runs",
+    concurrency: int = 8,
 ) -> list[dict[str, Any]]:
     """Every (condition, seed) run, skipping those already in ``store``; records in condition × seed order.
 
@@ -207,6 +262,7 @@ def run_all(
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     wanted = [(c, s) for c in conditions for s in seeds]
     done = store.load()
+    episode_dir = store.path.parent / "episodes"
     # one run per key: conditions that are the same experiment share it (with the first one's labels)
     todo, seen = [], set(done)
     for c, s in wanted:
@@ -219,13 +275,14 @@ def run_all(
     try:
         if jobs == 1 or len(todo) <= 1:
             for c, s in todo:
-                record = run_one(c, s, engine)
+                record = run_one(c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
                 store.append(record)
                 done[record["key"]] = record
                 bar.update(1)
         else:
             with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
-                futures = [pool.submit(run_one, c, s, engine) for c, s in todo]
+                futures = [pool.submit(run_one, c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
+                           for c, s in todo]  # fmt: skip
                 try:
                     for future in as_completed(futures):
                         record = future.result()

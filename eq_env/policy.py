@@ -13,6 +13,12 @@ it, and answers with an action in the role's action space::
 randomises draws from ``self.rng`` so runs are reproducible. Nothing else is
 required: the runner, ``reproduce`` and ``sweep`` know only this interface.
 
+Two optional methods: ``async aact(observation) -> (action, info)``, which
+the concurrent runner awaits (LLM policies: ``info`` holds tokens, fallbacks,
+timings, and ends up in the episode record), and ``act_batch``, for the batch
+engine (:mod:`eq_env.exchange_audit.batch`). A policy that cannot act at all
+raises :class:`PolicyError`.
+
 Policies are also made from short specs, ``"name"`` or
 ``"name:key=value,key=value"`` (``"honest:claims_from=observation,words=18"``),
 by :func:`make_policy`; packages add their policies with
@@ -34,6 +40,7 @@ __all__ = [
     "BasePolicy",
     "Policy",
     "PolicyEntry",
+    "PolicyError",
     "Role",
     "available_policies",
     "make_policy",
@@ -45,6 +52,11 @@ __all__ = [
 Role = Literal["proposer", "validator"]
 ROLES: tuple[Role, ...] = ("proposer", "validator")
 AGENT_ROLES: dict[str, Role] = {"proposer_0": "proposer", "validator_0": "validator"}
+
+
+class PolicyError(RuntimeError):
+    """A policy could not produce an action at all (e.g. its model endpoint stayed down after all
+    retries). The runners record the episode as failed, with this message, and go on."""
 
 
 @runtime_checkable

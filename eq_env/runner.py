@@ -13,6 +13,7 @@ positions, noise and audit coins.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,16 +34,23 @@ from eq_env.exchange_audit.game import (
     ProposerAction,
 )
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
-from eq_env.policy import Policy, make_policy
+from eq_env.policy import Policy, PolicyError, make_policy
 
 __all__ = [
     "METRICS",
+    "Episode",
     "EpisodeRecord",
     "Evaluation",
+    "FailedEpisode",
+    "aplay",
     "compute_metrics",
+    "episode_from_dict",
     "evaluate",
     "format_metrics_table",
+    "is_async",
+    "llm_summary",
     "play",
+    "play_concurrent",
     "policy_seed",
     "records_to_columns",
     "summarize",
@@ -93,6 +101,8 @@ class EpisodeRecord:
     proposer_payoff: float
     validator_payoff: float
     welfare: float
+    proposer_info: dict[str, Any] | None = None  # what an LLM policy reports: tokens, fallbacks, timing
+    validator_info: dict[str, Any] | None = None
 
     @property
     def audited(self) -> bool:
@@ -109,7 +119,21 @@ class EpisodeRecord:
         )
 
     @classmethod
-    def from_outcome(cls, outcome: EpisodeOutcome, seed: int, episode: int) -> EpisodeRecord:
+    def from_dict(cls, data: Mapping[str, Any]) -> EpisodeRecord:
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        values["audit_checked"] = tuple(values["audit_checked"])
+        values["audit_failed"] = tuple(values["audit_failed"])
+        return cls(**values)
+
+    @classmethod
+    def from_outcome(
+        cls,
+        outcome: EpisodeOutcome,
+        seed: int,
+        episode: int,
+        proposer_info: dict[str, Any] | None = None,
+        validator_info: dict[str, Any] | None = None,
+    ) -> EpisodeRecord:
         s, v, sub, audit = outcome.state, outcome.view, outcome.submission, outcome.audit
         c, p = sub.artifact.claims, sub.proposal
         return cls(
@@ -145,6 +169,8 @@ class EpisodeRecord:
             proposer_payoff=outcome.payoffs.proposer,
             validator_payoff=outcome.payoffs.validator,
             welfare=outcome.payoffs.welfare,
+            proposer_info=proposer_info,
+            validator_info=validator_info,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,6 +204,14 @@ def play(
         PROPOSER: make_policy(proposer, "proposer"),
         VALIDATOR: make_policy(validator, "validator"),
     }
+    if render is None and (is_async(policies[PROPOSER]) or is_async(policies[VALIDATOR])):
+        # LLM policies: the concurrent runner (one at a time), which records their info and failures
+        out = play_concurrent(config, policies[PROPOSER], policies[VALIDATOR], episodes=episodes, seed=seed,
+                              concurrency=1, progress=progress)  # fmt: skip
+        failed = [e for e in out if isinstance(e, FailedEpisode)]
+        if failed:
+            raise PolicyError(f"{len(failed)} episode(s) failed, e.g. episode {failed[0].episode}: {failed[0].error}")
+        return [e for e in out if isinstance(e, EpisodeRecord)]
     policies[PROPOSER].reset(seed=policy_seed(seed, "proposer"))
     policies[VALIDATOR].reset(seed=policy_seed(seed, "validator"))
     env = exchange_audit_v0.env(config=config, render_mode="ansi" if render else None)
@@ -204,6 +238,161 @@ def play(
     bar.close()
     env.close()
     return records
+
+
+# ---------------------------------------------------------------------------
+# Concurrent play (LLM policies)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FailedEpisode:
+    """An episode no policy action could be obtained for (e.g. the endpoint stayed down)."""
+
+    seed: int
+    episode: int
+    role: str
+    error: str
+    failed: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Episode = EpisodeRecord | FailedEpisode
+
+
+def episode_from_dict(data: Mapping[str, Any]) -> Episode:
+    if data.get("failed"):
+        return FailedEpisode(int(data["seed"]), int(data["episode"]), str(data["role"]), str(data["error"]))
+    return EpisodeRecord.from_dict(data)
+
+
+def is_async(policy: Any) -> bool:
+    """The policy offers ``async aact(observation) -> (action, info)`` (LLM policies do)."""
+    return callable(getattr(policy, "aact", None))
+
+
+async def _act(policy: Any, observation: Mapping[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    if is_async(policy):
+        action, info = await policy.aact(observation)
+        return action, info
+    return policy.act(observation), None
+
+
+async def aplay(
+    config: ExchangeAuditConfig,
+    proposer: Policy | str,
+    validator: Policy | str,
+    *,
+    episodes: int,
+    seed: int,
+    concurrency: int = 8,
+    skip: Iterable[int] = (),
+    on_episode: Callable[[Episode], None] | None = None,
+    progress: bool | None = False,
+) -> list[Episode]:
+    """Play the episodes of one seed concurrently (at most ``concurrency`` at once); in episode order.
+
+    Each episode is the same as in :func:`play` (episode ``i`` of the seed's
+    stream, through the PettingZoo environment); episodes in ``skip`` are not
+    played (a resumed run). ``on_episode`` receives each episode as it
+    finishes — in whatever order they finish — so a caller can save it at
+    once. An episode whose policy raises :class:`~eq_env.policy.PolicyError`
+    becomes a :class:`FailedEpisode` and the run goes on.
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    policies = {PROPOSER: make_policy(proposer, "proposer"), VALIDATOR: make_policy(validator, "validator")}
+    policies[PROPOSER].reset(seed=policy_seed(seed, "proposer"))
+    policies[VALIDATOR].reset(seed=policy_seed(seed, "validator"))
+    todo = [i for i in range(episodes) if i not in set(skip)]
+    envs: asyncio.Queue[Any] = asyncio.Queue()
+    for _ in range(min(concurrency, max(len(todo), 1))):
+        envs.put_nowait(exchange_audit_v0.raw_env(config=config))
+    bar = tqdm(total=len(todo), desc=f"seed {seed}", unit="ep", disable=None if progress is None else not progress)
+
+    async def one(i: int) -> Episode:
+        env = await envs.get()  # the pool bounds concurrency; envs are reused in turn
+        role = "proposer"
+        try:
+            env.reset(seed=seed, options={"episode": i})
+            action, proposer_info = await _act(policies[PROPOSER], env.observe(PROPOSER))
+            env.step(action)
+            obs = env.observe(VALIDATOR)
+            role = "validator"
+            if int(obs["action_mask"].sum()) == 1:  # nothing to decide: no call
+                decision, validator_info = int(np.argmax(obs["action_mask"])), None
+            else:
+                decision, validator_info = await _act(policies[VALIDATOR], obs)
+            env.step(decision)
+            assert env.game.outcome is not None
+            result: Episode = EpisodeRecord.from_outcome(env.game.outcome, seed, i, proposer_info, validator_info)
+        except PolicyError as err:
+            result = FailedEpisode(seed, i, role, str(err))
+        finally:
+            envs.put_nowait(env)
+        if on_episode is not None:
+            on_episode(result)
+        bar.update(1)
+        return result
+
+    try:
+        results = await asyncio.gather(*(one(i) for i in todo))
+    finally:
+        bar.close()
+    return sorted(results, key=lambda e: e.episode)
+
+
+def play_concurrent(
+    config: ExchangeAuditConfig,
+    proposer: Policy | str,
+    validator: Policy | str,
+    *,
+    episodes: int,
+    seed: int,
+    concurrency: int = 8,
+    skip: Iterable[int] = (),
+    on_episode: Callable[[Episode], None] | None = None,
+    progress: bool | None = False,
+) -> list[Episode]:
+    """:func:`aplay` from synchronous code."""
+    return asyncio.run(
+        aplay(
+            config,
+            proposer,
+            validator,
+            episodes=episodes,
+            seed=seed,
+            concurrency=concurrency,
+            skip=skip,
+            on_episode=on_episode,
+            progress=progress,
+        )
+    )
+
+
+def llm_summary(records: Sequence[EpisodeRecord], failed: int = 0) -> dict[str, Any]:
+    """Totals of what LLM policies reported over a run: tokens, requests, fallbacks, re-asks, latency."""
+    out: dict[str, Any] = {"failed_episodes": failed}
+    for role in ("proposer", "validator"):
+        infos = [i for i in (getattr(r, f"{role}_info") for r in records) if i]
+        if not infos:
+            continue
+        timing = [i.get("timing", {}) for i in infos]
+        out[role] = {
+            "calls": len(infos),
+            "prompt_tokens": sum(i.get("prompt_tokens", 0) for i in infos),
+            "completion_tokens": sum(i.get("completion_tokens", 0) for i in infos),
+            "fallbacks": sum(bool(i.get("fallback")) for i in infos),
+            "reasks": sum(len(i.get("invalid_replies", [])) for i in infos),
+            "gated": sum(bool(i.get("gated")) for i in infos),
+            "timing": {  # varies from run to run (a replay has no latency, requests or retries)
+                "requests": sum(t.get("requests", 0) for t in timing),
+                "retries": sum(t.get("retries", 0) for t in timing),
+                "cache_hits": sum(t.get("cached", 0) for t in timing),
+                "latency_mean": sum(t.get("latency", 0.0) for t in timing) / len(infos),
+            },
+        }
+    return out
 
 
 # ---------------------------------------------------------------------------

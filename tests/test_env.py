@@ -308,7 +308,7 @@ class TestConfiguration:
         env = exchange_audit_v0.env(config=ExchangeAuditConfig(q=0.7), B=2)
         assert env.unwrapped.config == ExchangeAuditConfig(q=0.7, B=2)
         public = env.observation_space(V)["public"]
-        assert public.shape == (15,)
+        assert public.shape == (16,)
 
     def test_spaces_are_the_same_objects_every_call(self) -> None:
         env = exchange_audit_v0.env()

@@ -108,11 +108,11 @@ def test_resume_after_a_crash_gives_the_uninterrupted_results(tmp_path: Path, mo
 
     real, calls = experiments.run_one, {"n": 0}
 
-    def crashing(condition, seed, engine="auto"):  # type: ignore[no-untyped-def]
+    def crashing(condition, seed, engine="auto", **kw):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] == 5:
             raise KeyboardInterrupt
-        return real(condition, seed, engine)
+        return real(condition, seed, engine, **kw)
 
     monkeypatch.setattr(experiments, "run_one", crashing)
     store = ResultsStore(tmp_path / "resumed.jsonl")

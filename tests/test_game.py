@@ -48,7 +48,7 @@ def state(
 
 def public(risk_limit: float = 1.0, delta_limit: float = 0.3, safe_margin: float = 0.05) -> PublicInfo:
     return PublicInfo(
-        risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05, 100_000, False
+        risk_limit, delta_limit, 0.3, 4, 1.0, 2.0, 0.02, 0.1, 60, 1.0, 10.0, safe_margin, 0.05, 100_000, False, 4096
     )
 
 

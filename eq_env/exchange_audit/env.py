@@ -103,9 +103,9 @@ audit that ran its checks, passing or failing, reveals the truth; a skipped or
 inconclusive one reveals nothing), `ambiguous` (the rule engine knows a
 borderline episode), `public`.
 
-`public` is a Box(15) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
+`public` is a Box(16) of: risk_limit, delta_limit, q, checks_per_audit, V, L,
 alpha, audit_cost, max_words, no_trade_payoff, bad_approval_loss, safe_margin,
-noise_sd, max_text_chars, cost_in_tokens (0 or 1).
+noise_sd, max_text_chars, cost_in_tokens (0 or 1), max_artifact_tokens.
 `decode_proposer_observation(obs)` and `decode_validator_observation(obs)` (in
 `eq_env.exchange_audit.spaces`) give typed views. `state()` returns the private position as a Box(8).
 
@@ -227,14 +227,19 @@ class _Episode:
         self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
-        if seed is not None:
-            self.draws = DrawStream(seed)
+        index = None
         if options and "episode" in options:
             index = options["episode"]
             if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
                 raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
-            self.draws = DrawStream(self.draws.entropy)
-            self.draws.skip(int(index))
+            index = int(index)
+        if seed is not None and index is None:
+            self.draws = DrawStream(seed)  # episode 0 of that seed
+        elif index is not None:
+            entropy = self.draws.entropy if seed is None else int(seed)
+            if entropy != self.draws.entropy or self.draws.episodes_drawn > index:
+                self.draws = DrawStream(entropy)
+            self.draws.skip(index - self.draws.episodes_drawn)  # forward only: cheap for runs in order
         self.episode_index = self.draws.episodes_drawn
         self.game.start(self.draws.next())
         assert self.game.proposer_view is not None

@@ -160,6 +160,7 @@ class PublicInfo:
     noise_sd: float
     max_text_chars: int
     cost_in_tokens: bool
+    max_artifact_tokens: int
 
     @classmethod
     def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
@@ -179,6 +180,7 @@ class PublicInfo:
             noise_sd=config.noise_sd,
             max_text_chars=config.max_text_chars,
             cost_in_tokens=config.cost_model == "tokens",
+            max_artifact_tokens=config.max_artifact_tokens,
         )
 
 

@@ -97,6 +97,7 @@ PUBLIC_FIELDS = (
     "noise_sd",
     "max_text_chars",
     "cost_in_tokens",
+    "max_artifact_tokens",
 )
 _PUBLIC_BOUNDS = {
     "risk_limit": (0.0, 3.0),
@@ -114,6 +115,7 @@ _PUBLIC_BOUNDS = {
     "noise_sd": (0.0, 1.0),
     "max_text_chars": (1.0, 1e7),
     "cost_in_tokens": (0.0, 1.0),
+    "max_artifact_tokens": (0.0, 1e6),
 }
 _PUBLIC_LOW = np.array([_PUBLIC_BOUNDS[f][0] for f in PUBLIC_FIELDS])
 _PUBLIC_HIGH = np.array([_PUBLIC_BOUNDS[f][1] for f in PUBLIC_FIELDS])
@@ -467,7 +469,7 @@ def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
 def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
     vec = np.asarray(obs["public"], dtype=np.float64)
     values: dict[str, Any] = {f: float(v) for f, v in zip(PUBLIC_FIELDS, vec.tolist(), strict=True)}
-    for name in ("checks_per_audit", "max_words", "max_text_chars"):
+    for name in ("checks_per_audit", "max_words", "max_text_chars", "max_artifact_tokens"):
         values[name] = round(values[name])
     values["cost_in_tokens"] = values["cost_in_tokens"] >= 0.5
     return PublicInfo(**values)
