@@ -172,6 +172,12 @@ class LLMClient:
             self._clients = {id(loop): client}  # a closed loop's client is dropped
         return client
 
+    async def aclose(self) -> None:
+        """Close the connections opened in the running event loop (before the loop itself closes)."""
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+
     async def complete(
         self,
         messages: list[dict[str, str]],

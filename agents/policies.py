@@ -222,11 +222,21 @@ class _LLMPolicy(BasePolicy):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aact(observation))[0]
+            return asyncio.run(self._act_once(observation))
         raise RuntimeError(f"{self.name}.act() inside a running event loop; use `await policy.aact(observation)`")
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:  # pragma: no cover
         raise NotImplementedError
+
+    async def _act_once(self, observation: Mapping[str, Any]) -> Any:
+        try:
+            return (await self.aact(observation))[0]
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connections of the running event loop (the runners call it when a run ends)."""
+        await self.client.aclose()
 
     async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], parse: Any
                    ) -> tuple[Any, dict[str, Any]]:  # fmt: skip

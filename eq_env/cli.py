@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +48,99 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         else:
             kind = int if f.metadata["range"].integer else float
             group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(), help=doc)
+
+
+def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
+    group = parser.add_argument_group(
+        "LLM policies", "for a proposer or validator spec 'llm' (flags fill what the spec does not say)"
+    )
+    group.add_argument("--model", help="model name (default: $EQ_ENV_MODEL, else gpt-4.1)")
+    group.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's)")
+    group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
+    group.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    group.add_argument("--max-tokens", type=int, help="completion token limit per request")
+    group.add_argument("--llm-seed", type=int, help="the 'seed' sampling parameter sent with requests")
+    group.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once (default 8)")
+    group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
+                       help="record and replay: read = replay only (no request is made), write = always ask and "
+                       "record, readwrite = replay hits and record misses (default)")  # fmt: skip
+    group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
+    group.add_argument("--max-retries", type=int, default=5, help="retries after 429/5xx/timeouts (default 5)")
+    group.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    group.add_argument("--price-prompt", type=float, default=0.0, help="dollars per million prompt tokens")
+    group.add_argument("--price-completion", type=float, default=0.0, help="dollars per million completion tokens")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print one rendered prompt per LLM role and the reply schema; call nothing")  # fmt: skip
+
+
+def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
+    """An ``llm`` spec with the model, endpoint and sampling flags filled in (they key the results)."""
+    from eq_env.policy import parse_policy_spec
+
+    name, kwargs = parse_policy_spec(spec)
+    if name != "llm":
+        return spec
+    fill = {
+        "model": args.model or os.environ.get("EQ_ENV_MODEL") or "gpt-4.1",
+        "base_url": args.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "seed": args.llm_seed,
+    }
+    for key, value in fill.items():
+        if value is not None and key not in kwargs:
+            kwargs[key] = value
+    return "llm:" + ",".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
+    from agents.client import configure
+
+    configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
+              timeout=args.timeout, api_key=args.api_key, price_prompt=args.price_prompt,
+              price_completion=args.price_completion)  # fmt: skip
+
+
+def _dry_run(config: ExchangeAuditConfig, proposer: str, validator: str) -> int:
+    """Print what an LLM would be sent for one state, and the schema it must answer with."""
+    from agents.policies import render_proposer_prompt, render_validator_prompt
+    from agents.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from baselines import HonestProposer
+    from eq_env import exchange_audit_v0
+    from eq_env.exchange_audit.spaces import decode_proposer_observation
+    from eq_env.policy import make_policy
+
+    env = exchange_audit_v0.env(config=config)
+    env.reset(seed=0)
+    shown = 0
+    for role, spec in (("proposer", proposer), ("validator", validator)):
+        policy = make_policy(spec, role)  # type: ignore[arg-type]
+        if not hasattr(policy, "prompt_version"):
+            continue
+        if role == "proposer":
+            messages = render_proposer_prompt(decode_proposer_observation(env.observe("proposer_0")),
+                                              policy.prompt_version)  # fmt: skip
+            schema = PROPOSER_SCHEMA
+        else:
+            view = decode_proposer_observation(env.observe("proposer_0"))
+            sub = HonestProposer(request="always").submission(view)  # a sample submission to decide on
+            env.step(encode_submission_for(sub))
+            messages = render_validator_prompt(env.unwrapped.game.validator_view, policy.prompt_version)
+            schema = VALIDATOR_SCHEMA
+        print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
+        for m in messages:
+            print(f"--- {m['role']} ---\n{m['content']}")
+        print(f"--- reply schema ---\n{json.dumps(schema, indent=2)}\n")
+        shown += 1
+    if not shown:
+        print("no LLM policy among the proposer and validator: nothing would be sent")
+    return 0
+
+
+def encode_submission_for(sub: Any) -> Any:
+    from eq_env.exchange_audit.spaces import encode_submission
+
+    return encode_submission(sub)
 
 
 def config_from_args(args: argparse.Namespace) -> ExchangeAuditConfig:
@@ -87,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--records", type=Path, help="write one JSON line per episode to this file")
     play.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _add_config_flags(play)
+    _add_llm_flags(play, ".eq_env_cache/llm")
 
     rep = sub.add_parser(
         "reproduce",
@@ -105,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
                      "auto: batch whenever possible")  # fmt: skip
     rep.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    rep.add_argument("--proposer", help="run the paper's experiments with this proposer instead of the scripted "
+                     "ones, e.g. 'llm' (its action-only regime strips the same replies)")  # fmt: skip
+    rep.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine)")
+    rep.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
+                     help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
+    _add_llm_flags(rep, "OUT/llm_cache")
 
     sw = sub.add_parser(
         "sweep",
@@ -129,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "engine, else the number of CPUs)")  # fmt: skip
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
+    _add_llm_flags(sw, "OUT/llm_cache")
 
     rr = sub.add_parser(
         "rerun",
@@ -157,15 +259,20 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
     config = config_from_args(args)
+    proposer, validator = _llm_spec(args.proposer, "proposer", args), _llm_spec(args.validator, "validator", args)
+    if args.dry_run:
+        return _dry_run(config, proposer, validator)
+    _configure_llm(args, Path(".eq_env_cache/llm"))
     seeds = list(range(args.seed, args.seed + args.seeds))
     ev = evaluate(
         config,
-        args.proposer,
-        args.validator,
+        proposer,
+        validator,
         episodes=args.episodes,
         seeds=seeds,
         progress=None,
         render=(lambda text: print(text)) if args.render else None,
+        concurrency=args.concurrency,
     )
     if args.records:
         args.records.parent.mkdir(parents=True, exist_ok=True)
@@ -208,10 +315,16 @@ def _cmd_play(args: argparse.Namespace) -> int:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from eq_env.reproduce import ReproduceOptions, reproduce
 
+    proposer = _llm_spec(args.proposer, "proposer", args) if args.proposer else None
+    validator = _llm_spec(args.validator, "validator", args)
     opts = ReproduceOptions(
         seeds=args.seeds, episodes=args.episodes, words=args.words, first_seed=args.first_seed,
-        engine=args.engine, jobs=args.jobs,
+        engine=args.engine, jobs=args.jobs, proposer=proposer, validator=validator, preset=args.preset,
+        concurrency=args.concurrency,
     )  # fmt: skip
+    if args.dry_run:
+        return _dry_run(ExchangeAuditConfig.from_preset(args.preset), proposer or "honest", validator)
+    _configure_llm(args, args.out / "llm_cache")
     result = reproduce(args.out, opts, progress=None)
     print((args.out / "table1.md").read_text())
     print((args.out / "table2.md").read_text())
@@ -250,6 +363,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             data[key] = getattr(args, flag)
     spec = SweepSpec.from_mapping(data, source=str(args.config or "flags"))
+    spec.proposers = [_llm_spec(p, "proposer", args) for p in spec.proposers]
+    spec.validators = [_llm_spec(v, "validator", args) for v in spec.validators]
+    if args.dry_run:
+        return _dry_run(ExchangeAuditConfig.from_preset(spec.preset, **spec.set), spec.proposers[0],
+                        spec.validators[0])  # fmt: skip
+    _configure_llm(args, args.out / "llm_cache")
     jobs = args.jobs
     if jobs is None:
         batchable = all(
@@ -258,7 +377,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )  # fmt: skip
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else DEFAULT_PLOT_METRICS
-    rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics)
+    rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
+                     concurrency=args.concurrency)  # fmt: skip
     print((args.out / "summary.md").read_text())
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {args.out}")
     return 0

@@ -53,11 +53,13 @@ from eq_env.runner import (
 
 __all__ = [
     "ENGINES",
+    "LLM_COLUMNS",
     "Condition",
     "EpisodeStore",
     "ResultsStore",
     "aggregate",
     "canonical_spec",
+    "llm_report",
     "paired_difference",
     "rerun",
     "run_all",
@@ -340,6 +342,43 @@ def aggregate(
             (c, summarize(per_seed.values()) if per_seed else {m: (math.nan, math.nan) for m in METRICS}, per_seed)
         )
     return out
+
+
+LLM_COLUMNS = (
+    "condition", "proposer", "validator", "seeds", "episodes", "failed_episodes", "calls", "fallbacks", "reasks",
+    "gated", "prompt_tokens", "completion_tokens", "cost_usd", "requests", "retries", "cache_hits",
+)  # fmt: skip
+
+
+def llm_report(
+    conditions: Sequence[Condition], records: Iterable[Mapping[str, Any]], prices: tuple[float, float]
+) -> list[dict[str, Any]]:
+    """Per condition, summed over its seeds: what LLM policies cost (tokens, dollars at ``prices`` per
+    million prompt and completion tokens) and how they fared (failed episodes, fallbacks, re-asks)."""
+    totals: dict[str, dict[str, Any]] = {}
+    unique = {r["key"]: r for r in records}  # a run shared by identical conditions counts once
+    for r in unique.values():
+        llm = r.get("llm")
+        if not llm:
+            continue
+        t = totals.setdefault(r["condition"], dict.fromkeys(LLM_COLUMNS[3:], 0))
+        t["seeds"] += 1
+        t["episodes"] += int(r["episodes"])
+        t["failed_episodes"] += llm.get("failed_episodes", 0)
+        for role in ("proposer", "validator"):
+            part = llm.get(role) or {}
+            for k in ("calls", "fallbacks", "reasks", "gated", "prompt_tokens", "completion_tokens"):
+                t[k] += part.get(k, 0)
+            for k, src in (("requests", "requests"), ("retries", "retries"), ("cache_hits", "cache_hits")):
+                t[k] += part.get("timing", {}).get(src, 0)
+    rows, seen = [], set()
+    for c in conditions:
+        if c.key in totals and c.key not in seen:
+            seen.add(c.key)
+            t = totals[c.key]
+            t["cost_usd"] = (t["prompt_tokens"] * prices[0] + t["completion_tokens"] * prices[1]) / 1e6
+            rows.append({"condition": c.key, "proposer": c.proposer, "validator": c.validator, **t})
+    return rows
 
 
 # Two-sided 95% quantiles of Student's t by degrees of freedom (scipy is not a dependency).

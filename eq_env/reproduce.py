@@ -32,7 +32,16 @@ from typing import Any
 
 from eq_env import paper
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.experiments import Condition, ResultsStore, aggregate, paired_difference, run_all
+from eq_env.experiments import (
+    LLM_COLUMNS,
+    Condition,
+    ResultsStore,
+    aggregate,
+    llm_report,
+    paired_difference,
+    run_all,
+)
+from eq_env.policy import parse_policy_spec, policy_entry
 from eq_env.report import markdown_table, mean_std, plot_lines, write_csv
 
 __all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
@@ -72,9 +81,17 @@ class ReproduceOptions:
     first_seed: int = 0
     engine: str = "auto"
     jobs: int = 1
+    proposer: str | None = None  # None: the scripted proposers; else this spec (e.g. an LLM) everywhere
+    validator: str = "rule"
+    preset: str = "paper_scripted"
+    concurrency: int = 8
+
+    @property
+    def scripted(self) -> bool:
+        return self.proposer is None
 
     def __post_init__(self) -> None:
-        for name in ("seeds", "episodes", "jobs"):
+        for name in ("seeds", "episodes", "jobs", "concurrency"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -82,7 +99,12 @@ class ReproduceOptions:
             raise ValueError(f"words must be an integer in [0, 60] (the paper's max_words), got {self.words!r}")
 
 
-def _proposers(words: int) -> dict[str, str]:
+def _proposers(opts: ReproduceOptions) -> dict[str, str]:
+    """Table 2's proposers: the three scripted ones, or the one given."""
+    if not opts.scripted:
+        assert opts.proposer is not None
+        return {parse_policy_spec(opts.proposer)[0]: opts.proposer}
+    words = opts.words
     return {
         "honest": f"honest:claims_from=truth,words={words}",
         "honest_sincere": f"honest:claims_from=observation,words={words}",
@@ -90,25 +112,49 @@ def _proposers(words: int) -> dict[str, str]:
     }
 
 
+def _regimes(opts: ReproduceOptions) -> dict[str, str]:
+    """Table 1's two regimes: the proposer with artifacts, and the same proposer's action alone.
+
+    A given proposer that can strip its own artifact (an LLM: ``strip=true``) does so, which
+    reuses its sample for the same state; any other is paired with the scripted silent proposer.
+    """
+    if opts.scripted:
+        return {"artifacts": f"honest:claims_from=truth,words={opts.words}", "action_only": "silent:claims_from=truth"}
+    assert opts.proposer is not None
+    name, kwargs = parse_policy_spec(opts.proposer)
+    strippable = "strip" in policy_entry(name, "proposer").parameters()
+    stripped = opts.proposer + (("," if kwargs else ":") + "strip=true")
+    return {"artifacts": opts.proposer, "action_only": stripped if strippable else "silent:claims_from=truth"}
+
+
 def conditions(opts: ReproduceOptions) -> list[Condition]:
     """Every condition of the reproduction, labelled for its table."""
-    base = ExchangeAuditConfig.from_preset("paper_scripted")
+    base = ExchangeAuditConfig.from_preset(opts.preset)
+    regimes = _regimes(opts)
     out = []
     for q in paper.TABLE1_QS:
         cfg = base.replace(q=q)
-        out.append(Condition(cfg, f"honest:claims_from=truth,words={opts.words}", "rule", opts.episodes,
-                             (("table", "table1"), ("regime", "artifacts"), ("q", q))))  # fmt: skip
-        out.append(Condition(cfg, "silent:claims_from=truth", "rule", opts.episodes,
-                             (("table", "table1"), ("regime", "action_only"), ("q", q))))  # fmt: skip
-        if opts.words != SCRIPTED_WORDS:
-            out.append(Condition(cfg, f"honest:claims_from=truth,words={SCRIPTED_WORDS}", "rule", opts.episodes,
+        for regime, spec in regimes.items():
+            out.append(Condition(cfg, spec, opts.validator, opts.episodes,
+                                 (("table", "table1"), ("regime", regime), ("q", q))))  # fmt: skip
+        if opts.scripted and opts.words != SCRIPTED_WORDS:
+            out.append(Condition(cfg, f"honest:claims_from=truth,words={SCRIPTED_WORDS}", opts.validator,
+                                 opts.episodes,
                                  (("table", "table1_text_length"), ("regime", "artifacts"), ("q", q))))  # fmt: skip
     for scenario, params in paper.TABLE2_SCENARIOS.items():
         cfg = base.replace(q=TABLE2_Q, **params)
-        for who, spec in _proposers(opts.words).items():
-            out.append(Condition(cfg, spec, "rule", opts.episodes,
+        for who, spec in _proposers(opts).items():
+            out.append(Condition(cfg, spec, opts.validator, opts.episodes,
                                  (("table", "table2"), ("scenario", scenario), ("proposer", who))))  # fmt: skip
     return out
+
+
+def _prices() -> tuple[float, float]:
+    """Dollars per million prompt and completion tokens, from the LLM settings (see agents.client)."""
+    from agents.client import settings
+
+    s = settings()
+    return s.price_prompt, s.price_completion
 
 
 def _nan(x: Any) -> float:
@@ -125,7 +171,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
     records = run_all(
         conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
-        progress=progress, desc="reproduce",
+        progress=progress, desc="reproduce", concurrency=opts.concurrency,
     )  # fmt: skip
     results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     engines = sorted({r["engine"] for r in records})
@@ -134,6 +180,11 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
         return results[tuple(labels.items())]
 
     # -- Table 1 -------------------------------------------------------------
+    regime_names = (
+        {"artifacts": f"honest (truth, {opts.words} words)", "action_only": "silent"}
+        if opts.scripted
+        else _regimes(opts)
+    )
     t1_rows: list[dict[str, Any]] = []
     for q in paper.TABLE1_QS:
         art, art_seeds = get(table="table1", regime="artifacts", q=q)
@@ -146,7 +197,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
             approval_known = paper.FIGURE4_ACTION_ONLY_APPROVAL.get(q) if regime == "action_only" else None
             t1_rows.append({
                 "q": q, "regime": regime,
-                "proposer": f"honest (truth, {opts.words} words)" if regime == "artifacts" else "silent",
+                "proposer": regime_names[regime],
                 "ambiguous_welfare_mean": summary["ambiguous_welfare"][0],
                 "ambiguous_welfare_std": summary["ambiguous_welfare"][1],
                 "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
@@ -167,7 +218,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
             })  # fmt: skip
     write_csv(out / "table1.csv", t1_rows, TABLE1_COLUMNS)
     length_rows = []
-    if opts.words != SCRIPTED_WORDS:
+    if opts.scripted and opts.words != SCRIPTED_WORDS:
         for q in paper.TABLE1_QS:
             s13, _ = get(table="table1_text_length", regime="artifacts", q=q)
             length_rows.append({
@@ -189,7 +240,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     t2_rows: list[dict[str, Any]] = []
     for scenario, params in paper.TABLE2_SCENARIOS.items():
         p2 = paper.TABLE2[scenario]
-        for who, spec in _proposers(opts.words).items():
+        for who, spec in _proposers(opts).items():
             summary, _ = get(table="table2", scenario=scenario, proposer=who)
             t2_rows.append({
                 "scenario": scenario, "V": params["V"], "L": params["L"], "B": params["B"],
@@ -213,11 +264,17 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
 
     files = ["table1.csv", "table1.md", "table1_text_length.csv", "table2.csv", "table2.md", "figure4.png",
              "results.jsonl", "summary.md"]  # fmt: skip
+    llm_rows = llm_report(conds, records, _prices())
+    if llm_rows:
+        write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
+        files.append("llm_costs.csv")
     if not length_rows:
         files.remove("table1_text_length.csv")
         (out / "table1_text_length.csv").unlink(missing_ok=True)  # stale, from a run with other --words
     elapsed = time.perf_counter() - started
-    summary_md = _summary(opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed, files)
+    summary_md = _summary(
+        opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed, files, llm_rows
+    )
     (out / "summary.md").write_text(summary_md)
     return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed}
 
@@ -315,6 +372,71 @@ def _fmt(x: float, spec: str) -> str:
     return "—" if x is None or math.isnan(x) else format(x, spec)
 
 
+def _llm_paragraph(rows: Sequence[dict[str, Any]]) -> str:
+    total = {k: sum(r[k] for r in rows) for k in ("episodes", "failed_episodes", "calls", "fallbacks", "reasks",
+                                                 "prompt_tokens", "completion_tokens", "cost_usd", "requests",
+                                                 "retries", "cache_hits")}  # fmt: skip
+    return (
+        f"**LLM calls** (`llm_costs.csv` has them per condition). {total['calls']} calls over "
+        f"{total['episodes']} episodes: {total['failed_episodes']} episodes failed (no answer after retries), "
+        f"{total['fallbacks']} calls fell back after {total['reasks']} invalid replies in all; "
+        f"{total['prompt_tokens']:,} prompt and {total['completion_tokens']:,} completion tokens "
+        f"(${total['cost_usd']:.4f} at the given prices); {total['requests']} requests were made, "
+        f"{total['retries']} of them retries, and {total['cache_hits']} answers came from the cache (a sample "
+        "shared by the two regimes of one state counts there)."
+    )
+
+
+def _files_line(files: Sequence[str]) -> str:
+    return (
+        "Files: " + ", ".join(f"`{f}`" for f in files) + ". `results.jsonl` holds one record per condition and "
+        "seed with the full configuration and policies; running the command again resumes from it, and "
+        "`eq-env rerun DIR/results.jsonl KEY` runs any one record again and checks it."
+    )
+
+
+def _generic_reading(
+    t1: Sequence[dict[str, Any]],
+    t2: Sequence[dict[str, Any]],
+    gap: float,
+    worst: dict[str, Any],
+    gains: Sequence[tuple[float, float, float]],
+) -> list[str]:
+    """The reading for a proposer other than the scripted ones: what was measured, against the paper."""
+    art, act = _rows(t1, "artifacts"), _rows(t1, "action_only")
+    lines = [
+        f"**With artifacts.** Ambiguous welfare differs from the paper's GPT-4.1 by at most {_fmt(gap, '.3f')} "
+        f"(at q = {worst['q']:g}); ambiguous approval ranges "
+        f"{_fmt(_extreme(min, [r['ambiguous_approval_mean'] for r in art]), '.2f')}–"
+        f"{_fmt(_extreme(max, [r['ambiguous_approval_mean'] for r in art]), '.2f')} (the paper: above 0.96), "
+        f"with {_fmt(_extreme(min, [r['avg_words_mean'] for r in art]), '.1f')}–"
+        f"{_fmt(_extreme(max, [r['avg_words_mean'] for r in art]), '.1f')} words of text (GPT-4.1: about 17–18).",
+        "",
+        f"**Action only.** Ambiguous approval goes from {_fmt(act[0]['ambiguous_approval_mean'], '.1%')} at q = 0 "
+        f"to {_fmt(act[-1]['ambiguous_approval_mean'], '.1%')} at q = 1 (the paper: about 9% to 0%).",
+        "",
+        f"**Net gain.** {_fmt(_extreme(min, [g[0] for g in gains]), '+.2f')} to "
+        f"{_fmt(_extreme(max, [g[0] for g in gains]), '+.2f')} in ambiguous welfare (paper: +1.40 to +1.61).",
+        "",
+    ]
+    diffs = {
+        metric: [abs(r[f"{metric}_mean"] - r[f"paper_{metric}_mean"]) for r in t2]
+        for metric in ("audit_fail", "bad_approval", "ambiguous_approval")
+    }
+    lines.append(
+        "**Table 2.** Mean absolute difference from GPT-4.1 over the six scenarios: audit fail "
+        f"{_fmt(_nanmean(diffs['audit_fail']), '.3f')}, bad approval {_fmt(_nanmean(diffs['bad_approval']), '.3f')}, "
+        f"ambiguous approval {_fmt(_nanmean(diffs['ambiguous_approval']), '.3f')}."
+    )
+    lines.append("")
+    return lines
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    defined = [v for v in values if not math.isnan(v)]
+    return sum(defined) / len(defined) if defined else math.nan
+
+
 def _extreme(pick: Any, values: Sequence[float]) -> float:
     """``min`` or ``max`` of the defined values (NaN if none is)."""
     defined = [v for v in values if not math.isnan(v)]
@@ -331,6 +453,12 @@ def _command(opts: ReproduceOptions) -> str:
         parts.append(f"--engine {opts.engine}")
     if opts.jobs != defaults.jobs:
         parts.append(f"--jobs {opts.jobs}")
+    if opts.proposer is not None:
+        parts.append(f"--proposer '{opts.proposer}'")
+    if opts.validator != defaults.validator:
+        parts.append(f"--validator '{opts.validator}'")
+    if opts.preset != defaults.preset:
+        parts.append(f"--preset {opts.preset}")
     return " ".join(parts)
 
 
@@ -353,6 +481,7 @@ def _summary(
     table2_md: str,
     elapsed: float,
     files: Sequence[str],
+    llm_rows: Sequence[dict[str, Any]] = (),
 ) -> str:
     art, act = _rows(t1, "artifacts"), _rows(t1, "action_only")
     gaps = [abs(r["ambiguous_welfare_mean"] - r["paper_ambiguous_welfare_mean"]) for r in art]
@@ -363,15 +492,20 @@ def _summary(
     act0, act1 = act[0], act[-1]
     act_gap = [r["paper_ambiguous_welfare_mean"] - r["ambiguous_welfare_mean"] for r in act]
     gains = [(r["net_gain_mean"], r["net_gain_ci_low"], r["net_gain_ci_high"]) for r in art]
+    who = "scripted policies" if opts.scripted else f"`{opts.proposer}`"
+    informed = (
+        "the proposer knows its true compliance, as the paper's scripted trader did"
+        if ExchangeAuditConfig.from_preset(opts.preset).reveal_compliance
+        else "the proposer sees only its noisy observation"
+    )
     lines = [
-        "# Reproducing the exchange–audit paper with scripted policies",
+        f"# Reproducing the exchange–audit paper with {who}",
         "",
         f"Command: `{_command(opts)}`. Seeds {seeds[0]}..{seeds[-1]}, {opts.episodes} episodes each, "
-        f"engine of the recorded runs: {', '.join(engines)}; {elapsed:.1f} s. Preset `paper_scripted` (the "
-        "paper's mechanics; the proposer knows its true compliance, as the paper's scripted trader did). "
-        "Validator: the paper's rule engine. Every condition of a seed sees the same positions, noise and "
-        "audit coins, so the net gain is a paired difference (95% t-interval over seeds). Standard deviations "
-        "are over seeds (ddof = 1).",
+        f"engine of the recorded runs: {', '.join(engines)}; {elapsed:.1f} s. Preset `{opts.preset}` (the "
+        f"paper's mechanics; {informed}). Validator: `{opts.validator}`. Every condition of a seed sees the "
+        "same positions, noise and audit coins, so the net gain is a paired difference (95% t-interval over "
+        "seeds). Standard deviations are over seeds (ddof = 1).",
         "",
         "## Table 1",
         "",
@@ -384,6 +518,12 @@ def _summary(
         "## Reading",
         "",
     ]
+    if not opts.scripted:
+        lines += _generic_reading(t1, t2, gap, worst, gains)
+        if llm_rows:
+            lines += [_llm_paragraph(llm_rows), ""]
+        lines.append(_files_line(files))
+        return "\n".join(lines) + "\n"
     # Artifacts
     if defined:
         within = "within" if gap <= 0.03 + 1e-12 else "not within"
@@ -474,9 +614,5 @@ def _summary(
         + (")." if budget_trend != "rise with B" else "): fewer checks per audit catch fewer of its mistakes.")
     )
     lines.append("")
-    lines.append(
-        "Files: " + ", ".join(f"`{f}`" for f in files) + ". `results.jsonl` holds one record per condition and "
-        "seed with the full configuration and policies; running the command again resumes from it, and "
-        "`eq-env rerun DIR/results.jsonl KEY` runs any one record again and checks it."
-    )
+    lines.append(_files_line(files))
     return "\n".join(lines) + "\n"

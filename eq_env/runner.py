@@ -189,6 +189,7 @@ def play(
     seed: int,
     progress: bool | None = False,
     render: Callable[[str], None] | None = None,
+    concurrency: int = 1,
 ) -> list[EpisodeRecord]:
     """Play ``episodes`` episodes of seed ``seed`` through the AEC environment.
 
@@ -197,6 +198,9 @@ def play(
     taken without calling the policy, so an LLM validator is not billed for
     a decision that does not exist. ``render`` receives each finished
     episode's text rendering. ``progress=None`` shows a bar only on a terminal.
+    Policies with ``aact`` (LLM policies) are played by :func:`play_concurrent`
+    with ``concurrency`` episodes in flight; a failed episode raises
+    :class:`~eq_env.policy.PolicyError` here (the experiments record them instead).
     """
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 0:
         raise ValueError(f"episodes must be a non-negative integer, got {episodes!r}")
@@ -207,7 +211,7 @@ def play(
     if render is None and (is_async(policies[PROPOSER]) or is_async(policies[VALIDATOR])):
         # LLM policies: the concurrent runner (one at a time), which records their info and failures
         out = play_concurrent(config, policies[PROPOSER], policies[VALIDATOR], episodes=episodes, seed=seed,
-                              concurrency=1, progress=progress)  # fmt: skip
+                              concurrency=concurrency, progress=progress)  # fmt: skip
         failed = [e for e in out if isinstance(e, FailedEpisode)]
         if failed:
             raise PolicyError(f"{len(failed)} episode(s) failed, e.g. episode {failed[0].episode}: {failed[0].error}")
@@ -293,7 +297,8 @@ async def aplay(
     """Play the episodes of one seed concurrently (at most ``concurrency`` at once); in episode order.
 
     Each episode is the same as in :func:`play` (episode ``i`` of the seed's
-    stream, through the PettingZoo environment); episodes in ``skip`` are not
+    stream, through the PettingZoo environment; policies without ``aact`` are
+    called with ``act``, the proposer in episode order); episodes in ``skip`` are not
     played (a resumed run). ``on_episode`` receives each episode as it
     finishes — in whatever order they finish — so a caller can save it at
     once. An episode whose policy raises :class:`~eq_env.policy.PolicyError`
@@ -339,6 +344,10 @@ async def aplay(
         results = await asyncio.gather(*(one(i) for i in todo))
     finally:
         bar.close()
+        for policy in policies.values():  # close connections while their event loop still runs
+            close = getattr(policy, "aclose", None)
+            if callable(close):
+                await close()
     return sorted(results, key=lambda e: e.episode)
 
 
@@ -555,6 +564,7 @@ def evaluate(
     seeds: Sequence[int],
     progress: bool | None = False,
     render: Callable[[str], None] | None = None,
+    concurrency: int = 1,
 ) -> Evaluation:
     """:func:`play` for each seed, with per-seed metrics."""
     proposer_policy = make_policy(proposer, "proposer")
@@ -563,8 +573,9 @@ def evaluate(
     per_seed = []
     for seed in seeds:
         run = play(
-            config, proposer_policy, validator_policy, episodes=episodes, seed=seed, progress=progress, render=render
-        )
+            config, proposer_policy, validator_policy, episodes=episodes, seed=seed, progress=progress, render=render,
+            concurrency=concurrency,
+        )  # fmt: skip
         records.extend(run)
         per_seed.append(compute_metrics(run))
     return Evaluation(config, repr(proposer_policy), repr(validator_policy), list(seeds), episodes, records, per_seed)

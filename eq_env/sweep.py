@@ -25,6 +25,7 @@ YAML or JSON file, from flags, or both (flags win)::
 Writes ``results.jsonl`` (one record per condition and seed, appended as runs
 finish; run the same command again after a kill and it resumes),
 ``summary.csv`` and ``summary.md`` (mean ± std over seeds per condition),
+``llm_costs.csv`` when an LLM policy took part (tokens, dollars, failures),
 ``paired.csv`` (each condition minus the first, seed by seed, with 95%
 intervals: every condition of a seed saw the same positions, noise and audit
 coins), ``sweep.png`` and ``sweep.json`` (the resolved spec).
@@ -42,7 +43,16 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
-from eq_env.experiments import ENGINES, Condition, ResultsStore, aggregate, paired_difference, run_all
+from eq_env.experiments import (
+    ENGINES,
+    LLM_COLUMNS,
+    Condition,
+    ResultsStore,
+    aggregate,
+    llm_report,
+    paired_difference,
+    run_all,
+)
 from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.runner import METRICS
 
@@ -192,6 +202,7 @@ def run_sweep(
     progress: bool | None = None,
     plot_x: str | None = None,
     plot_metrics: Sequence[str] = DEFAULT_PLOT_METRICS,
+    concurrency: int = 8,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the sweep and write its outputs; returns the summary rows."""
     unknown = [m for m in plot_metrics if m not in METRICS]
@@ -204,7 +215,10 @@ def run_sweep(
     conds = spec.conditions()
     (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
     records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
-                      progress=progress, desc="sweep")  # fmt: skip
+                      progress=progress, desc="sweep", concurrency=concurrency)  # fmt: skip
+    llm_rows = llm_report(conds, records, _prices())
+    if llm_rows:
+        write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
     agg = aggregate(conds, records)
     dims = [*spec.grid, "proposer", "validator"]
 
@@ -243,6 +257,12 @@ def run_sweep(
     )
     _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
     return rows
+
+
+def _prices() -> tuple[float, float]:
+    from agents.client import settings
+
+    return settings().price_prompt, settings().price_completion
 
 
 def _cell(value: Any) -> Any:
