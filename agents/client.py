@@ -172,6 +172,11 @@ class LLMClient:
             self._clients = {id(loop): client}  # a closed loop's client is dropped
         return client
 
+    @classmethod
+    def forget(cls) -> None:
+        """Drop the in-memory answers (the disk cache is kept): the next request goes to disk or the endpoint."""
+        cls._memory.clear()
+
     async def aclose(self) -> None:
         """Close the connections opened in the running event loop (before the loop itself closes)."""
         client = self._clients.pop(id(asyncio.get_running_loop()), None)
@@ -290,21 +295,19 @@ def _short(err: Exception) -> str:
     return f"{type(err).__name__}{f' {status}' if status else ''}: {text[:200]}"
 
 
+MAX_RETRY_AFTER = 300.0  # a server asking for longer is treated as asking for this
+
+
 def _backoff(err: Exception, attempt: int, s: LLMSettings) -> float:
-    """Exponential backoff with full jitter; a server's Retry-After, when given, is honoured."""
+    """Exponential backoff with jitter; a server's Retry-After, when given, is honoured as asked."""
     response = getattr(err, "response", None)
     headers = getattr(response, "headers", None) or {}
-    retry_after = headers.get("retry-after-ms")
-    if retry_after is not None:
-        try:
-            return min(float(retry_after) / 1000.0, s.max_backoff)
-        except ValueError:
-            pass
-    retry_after = headers.get("retry-after")
-    if retry_after is not None:
-        try:
-            return min(float(retry_after), s.max_backoff)
-        except ValueError:
-            pass
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return min(max(float(value) / scale, 0.0), MAX_RETRY_AFTER)
+            except ValueError:
+                pass  # an HTTP date: fall back to our own backoff
     cap = min(s.max_backoff, s.backoff * (2**attempt))
     return random.uniform(cap / 2, cap)  # jitter changes only timing, never results

@@ -23,6 +23,7 @@ Only ``POST /v1/chat/completions`` is served; it binds to 127.0.0.1.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -47,7 +48,15 @@ from eq_env.exchange_audit.game import (
     rule_decision,
 )
 
-__all__ = ["Reply", "ScriptedLLMServer", "honest_script", "observation_in", "reply_json", "view_from_observation"]
+__all__ = [
+    "ChaosScript",
+    "Reply",
+    "ScriptedLLMServer",
+    "honest_script",
+    "observation_in",
+    "reply_json",
+    "view_from_observation",
+]
 
 
 @dataclass
@@ -125,6 +134,52 @@ def view_from_observation(obs: dict[str, Any]) -> ValidatorView:
     return ValidatorView(submission, record, PublicInfo(**obs["public"]), obs["ambiguous"])
 
 
+class ChaosScript:
+    """Every failure mode at once, decided per request so that concurrency cannot reorder it.
+
+    The original prompt of a request picks its fate (by a hash, in twentieths): most are
+    answered honestly; one in twenty is always a 500 (the episode fails after the retries),
+    and single twentieths are first answered with malformed JSON, with a reply breaking the
+    schema, with a 429 carrying ``Retry-After``, with a 500, too slowly (past the client's
+    timeout) — each time fine afterwards — or always with malformed JSON (a fallback).
+    ``delay`` is how slow "too slowly" is.
+    """
+
+    FATES = ("down", "malformed_once", "schema_once", "rate_limited_once", "error_once", "slow_once",
+             "always_malformed")  # fmt: skip
+
+    def __init__(self, delay: float = 1.0) -> None:
+        self.delay = delay
+        self.seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def fate(self, request: dict[str, Any]) -> str:
+        prompt = json.dumps(request.get("messages", [])[:2], sort_keys=True)
+        bucket = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 20
+        return self.FATES[bucket] if bucket < len(self.FATES) else "good"
+
+    def __call__(self, request: dict[str, Any], n: int) -> Reply:
+        body = json.dumps(request, sort_keys=True)
+        with self._lock:
+            first = body not in self.seen
+            self.seen[body] = self.seen.get(body, 0) + 1
+        fate = self.fate(request)
+        reasked = len(request.get("messages", [])) > 2
+        if fate == "down":
+            return Reply(status=500, body={"error": {"message": "scripted outage"}})
+        if fate == "always_malformed" or (fate == "malformed_once" and not reasked):
+            return Reply(content='{"action": "REQUEST_APPROVAL", "proposal": ')
+        if fate == "schema_once" and not reasked:
+            return reply_json({"action": "MAYBE"})
+        if first and fate == "rate_limited_once":
+            return Reply(status=429, headers={"Retry-After": "0.05"}, body={"error": {"message": "slow down"}})
+        if first and fate == "error_once":
+            return Reply(status=502, body={"error": {"message": "bad gateway"}})
+        if first and fate == "slow_once":
+            return Reply(content="{}", delay=self.delay)
+        return honest_script(request, n)
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)  # a fixed rule, so usage is deterministic
 
@@ -148,10 +203,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "request body is not JSON"}}, {})
             return
         n = self.server.record(request)
-        reply = self.server.script(request, n)
-        delay = reply.delay + self.server.latency
-        if delay:
-            time.sleep(delay)
+        try:
+            reply = self.server.script(request, n)
+            delay = reply.delay + self.server.latency
+            if delay:
+                time.sleep(delay)
+        finally:
+            self.server.leave()
         if reply.status != 200:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
             self._send(reply.status, body, reply.headers)
@@ -192,11 +250,19 @@ class _Server(ThreadingHTTPServer):
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def record(self, request: dict[str, Any]) -> int:
         with self._lock:
             self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
             return len(self.requests) - 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
 
 class ScriptedLLMServer:
@@ -228,6 +294,11 @@ class ScriptedLLMServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         return self._server.requests
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests the server was answering at once (concurrency actually achieved)."""
+        return self._server.max_in_flight
 
     def start(self) -> ScriptedLLMServer:
         self._thread.start()

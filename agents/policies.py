@@ -120,6 +120,13 @@ def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+def _claims_dict(claims: Claims) -> dict[str, Any]:
+    out: dict[str, Any] = {n: getattr(claims, n) for n in CLAIM_TYPES}
+    if claims.intent is not None:  # HEDGE is 0: test for None, not truth
+        out["intent"] = claims.intent.name
+    return out
+
+
 def _claims_line(claims: Claims) -> str:
     made = []
     for name in CLAIM_TYPES:
@@ -151,8 +158,7 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
         "submission": {
             "action": sub.action.name,
             "proposal": {"intent": p.intent.name, "risk": p.risk, "net_delta": p.net_delta, "hedge_size": p.hedge_size},
-            "claims": {n: (getattr(sub.artifact.claims, n).name if n == "intent" and sub.artifact.claims.intent
-                           else getattr(sub.artifact.claims, n)) for n in CLAIM_TYPES},
+            "claims": _claims_dict(sub.artifact.claims),
             "words": sub.artifact.words,
             "tokens": sub.artifact.tokens,
             "text": sub.artifact.text,
@@ -355,6 +361,7 @@ class LLMValidator(_LLMPolicy):
         gate: Literal["rule", "none"] = "rule",
     ) -> None:
         super().__init__(model, base_url, temperature, max_tokens, seed, prompt_version, max_reasks)
+        gate = "none" if gate is None else gate  # a spec's "gate=none" parses as None
         if gate not in ("rule", "none"):
             raise ValueError(f"gate must be 'rule' or 'none', got {gate!r}")
         self.gate = gate

@@ -66,6 +66,8 @@ def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
                        "record, readwrite = replay hits and record misses (default)")  # fmt: skip
     group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
     group.add_argument("--max-retries", type=int, default=5, help="retries after 429/5xx/timeouts (default 5)")
+    group.add_argument("--backoff", type=float, default=0.5,
+                       help="first retry delay in seconds, doubled per retry, with jitter (default 0.5)")  # fmt: skip
     group.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     group.add_argument("--price-prompt", type=float, default=0.0, help="dollars per million prompt tokens")
     group.add_argument("--price-completion", type=float, default=0.0, help="dollars per million completion tokens")
@@ -97,7 +99,7 @@ def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
     from agents.client import configure
 
     configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
-              timeout=args.timeout, api_key=args.api_key, price_prompt=args.price_prompt,
+              backoff=args.backoff, timeout=args.timeout, api_key=args.api_key, price_prompt=args.price_prompt,
               price_completion=args.price_completion)  # fmt: skip
 
 
