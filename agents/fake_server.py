@@ -23,15 +23,15 @@ Only ``POST /v1/chat/completions`` is served; it binds to 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
 import re
+import socket
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from eq_env.exchange_audit.game import (
@@ -184,85 +184,113 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)  # a fixed rule, so usage is deterministic
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: clients reuse connections under concurrency
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, {"error": {"message": f"not found: {self.path}"}}, {})
-            return
-        try:
-            request = json.loads(raw)
-        except ValueError:
-            self._send(400, {"error": {"message": "request body is not JSON"}}, {})
-            return
-        n = self.server.record(request)
-        try:
-            reply = self.server.script(request, n)
-            delay = reply.delay + self.server.latency
-            if delay:
-                time.sleep(delay)
-        finally:
-            self.server.leave()
-        if reply.status != 200:
-            body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
-            self._send(reply.status, body, reply.headers)
-            return
-        if reply.body is not None:
-            self._send(200, reply.body, reply.headers)
-            return
-        content = reply.content or ""
-        prompt = "".join(str(m.get("content") or "") for m in request.get("messages", []))
-        usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": _tokens(content)}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        self._send(200, {
-            "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0,
-            "model": request.get("model", "fake"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop", "logprobs": None}],
-            "usage": usage,
-        }, reply.headers)  # fmt: skip
-
-    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+def _completion(request: dict[str, Any], n: int, content: str) -> dict[str, Any]:
+    prompt = "".join(str(m.get("content") or "") for m in request.get("messages", []))
+    usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": _tokens(content)}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return {
+        "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": request.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
+                     "logprobs": None}],
+        "usage": usage,
+    }  # fmt: skip
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
+def _http(status: int, body: dict[str, Any], headers: dict[str, str]) -> bytes:
+    data = json.dumps(body).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(status, "Error")
+    head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
-    def __init__(self, address: tuple[str, int], script: Script, latency: float) -> None:
-        super().__init__(address, _Handler)
+
+class _Server:
+    """HTTP/1.1 with keep-alive on an asyncio loop: a slow answer is an ``asyncio.sleep``, so a
+    hundred requests in flight cost no threads and no lock contention."""
+
+    def __init__(self, script: Script, latency: float) -> None:
         self.script = script
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.connections: set[asyncio.Task[Any]] = set()
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=256))
+        self.port = self.server.sockets[0].getsockname()[1]
 
-    def record(self, request: dict[str, Any]) -> int:
-        with self._lock:
-            self.requests.append(request)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            return len(self.requests) - 1
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.connections.add(task)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return
+                method, path, _ = ([*line.decode("latin-1").split(" ", 2), "", ""])[:3]
+                length, keep_alive = 0, True
+                while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    name, _, value = header.decode("latin-1").partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value.strip())
+                    elif name.strip().lower() == "connection" and value.strip().lower() == "close":
+                        keep_alive = False
+                raw = await reader.readexactly(length) if length else b""
+                writer.write(await self._answer(method, path, raw))
+                await writer.drain()
+                if not keep_alive:
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            return
+        finally:
+            writer.close()
+            self.connections.discard(task)  # type: ignore[arg-type]
 
-    def leave(self) -> None:
-        with self._lock:
+    async def _answer(self, method: str, path: str, raw: bytes) -> bytes:
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {})
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            return _http(400, {"error": {"message": "request body is not JSON"}}, {})
+        self.requests.append(request)
+        n = len(self.requests) - 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            try:
+                reply = self.script(request, n)
+            except Exception as err:  # a broken script answers 500 rather than dropping the connection
+                reply = Reply(status=500, body={"error": {"message": f"script error: {err!r}"}})
+            delay = reply.delay + self.latency
+            if delay:
+                await asyncio.sleep(delay)
+        finally:
             self.in_flight -= 1
+        if reply.status != 200:
+            body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
+            return _http(reply.status, body, reply.headers)
+        return _http(200, reply.body if reply.body is not None else _completion(request, n, reply.content or ""),
+                     reply.headers)  # fmt: skip
+
+    def serve_forever(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def shutdown(self) -> None:
+        async def close() -> None:
+            self.server.close()
+            for task in list(self.connections):  # idle keep-alive connections end here, quietly
+                task.cancel()
+            await asyncio.gather(*self.connections, return_exceptions=True)
+            await self.server.wait_closed()
+            self.loop.stop()
+
+        asyncio.run_coroutine_threadsafe(close(), self.loop)
 
 
 class ScriptedLLMServer:
@@ -282,14 +310,13 @@ class ScriptedLLMServer:
             if not replies:
                 raise ValueError("a scripted server needs at least one reply")
             script = _sequence(replies)
-        self._server = _Server(("127.0.0.1", 0), script, latency)
+        self._server = _Server(script, latency)
         self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
 
     @property
     def url(self) -> str:
         """The base URL to give an OpenAI client (``.../v1``)."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://127.0.0.1:{self._server.port}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -306,7 +333,8 @@ class ScriptedLLMServer:
 
     def stop(self) -> None:
         self._server.shutdown()
-        self._server.server_close()
+        self._thread.join(timeout=5)
+        self._server.loop.close()
 
     def __enter__(self) -> ScriptedLLMServer:
         return self.start()
@@ -325,3 +353,23 @@ def _sequence(replies: list[Reply]) -> Script:
         return replies[min(i, len(replies) - 1)]
 
     return script
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve :func:`honest_script` (or :class:`ChaosScript`) until interrupted: ``python -m agents.fake_server``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A local scripted OpenAI-compatible server (tests, benchmarks).")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    parser.add_argument("--chaos", action="store_true", help="answer with ChaosScript (every failure mode)")
+    args = parser.parse_args(argv)
+    server = ScriptedLLMServer(ChaosScript() if args.chaos else None, latency=args.latency)
+    print(server.url, flush=True)  # the first line: where to point a client
+    try:
+        server._server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -24,6 +24,7 @@ what varies from run to run: latency, requests, retries, cache hits).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,9 +57,12 @@ from eq_env.policy import BasePolicy, PolicyError
 __all__ = ["PROMPT_DIR", "LLMProposer", "LLMValidator", "render_proposer_prompt", "render_validator_prompt"]
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
+_PROPOSER_SCHEMA_TEXT = json.dumps(PROPOSER_SCHEMA)
+_VALIDATOR_SCHEMA_TEXT = json.dumps(VALIDATOR_SCHEMA)
 SYSTEM = "You are a careful agent in a multi-agent trading game. You answer with one JSON object only."
 
 
+@functools.cache
 def _template(role: str, version: str) -> Template:
     path = PROMPT_DIR / f"{role}_{version}.txt"
     if not path.exists():
@@ -114,7 +118,7 @@ def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict
         checks_per_audit=pub.checks_per_audit,
         L=f"{pub.L:g}",
         max_words=pub.max_words,
-        schema=json.dumps(PROPOSER_SCHEMA),
+        schema=_PROPOSER_SCHEMA_TEXT,
         observation_json=_json_block(observation),
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
@@ -184,7 +188,7 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
         ambiguity="borderline (ambiguous): the position sits close to both limits"
         if view.ambiguous
         else "an ordinary one",
-        schema=json.dumps(VALIDATOR_SCHEMA),
+        schema=_VALIDATOR_SCHEMA_TEXT,
         observation_json=_json_block(observation),
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
