@@ -432,3 +432,43 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
     for key, record in ResultsStore(live / "results.jsonl").load().items():
         assert replayed[key]["metrics"] == record["metrics"]
         assert replayed[key]["llm"]["failed_episodes"] == record["llm"]["failed_episodes"]
+
+
+def test_fast_schema_check_agrees_with_jsonschema() -> None:
+    """agents.schema validates replies with a fast check first; it must accept exactly what jsonschema accepts
+    (NaN apart, which the environment rejects and jsonschema does not)."""
+    import copy
+    import math
+    import random
+
+    from agents.schema import _VALIDATORS, PROPOSER_SCHEMA, VALIDATOR_SCHEMA, _conforms
+
+    rng = random.Random(0)
+    oddities = [None, True, 0, -5, 2.5, 99.0, math.nan, "x", "HEDGE", "APPROVE", [], {}, {"a": 1}]
+
+    def mutate(value: Any, depth: int = 0) -> Any:
+        if isinstance(value, dict) and value and rng.random() < 0.8:
+            value = dict(value)
+            key = rng.choice(sorted(value))
+            roll = rng.random()
+            if roll < 0.15:
+                del value[key]
+            elif roll < 0.25:
+                value["extra"] = rng.choice(oddities)
+            else:
+                value[key] = mutate(value[key], depth + 1)
+            return value
+        return rng.choice(oddities) if rng.random() < 0.7 else value
+
+    for schema, good in ((PROPOSER_SCHEMA, GOOD), (VALIDATOR_SCHEMA, {"decision": "BLOCK", "reason": "r"})):
+        validator = _VALIDATORS[id(schema)]
+        outcomes = {True: 0, False: 0}
+        for _ in range(3000):
+            data = mutate(copy.deepcopy(good))
+            if "NaN" in json.dumps(data):
+                assert not _conforms(data, schema)
+                continue
+            valid = validator.is_valid(data)
+            assert _conforms(data, schema) == valid, data
+            outcomes[valid] += 1
+        assert outcomes[True] > 300 and outcomes[False] > 300  # both sides of the schema were exercised
