@@ -165,7 +165,10 @@ def test_readme_parameter_table_lists_every_field() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
-def test_readme_python_examples_run(index: int, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_examples_run(
+    index: int, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # an example may write (an LLM cache): not into the repository
     block = re.findall(r"```python\n(.*?)```", README, re.S)[index]
     exec(compile(block, f"README.md python block {index}", "exec"), {})
     assert capsys.readouterr().out  # every example prints something

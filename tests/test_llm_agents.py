@@ -472,3 +472,21 @@ def test_fast_schema_check_agrees_with_jsonschema() -> None:
             assert _conforms(data, schema) == valid, data
             outcomes[valid] += 1
         assert outcomes[True] > 300 and outcomes[False] > 300  # both sides of the schema were exercised
+
+
+def test_an_interrupted_llm_run_resumes_from_its_saved_episodes(tmp_path: Path) -> None:
+    from eq_env.experiments import Condition, run_one
+
+    configure(cache="off")  # every episode not yet saved must be asked again
+    with ScriptedLLMServer() as server:
+        condition = Condition(PAPER, f"llm:model=m,base_url={server.url}", "rule", 10)
+        full = run_one(condition, 4, episode_dir=tmp_path / "full", concurrency=3)
+        saved = (tmp_path / "full" / f"{condition.key}-4.jsonl").read_text().splitlines()
+        assert len(saved) == 10 and len(server.requests) == 10
+        partial = tmp_path / "partial"
+        partial.mkdir()
+        (partial / f"{condition.key}-4.jsonl").write_text("\n".join(saved[:6]) + "\n" + saved[6][:40])  # torn line
+        LLMClient.forget()
+        resumed = run_one(condition, 4, episode_dir=partial, concurrency=3)
+        assert len(server.requests) == 10 + 4  # only the four episodes that were not saved whole
+    assert resumed["metrics"] == full["metrics"]
