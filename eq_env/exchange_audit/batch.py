@@ -57,6 +57,7 @@ __all__ = [
     "SubmissionBatch",
     "ValidatorBatch",
     "is_batchable",
+    "proposer_batch",
     "rule_decision_batch",
     "sample_nature",
     "simulate",
@@ -333,12 +334,10 @@ def _clip(x: np.ndarray, i: int) -> np.ndarray:
     return np.minimum(np.maximum(x, _NUMBER_LOW[i]), _NUMBER_HIGH[i])
 
 
-def _chunk(
-    config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
-) -> dict[str, np.ndarray]:
-    nature = sample_nature(config, *draws)
+def proposer_batch(nature: Nature, config: ExchangeAuditConfig) -> ProposerBatch:
+    """What the proposers of these episodes observe (numbers clipped as the observation space clips them)."""
     reveal = config.reveal_compliance
-    views = ProposerBatch(
+    return ProposerBatch(
         config=config,
         intent=nature.intent,
         observed_risk=_clip(nature.observed_risk, 0),
@@ -348,6 +347,13 @@ def _chunk(
         known_risk_within_limit=nature.risk_within_limit if reveal else None,
         known_net_delta_bounded=nature.net_delta_bounded if reveal else None,
     )
+
+
+def _chunk(
+    config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
+) -> dict[str, np.ndarray]:
+    nature = sample_nature(config, *draws)
+    views = proposer_batch(nature, config)
     sub = proposer.act_batch(views)
     audit = run_audit_batch(sub, nature, config)
     approve = np.asarray(

@@ -1,0 +1,243 @@
+"""Numeric features of the observations and a discrete artifact space, for RL and best responses.
+
+Both roles' observations become flat float32 vectors (what an MLP policy
+takes); the same function works on one typed view or on a batch, so a policy
+trained on the single-agent Gymnasium views acts identically in the batch
+engine.
+
+The proposer's *artifact space* discretises what it can send, relative to its
+observation (this is the space the RL proposer acts in and the best-response
+search enumerates):
+
+============  ======================================================
+component     choices
+============  ======================================================
+action        0 NO_TRADE, 1 REQUEST_APPROVAL
+intent        0 report the true intent, 1 report HEDGE
+numbers       0 report the observed numbers, 1 shade them just inside the safe margin
+claim intent  0 omit, 1 assert HEDGE, 2 state SPECULATE
+claim risk    0 omit, 1 assert within limit, 2 state not within
+claim delta   0 omit, 1 assert bounded, 2 state not bounded
+text          0, 6 or 18 words
+============  ======================================================
+
+(2·2·2·3·3·3·3 = 648 artifacts.) The honest proposer is in the space: it
+reports what it sees and states each claim as it believes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from eq_env.exchange_audit.batch import ABSENT, HEDGE, SPECULATE, ProposerBatch, SubmissionBatch, ValidatorBatch
+from eq_env.exchange_audit.game import (
+    Artifact,
+    AuditOutcome,
+    Claims,
+    Intent,
+    Proposal,
+    ProposerAction,
+    ProposerView,
+    Submission,
+    ValidatorView,
+    estimated_tokens,
+)
+
+__all__ = [
+    "ARTIFACT_NVEC",
+    "ARTIFACT_WORDS",
+    "N_ARTIFACTS",
+    "PROPOSER_FEATURES",
+    "VALIDATOR_FEATURES",
+    "all_artifacts",
+    "artifact_index",
+    "artifact_submission",
+    "artifact_submissions",
+    "describe_artifact",
+    "proposer_features",
+    "proposer_features_batch",
+    "validator_features",
+    "validator_features_batch",
+]
+
+ARTIFACT_NVEC = (2, 2, 2, 3, 3, 3, 3)
+ARTIFACT_WORDS = (0, 6, 18)
+N_ARTIFACTS = int(np.prod(ARTIFACT_NVEC))
+SHADE = 0.01  # reported numbers sit this far inside the safe margin when shaded
+
+
+def all_artifacts() -> np.ndarray:
+    """Every artifact as a row of choices, (648, 7), in the order of :func:`artifact_index`."""
+    return np.array(list(itertools.product(*(range(n) for n in ARTIFACT_NVEC))), dtype=np.int64)
+
+
+def artifact_index(choices: np.ndarray) -> np.ndarray:
+    """Row(s) of choices → flat index in [0, 648) (mixed radix, first component most significant)."""
+    idx = np.zeros(np.asarray(choices).shape[:-1], dtype=np.int64)
+    for i, n in enumerate(ARTIFACT_NVEC):
+        idx = idx * n + np.asarray(choices)[..., i]
+    return idx
+
+
+def _claim(code: int, favourable: Any, unfavourable: Any) -> Any:
+    return None if code == 0 else (favourable if code == 1 else unfavourable)
+
+
+def artifact_submission(view: ProposerView, choices: Any) -> Submission:
+    """The :class:`Submission` an artifact (7 choices) makes from this observation."""
+    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices)
+    pub = view.public
+    risk, delta = view.observed_risk, view.observed_net_delta
+    if numbers_mode:
+        inside = pub.safe_margin + SHADE
+        risk = max(0.0, min(risk, pub.risk_limit - inside))
+        delta = (-1.0 if delta < 0 else 1.0) * max(0.0, min(abs(delta), pub.delta_limit - inside))
+    intent = Intent.HEDGE if intent_mode else view.intent
+    claims = Claims(_claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False))
+    words = min(ARTIFACT_WORDS[text], pub.max_words)
+    artifact = Artifact(claims, "", words, estimated_tokens(words))  # numeric policy: words without a text
+    action = ProposerAction.REQUEST_APPROVAL if act else ProposerAction.NO_TRADE
+    return Submission(action, Proposal(intent, risk, delta, view.observed_hedge_size), artifact)
+
+
+def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBatch:
+    """:func:`artifact_submission` for a batch: ``choices`` is (n, 7) or one row for all."""
+    c = np.broadcast_to(np.asarray(choices, dtype=np.int64), (v.n, len(ARTIFACT_NVEC)))
+    cfg = v.config
+    inside = cfg.safe_margin + SHADE
+    shaded = c[:, 2] == 1
+    risk = np.where(shaded, np.maximum(0.0, np.minimum(v.observed_risk, v.risk_limit - inside)), v.observed_risk)
+    sign = np.where(v.observed_net_delta < 0, -1.0, 1.0)
+    shaded_delta = sign * np.maximum(0.0, np.minimum(np.abs(v.observed_net_delta), v.delta_limit - inside))
+    words = np.minimum(np.array(ARTIFACT_WORDS)[c[:, 6]], cfg.max_words).astype(np.int64)
+
+    def claim(col: np.ndarray, favourable: np.int8, unfavourable: np.int8) -> np.ndarray:
+        return np.where(col == 0, ABSENT, np.where(col == 1, favourable, unfavourable)).astype(np.int8)
+
+    return SubmissionBatch(
+        request=c[:, 0] == 1,
+        reported_intent=np.where(c[:, 1] == 1, HEDGE, v.intent).astype(np.int8),
+        reported_risk=risk,
+        reported_net_delta=np.where(shaded, shaded_delta, v.observed_net_delta),
+        reported_hedge_size=v.observed_hedge_size,
+        claim_intent=claim(c[:, 3], HEDGE, SPECULATE),
+        claim_risk_within_limit=claim(c[:, 4], np.int8(1), np.int8(0)),
+        claim_net_delta_bounded=claim(c[:, 5], np.int8(1), np.int8(0)),
+        claim_risk_metric=np.zeros(v.n, dtype=bool),
+        claim_confidence=np.full(v.n, ABSENT, dtype=np.int8),
+        words=words,
+        tokens=(4 * words + 2) // 3,
+    )
+
+
+def describe_artifact(choices: Any) -> str:
+    """A short human description of an artifact."""
+    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices)
+    if not act:
+        head = "NO_TRADE"
+    else:
+        head = "REQUEST" + (" as HEDGE" if intent_mode else "") + (", numbers shaded inside" if numbers_mode else "")
+    names = (
+        ("intent", "HEDGE", "SPECULATE"),
+        ("risk_within_limit", "true", "false"),
+        ("net_delta_bounded", "true", "false"),
+    )
+    claims = [
+        f"{n}={fav if code == 1 else unfav}" for (n, fav, unfav), code in zip(names, (ci, cr, cd), strict=True) if code
+    ]
+    return f"{head}; claims: {', '.join(claims) or 'none'}; {ARTIFACT_WORDS[text]} words"
+
+
+# ---------------------------------------------------------------------------
+# Observation features
+# ---------------------------------------------------------------------------
+PROPOSER_FEATURES = (
+    "intent_hedge", "observed_risk", "observed_net_delta", "observed_hedge_size", "risk_margin", "delta_margin",
+    "known_risk_ok", "known_delta_ok", "q", "checks_per_audit/4", "V", "L", "alpha*10", "no_trade_payoff",
+    "safe_margin*10", "noise_sd*10",
+)  # fmt: skip
+
+
+def _tri(value: Any) -> float:
+    return 0.0 if value is None else (1.0 if value else -1.0)
+
+
+def proposer_features(view: ProposerView) -> np.ndarray:
+    """The proposer's observation as floats (names in :data:`PROPOSER_FEATURES`)."""
+    p = view.public
+    return np.array(
+        [
+            float(view.intent is Intent.HEDGE), view.observed_risk, view.observed_net_delta,
+            view.observed_hedge_size, p.risk_limit - view.observed_risk, p.delta_limit - abs(view.observed_net_delta),
+            _tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded), p.q, p.checks_per_audit / 4,
+            p.V, p.L, p.alpha * 10, p.no_trade_payoff, p.safe_margin * 10, p.noise_sd * 10,
+        ],
+        dtype=np.float32,
+    )  # fmt: skip
+
+
+def proposer_features_batch(v: ProposerBatch) -> np.ndarray:
+    """:func:`proposer_features` for a batch, (n, 16)."""
+    c = v.config
+    n = v.n
+    known_r = np.zeros(n) if v.known_risk_within_limit is None else np.where(v.known_risk_within_limit, 1.0, -1.0)
+    known_d = np.zeros(n) if v.known_net_delta_bounded is None else np.where(v.known_net_delta_bounded, 1.0, -1.0)
+    const = [c.q, c.checks_per_audit / 4, c.V, c.L, c.alpha * 10, c.no_trade_payoff, c.safe_margin * 10,
+             c.noise_sd * 10]  # fmt: skip
+    cols = [
+        (v.intent == HEDGE).astype(np.float64), v.observed_risk, v.observed_net_delta, v.observed_hedge_size,
+        v.risk_limit - v.observed_risk, v.delta_limit - np.abs(v.observed_net_delta), known_r, known_d,
+        *(np.full(n, x) for x in const),
+    ]  # fmt: skip
+    return np.stack(cols, axis=1).astype(np.float32)
+
+
+VALIDATOR_FEATURES = (
+    "requested", "reported_hedge", "reported_risk", "reported_net_delta", "risk_margin", "delta_margin",
+    "claim_intent", "claim_risk", "claim_delta", "words/60", "audited", "audit_pass", "audit_fail",
+    "audit_inconclusive", "revealed", "ambiguous", "q", "checks_per_audit/4", "V", "bad_approval_loss/10",
+)  # fmt: skip
+
+
+def validator_features(view: ValidatorView) -> np.ndarray:
+    """The validator's observation as floats (names in :data:`VALIDATOR_FEATURES`)."""
+    s, a, p = view.submission, view.audit, view.public
+    c = s.artifact.claims
+    return np.array(
+        [
+            float(s.action is ProposerAction.REQUEST_APPROVAL), float(s.proposal.intent is Intent.HEDGE),
+            s.proposal.risk, s.proposal.net_delta, p.risk_limit - s.proposal.risk,
+            p.delta_limit - abs(s.proposal.net_delta),
+            0.0 if c.intent is None else (1.0 if c.intent is Intent.HEDGE else -1.0),
+            _tri(c.risk_within_limit), _tri(c.net_delta_bounded), s.artifact.words / 60,
+            float(a.audited), float(a.outcome is AuditOutcome.PASS), float(a.outcome is AuditOutcome.FAIL),
+            float(a.outcome is AuditOutcome.INCONCLUSIVE), _tri(a.revealed_compliant), float(view.ambiguous),
+            p.q, p.checks_per_audit / 4, p.V, p.bad_approval_loss / 10,
+        ],
+        dtype=np.float32,
+    )  # fmt: skip
+
+
+def validator_features_batch(v: ValidatorBatch) -> np.ndarray:
+    """:func:`validator_features` for a batch, (n, 20)."""
+    s, a, c = v.submissions, v.audit, v.config
+    n = len(v.ambiguous)
+
+    def tri(code: np.ndarray, favourable: int) -> np.ndarray:
+        return np.where(code == ABSENT, 0.0, np.where(code == favourable, 1.0, -1.0))
+
+    revealed = np.where(a.revealed_compliant == ABSENT, 0.0, np.where(a.revealed_compliant == 1, 1.0, -1.0))
+    const = [c.q, c.checks_per_audit / 4, c.V, c.bad_approval_loss / 10]
+    cols = [
+        s.request.astype(np.float64), (s.reported_intent == HEDGE).astype(np.float64), s.reported_risk,
+        s.reported_net_delta, v.risk_limit - s.reported_risk, v.delta_limit - np.abs(s.reported_net_delta),
+        tri(s.claim_intent, int(HEDGE)), tri(s.claim_risk_within_limit, 1), tri(s.claim_net_delta_bounded, 1),
+        s.words / 60, a.audited.astype(np.float64), (a.outcome == AuditOutcome.PASS).astype(np.float64),
+        (a.outcome == AuditOutcome.FAIL).astype(np.float64),
+        (a.outcome == AuditOutcome.INCONCLUSIVE).astype(np.float64), revealed, v.ambiguous.astype(np.float64),
+        *(np.full(n, x) for x in const),
+    ]  # fmt: skip
+    return np.stack(cols, axis=1).astype(np.float32)
