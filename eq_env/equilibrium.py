@@ -199,12 +199,12 @@ def proposer_best_response(
     ``honest`` (default: the honest proposer that judges compliance from what it knows)
     is the reference the gap is measured against.
     """
-    validator_policy = make_policy(validator, "validator")
+    validator_policy: Any = make_policy(validator, "validator")
     if not is_batchable(validator_policy):
         raise ValueError(f"the best-response search needs a validator that acts in bulk; {validator_policy!r} does not")
     if honest is None:
         honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
-    honest_policy = make_policy(honest, "proposer")
+    honest_policy: Any = make_policy(honest, "proposer")
     half = episodes // 2
     nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
     fit, test = _split(nature, half)
@@ -266,7 +266,8 @@ def proposer_best_response(
 
 def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:
     def part(sl: slice) -> Nature:
-        return Nature(**{k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in nature.__dict__.items()})
+        values: dict[str, Any] = {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in nature.__dict__.items()}
+        return Nature(**values)
 
     return part(slice(0, half)), part(slice(half, 2 * half))
 
@@ -354,8 +355,8 @@ def validator_best_response(
     seed: int = 0,
 ) -> ValidatorBestResponse:
     """Search the validator's best response to ``proposer``, measured against ``reference``."""
-    proposer_policy = make_policy(proposer, "proposer")
-    reference_policy = make_policy(reference, "validator")
+    proposer_policy: Any = make_policy(proposer, "proposer")
+    reference_policy: Any = make_policy(reference, "validator")
     for p in (proposer_policy, reference_policy):
         if not is_batchable(p):
             raise ValueError(f"the best-response search needs policies that act in bulk; {p!r} does not")
@@ -374,7 +375,7 @@ def validator_best_response(
     n_cells = int(max(cells.max(initial=0), _validator_cells(tview).max(initial=0))) + 1
     approve_cell = np.bincount(cells, weights=gain, minlength=n_cells) > 0
     reference_policy.reset(seed=0)
-    ref_decision = np.asarray(reference_policy.act_batch(tview), dtype=bool) & tsub.request
+    ref_decision = np.asarray(reference_policy.act_batch(tview)).astype(bool) & tsub.request
     br_decision = approve_cell[_validator_cells(tview)] & tsub.request
     _, br_payoff = payoffs_batch(tsub, br_decision, taudit, test.compliant, config)
     _, ref_payoff = payoffs_batch(tsub, ref_decision, taudit, test.compliant, config)
