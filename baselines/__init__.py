@@ -1,4 +1,4 @@
-"""Scripted (and, later, RL) baselines for eq_env, registered as named policies.
+"""Scripted and RL baselines for eq_env, registered as named policies.
 
 =================  ==========  ====================================================
 name               role        policy
@@ -9,12 +9,14 @@ name               role        policy
 ``rule``           validator   :class:`~baselines.scripted.RuleValidator`
 ``approve``        validator   :class:`~baselines.scripted.AlwaysApprove`
 ``block``          validator   :class:`~baselines.scripted.AlwaysBlock`
+``sb3``            either      :class:`~baselines.rl.SB3Policy` (``sb3:path=DIR``, a model ``eq-env train`` saved)
 =================  ==========  ====================================================
 
 ``eq_env.policy.make_policy("honest:claims_from=observation,words=18")`` builds
 one from a spec; ``eq-env policies`` lists them with their parameters.
 """
 
+from baselines.rl import sb3_proposer, sb3_validator
 from baselines.scripted import (
     AlwaysApprove,
     AlwaysBlock,
@@ -40,3 +42,5 @@ register_policy("strategic", "proposer", StrategicProposer)
 register_policy("rule", "validator", RuleValidator)
 register_policy("approve", "validator", AlwaysApprove)
 register_policy("block", "validator", AlwaysBlock)
+register_policy("sb3", "proposer", sb3_proposer)
+register_policy("sb3", "validator", sb3_validator)

@@ -244,6 +244,61 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
     rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
 
+    tr = sub.add_parser(
+        "train",
+        help="train a proposer or validator with Stable-Baselines3 and evaluate it",
+        description="Train one role on its single-agent view against a fixed policy for the other role; save the "
+        "model, its configuration and a learning curve into --out; print its metrics on held-out seeds. The saved "
+        "model is then the policy spec 'sb3:path=OUT'.",
+    )
+    tr.add_argument("--role", choices=("proposer", "validator"), required=True)
+    tr.add_argument("--algo", choices=("ppo", "maskable_ppo", "dqn"), default="ppo")
+    tr.add_argument("--timesteps", type=int, default=50_000, help="environment steps (= episodes) to train on")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--out", type=Path, required=True, help="directory for the model and its reports")
+    tr.add_argument("--opponent", help="the other role's policy spec (default: rule validator / honest proposer)")
+    tr.add_argument("--reward-mode", choices=("individual", "welfare"), default="individual")
+    tr.add_argument("--q-values", help="comma-separated audit intensities to draw each episode's q from")
+    tr.add_argument("--eval-seeds", default="1000,1001,1002", help="held-out seeds for the evaluation")
+    tr.add_argument("--eval-episodes", type=int, default=2000)
+    _add_config_flags(tr)
+
+    sp = sub.add_parser("selfplay", help="alternate training of the proposer and the validator for K rounds")
+    sp.add_argument("--rounds", type=int, default=3)
+    sp.add_argument("--timesteps", type=int, default=30_000, help="steps per round")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
+    sp.add_argument("--out", type=Path, required=True)
+    _add_config_flags(sp)
+
+    eq = sub.add_parser(
+        "equilibrium",
+        help="best responses of both roles and their incentive to deviate",
+        description="Search the proposer's best response to the validator, and the validator's best response to "
+        "the proposer (exact over the audit, Monte Carlo over states); print both gaps and the deviations found.",
+    )
+    eq.add_argument("--validator", default="rule", help="the validator the proposer responds to (default rule)")
+    eq.add_argument("--proposer", help="the proposer the validator responds to (default: the honest proposer)")
+    eq.add_argument("--episodes", type=int, default=100_000)
+    eq.add_argument("--seed", type=int, default=0)
+    _add_config_flags(eq)
+
+    fr = sub.add_parser(
+        "frontier",
+        help="the deterrence frontier: eq. 3, the best response and PPO, side by side",
+        description="For several (V, L, B): the smallest q at which misreporting stops paying, from the paper's "
+        "eq. 3, this game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
+        "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
+    )
+    fr.add_argument("--out", type=Path, required=True)
+    fr.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    fr.add_argument("--qs", default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the q grid (default 0,0.1,...,1)")  # fmt: skip
+    fr.add_argument("--episodes", type=int, default=20_000, help="episodes per best response and per evaluation")
+    fr.add_argument("--timesteps", type=int, default=60_000, help="PPO training steps per scenario")
+    fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
+    fr.add_argument("--seed", type=int, default=0)
+
     sub.add_parser("policies", help="list the available policies and their parameters")
     return parser
 
@@ -411,6 +466,73 @@ def _nan(x: float | None) -> float:
     return math.nan if x is None else float(x)
 
 
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{what} must be comma-separated numbers, got {text!r}") from None
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from baselines.rl import train
+
+    config = config_from_args(args)
+    result = train(
+        args.role, args.out, algo=args.algo, timesteps=args.timesteps, seed=args.seed, config=config,
+        opponent=args.opponent, reward_mode=args.reward_mode,
+        q_values=_floats(args.q_values, "--q-values") if args.q_values else None,
+        eval_seeds=[int(x) for x in _floats(args.eval_seeds, "--eval-seeds")], eval_episodes=args.eval_episodes,
+        progress=None,
+    )  # fmt: skip
+    print(f"trained {result.role} ({result.algo}) for {result.timesteps} steps in {result.seconds:.1f} s "
+          f"({result.steps_per_second:.0f} steps/s); saved to {result.path}")  # fmt: skip
+    print(f"use it anywhere a policy goes: --{result.role} sb3:path={result.path}")
+    print(f"evaluation on held-out seeds {args.eval_seeds}, {args.eval_episodes} episodes each:\n")
+    print(result.table())
+    return 0
+
+
+def _cmd_selfplay(args: argparse.Namespace) -> int:
+    from baselines.rl import selfplay
+    from eq_env.report import markdown_table
+
+    history = selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
+                       config=config_from_args(args), algo=args.algo, progress=None)  # fmt: skip
+    columns = ["round", "trained", "approval_rate", "bad_approval_rate", "welfare", "proposer_payoff",
+               "validator_payoff"]  # fmt: skip
+    table = markdown_table(columns, [[h[c] for c in columns] for h in history])
+    (args.out / "selfplay.md").write_text(table)
+    print(table)
+    return 0
+
+
+def _cmd_equilibrium(args: argparse.Namespace) -> int:
+    from eq_env.equilibrium import analytic_threshold, proposer_best_response, validator_best_response
+
+    config = config_from_args(args)
+    proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
+    print(f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
+          f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n")  # fmt: skip
+    print(proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed).summary())
+    print()
+    print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
+                                  seed=args.seed).summary())  # fmt: skip
+    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
+    game_q = max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
+    print(f"\neq. 3 deters a one-claim lie from q = {q_star:.3f} (inf: never); in this game a lie that shades the "
+          f"numbers and states no false claim pays while q < {game_q:.3f}")  # fmt: skip
+    return 0
+
+
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from eq_env.frontier import frontier
+
+    frontier(args.out, preset=args.preset, qs=_floats(args.qs, "--qs"), episodes=args.episodes,
+             timesteps=args.timesteps, seed=args.seed, train_ppo=not args.no_ppo, progress=None)  # fmt: skip
+    print((args.out / "frontier.md").read_text())
+    return 0
+
+
 def _cmd_policies(_: argparse.Namespace) -> int:
     from eq_env.policy import available_policies
 
@@ -436,6 +558,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_sweep(args)
         if args.command == "rerun":
             return _cmd_rerun(args)
+        commands = {"train": _cmd_train, "selfplay": _cmd_selfplay, "equilibrium": _cmd_equilibrium,
+                    "frontier": _cmd_frontier}  # fmt: skip
+        if args.command in commands:
+            return commands[args.command](args)
     except (ValueError, TypeError, OSError) as err:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -110,7 +110,11 @@ class EpisodeRecord:
 
     @property
     def misreported(self) -> bool:
-        """The reported position differs from what the proposer observed (intent: from the truth)."""
+        """A request whose reported position differs from what the proposer observed (intent: from the truth).
+
+        A NO_TRADE's reported numbers are not acted on, so they do not count."""
+        if self.proposer_action != ProposerAction.REQUEST_APPROVAL.name:
+            return False
         low, high = NUMBER_BOUNDS
         observed = np.clip([self.observed_risk, self.observed_net_delta, self.observed_hedge_size], low, high)
         reported = (self.reported_risk, self.reported_net_delta, self.reported_hedge_size)
@@ -418,7 +422,7 @@ METRICS: dict[str, str] = {
     "audit_fail_rate": "failed / audited episodes (undefined without audits)",
     "request_rate": "REQUEST_APPROVAL / episodes",
     "claim_truthfulness": "stated intent/limit claims that are true / all stated",
-    "misreport_rate": "reported position differs from the observed one / episodes",
+    "misreport_rate": "requests whose reported position differs from the observed one / episodes",
     "proposer_payoff": "mean proposer payoff",
     "validator_payoff": "mean validator payoff",
 }

@@ -391,6 +391,7 @@ def outcome_columns(
     misreported = sub.reported_intent != nature.intent
     for r, o in zip(reported, observed, strict=True):
         misreported = misreported | (np.abs(r - o) > 1e-9)
+    misreported = misreported & sub.request  # a NO_TRADE's numbers are not acted on
     return {
         "ambiguous": nature.ambiguous,
         "intent": nature.intent,

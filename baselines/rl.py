@@ -1,0 +1,343 @@
+"""RL baselines: train proposers and validators with Stable-Baselines3, and use them as policies.
+
+:func:`train` trains one role on its single-agent view
+(:mod:`eq_env.exchange_audit.views`) against a fixed policy for the other
+role, evaluates it on held-out seeds, and saves into a directory:
+
+* ``model.zip`` (the SB3 model) and ``policy.json`` (role, algorithm, action
+  encoding, the game configuration, the opponent, reward mode, seed);
+* ``learning_curve.png`` and ``learning_curve.csv`` (mean episode reward per rollout);
+* ``eval.json`` (the runner's metrics on held-out seeds).
+
+A saved model is a policy like any other: :meth:`SB3Policy.load`, or the spec
+``sb3:path=DIR`` anywhere a policy spec is accepted (``eq-env play``,
+``reproduce``, ``sweep``). It acts in bulk too (``act_batch``: one batched
+forward pass), so the batch engine and the best-response search can use it.
+
+:func:`selfplay` alternates: the proposer against the validator, then the
+validator against that proposer, for K rounds.
+
+Training is single-threaded (``torch.set_num_threads(1)``): with 2 cores,
+PPO's small networks run far slower when torch spreads them over threads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eq_env.exchange_audit.batch import ProposerBatch, SubmissionBatch, ValidatorBatch
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.features import (
+    ARTIFACT_NVEC,
+    all_artifacts,
+    artifact_submission,
+    artifact_submissions,
+    proposer_features,
+    proposer_features_batch,
+    validator_features,
+    validator_features_batch,
+)
+from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
+from eq_env.policy import Role
+
+__all__ = ["ALGOS", "SB3Policy", "TrainResult", "selfplay", "train"]
+
+ALGOS = ("ppo", "maskable_ppo", "dqn")
+FEATURES_VERSION = 1  # bump when the feature vectors change: old models then refuse to load
+_ARTIFACTS = all_artifacts()
+
+
+def _sb3_class(algo: str) -> Any:
+    if algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO
+    if algo == "dqn":
+        from stable_baselines3 import DQN
+
+        return DQN
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+
+
+class SB3Policy:
+    """A trained Stable-Baselines3 model playing its role in the game.
+
+    Args:
+        path: the directory :func:`train` wrote (``model.zip`` and ``policy.json``).
+        deterministic: act on the most likely action (default) or sample.
+    """
+
+    def __init__(self, path: str | Path, deterministic: bool = True) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "policy.json"
+        if not meta_path.exists():
+            raise ValueError(f"{self.path} is not a trained policy: no policy.json (train one with eq-env train)")
+        self.meta = json.loads(meta_path.read_text())
+        if self.meta.get("features_version") != FEATURES_VERSION:
+            raise ValueError(
+                f"{self.path} was trained on feature version {self.meta.get('features_version')}, this package "
+                f"computes version {FEATURES_VERSION}; train it again"
+            )
+        self.role: Role = self.meta["role"]
+        self.deterministic = bool(deterministic)
+        self.encoding = self.meta.get("action_encoding", "multidiscrete")
+        import torch
+
+        torch.set_num_threads(1)
+        self.model = _sb3_class(self.meta["algo"]).load(self.path / "model.zip", device="cpu")
+
+    @classmethod
+    def load(cls, path: str | Path, deterministic: bool = True) -> SB3Policy:
+        return cls(path, deterministic)
+
+    def __repr__(self) -> str:
+        return f"SB3Policy({str(self.path)!r}, role={self.role!r}, algo={self.meta['algo']!r})"
+
+    def reset(self, seed: int | None = None) -> None:
+        if not self.deterministic and seed is not None:
+            self.model.set_random_seed(seed)
+
+    def _predict(self, features: np.ndarray) -> np.ndarray:
+        action, _ = self.model.predict(features, deterministic=self.deterministic)
+        return np.asarray(action)
+
+    def _choices(self, actions: np.ndarray) -> np.ndarray:
+        if self.encoding == "discrete":
+            return _ARTIFACTS[actions.reshape(-1).astype(np.int64)]
+        return actions.reshape(-1, len(ARTIFACT_NVEC)).astype(np.int64)
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        if self.role == "proposer":
+            view = decode_proposer_observation(observation)
+            choices = self._choices(self._predict(proposer_features(view)[None, :]))[0]
+            return encode_submission(artifact_submission(view, choices))
+        decision = int(self._predict(validator_features(decode_validator_observation(observation))[None, :])[0])
+        return decision if observation["action_mask"][decision] else 0
+
+    def act_batch(self, views: Any) -> Any:
+        if self.role == "proposer":
+            assert isinstance(views, ProposerBatch)
+            out: SubmissionBatch = artifact_submissions(
+                views, self._choices(self._predict(proposer_features_batch(views)))
+            )
+            return out
+        assert isinstance(views, ValidatorBatch)
+        return self._predict(validator_features_batch(views)).reshape(-1).astype(bool)
+
+
+def _sb3_for(role: Role) -> Any:
+    def factory(path: str, deterministic: bool = True) -> SB3Policy:
+        policy = SB3Policy(path, deterministic)
+        if policy.role != role:
+            raise ValueError(f"{path} holds a trained {policy.role}, not a {role}")
+        return policy
+
+    factory.__doc__ = f"A {role} trained with eq-env train (Stable-Baselines3), loaded from its directory."
+    return factory
+
+
+sb3_proposer = _sb3_for("proposer")
+sb3_validator = _sb3_for("validator")
+
+
+# ---------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------
+@dataclass
+class TrainResult:
+    path: Path
+    role: str
+    algo: str
+    timesteps: int
+    seconds: float
+    steps_per_second: float
+    curve: list[tuple[int, float]]
+    evaluation: dict[str, tuple[float, float]]
+
+    def table(self) -> str:
+        from eq_env.runner import format_metrics_table
+
+        return format_metrics_table(self.evaluation)
+
+
+def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
+    if algo in ("ppo", "maskable_ppo"):
+        # every episode is one step: short rollouts, many updates; gamma is moot
+        rollout = int(min(2048, max(64, timesteps // 10)))
+        n_steps = max(8, rollout // n_envs)
+        return {"n_steps": n_steps, "batch_size": min(256, n_steps * n_envs), "learning_rate": 1e-3, "n_epochs": 5,
+                "ent_coef": 0.01, "gamma": 0.0, "gae_lambda": 1.0}  # fmt: skip
+    return {"learning_rate": 5e-4, "buffer_size": 50_000, "learning_starts": min(1000, timesteps // 10),
+            "exploration_fraction": 0.5, "gamma": 0.0, "train_freq": 4, "target_update_interval": 500}  # fmt: skip
+
+
+def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
+              q_values: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
+    from eq_env.exchange_audit.views import ExchangeAuditProposerEnv, ExchangeAuditValidatorEnv
+
+    if role == "proposer":
+        encoding = "discrete" if algo == "dqn" else "multidiscrete"
+        return ExchangeAuditProposerEnv(opponent, config=config, reward_mode=reward_mode, action_encoding=encoding,
+                                        q_values=q_values)  # fmt: skip
+    if role == "validator":
+        return ExchangeAuditValidatorEnv(opponent, config=config, reward_mode=reward_mode, q_values=q_values)
+    raise ValueError(f"role must be 'proposer' or 'validator', got {role!r}")
+
+
+def train(
+    role: Role,
+    out: str | Path,
+    *,
+    algo: str = "ppo",
+    timesteps: int = 50_000,
+    seed: int = 0,
+    config: ExchangeAuditConfig | None = None,
+    opponent: Any = None,
+    reward_mode: str = "individual",
+    q_values: Sequence[float] | None = None,
+    eval_seeds: Sequence[int] = (1000, 1001, 1002),
+    eval_episodes: int = 2000,
+    progress: bool | None = None,
+    n_envs: int = 8,
+) -> TrainResult:
+    """Train ``role`` against ``opponent`` (default: the rule validator, or the honest proposer).
+
+    ``n_envs`` copies of the view step together (one batched forward pass for
+    all of them), seeded ``seed``, ``seed + 1``...; evaluation uses
+    ``eval_seeds``, which training never sees.
+    """
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    from tqdm.auto import tqdm
+
+    from eq_env.runner import evaluate
+
+    if algo not in ALGOS:
+        raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+    if algo == "dqn" and role == "validator":
+        pass  # Discrete(2): fine
+    if isinstance(timesteps, bool) or not isinstance(timesteps, int) or timesteps < 64:
+        raise ValueError(f"timesteps must be an integer of at least 64, got {timesteps!r}")
+    torch.set_num_threads(1)
+    config = config or ExchangeAuditConfig()
+    opponent = opponent if opponent is not None else ("rule" if role == "proposer" else "honest")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = DummyVecEnv(
+        [lambda: Monitor(make_view(role, opponent, config, reward_mode, q_values=q_values, algo=algo))] * n_envs
+    )
+    env.seed(seed)
+    curve: list[tuple[int, float]] = []
+
+    class Curve(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bar = tqdm(total=timesteps, desc=f"train {role} ({algo})", unit="step",
+                            disable=None if progress is None else not progress)  # fmt: skip
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.model.n_envs)
+            return True
+
+        def _on_rollout_end(self) -> None:
+            buffer = self.model.ep_info_buffer
+            if buffer:
+                curve.append((self.num_timesteps, float(np.mean([e["r"] for e in buffer]))))
+
+        def _on_training_end(self) -> None:
+            self.bar.close()
+
+    cls = _sb3_class(algo)
+    model = cls("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **_hyperparameters(algo, timesteps, n_envs))
+    started = time.perf_counter()
+    model.learn(total_timesteps=timesteps, callback=Curve())
+    seconds = time.perf_counter() - started
+    model.save(out / "model.zip")
+    meta = {
+        "role": role, "algo": algo, "features_version": FEATURES_VERSION,
+        "action_encoding": "discrete" if (algo == "dqn" and role == "proposer") else "multidiscrete",
+        "config": config.to_dict(), "q_values": list(q_values) if q_values is not None else None,
+        "opponent": opponent if isinstance(opponent, str) else repr(opponent), "reward_mode": reward_mode,
+        "timesteps": timesteps, "seed": seed, "seconds": seconds,
+    }  # fmt: skip
+    (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
+    _write_curve(out, curve, f"{role} ({algo}) vs {meta['opponent']}")
+
+    trained = SB3Policy(out)
+    proposer: Any = trained if role == "proposer" else opponent
+    validator: Any = opponent if role == "proposer" else trained
+    ev = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=list(eval_seeds))
+    summary = ev.summary
+    (out / "eval.json").write_text(json.dumps({
+        "seeds": list(eval_seeds), "episodes": eval_episodes,
+        "metrics": {k: {"mean": _num(m), "std": _num(s)} for k, (m, s) in summary.items()},
+    }, indent=2) + "\n")  # fmt: skip
+    return TrainResult(out, role, algo, timesteps, seconds, timesteps / seconds, curve, summary)
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def _write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:
+    from eq_env.report import plot_lines, write_csv
+
+    write_csv(out / "learning_curve.csv", [{"timesteps": t, "mean_reward": r} for t, r in curve],
+              ["timesteps", "mean_reward"])  # fmt: skip
+    if curve:
+        plot_lines(out / "learning_curve.png",
+                   [{"ylabel": "mean episode reward", "series": [{"label": title, "x": [t for t, _ in curve],
+                                                                 "y": [r for _, r in curve], "style": {"fmt": "-"}}]}],
+                   xlabel="timesteps")  # fmt: skip
+
+
+def selfplay(
+    out: str | Path,
+    *,
+    rounds: int = 3,
+    timesteps: int = 30_000,
+    seed: int = 0,
+    config: ExchangeAuditConfig | None = None,
+    algo: str = "ppo",
+    eval_episodes: int = 2000,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Alternate: train the proposer against the current validator, then the validator against it.
+
+    Round 0 is the proposer against the paper's rule validator. Returns, per
+    round, who was trained and the runner's metrics of the pair after it.
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    out = Path(out)
+    config = config or ExchangeAuditConfig()
+    proposer: Any = "honest"
+    validator: Any = "rule"
+    history = []
+    for r in range(rounds):
+        role: Role = "proposer" if r % 2 == 0 else "validator"
+        opponent = validator if role == "proposer" else proposer
+        result = train(role, out / f"round{r}_{role}", algo=algo, timesteps=timesteps, seed=seed + r, config=config,
+                       opponent=opponent, eval_episodes=eval_episodes, progress=progress)  # fmt: skip
+        trained = f"sb3:path={result.path}"
+        if role == "proposer":
+            proposer = trained
+        else:
+            validator = trained
+        history.append({"round": r, "trained": role, "proposer": str(proposer), "validator": str(validator),
+                        **{k: v[0] for k, v in result.evaluation.items()}})  # fmt: skip
+    return history
