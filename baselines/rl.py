@@ -48,7 +48,12 @@ from eq_env.exchange_audit.features import (
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.policy import Role
 
-__all__ = ["ALGOS", "SB3Policy", "TrainResult", "selfplay", "train"]
+__all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay", "train"]
+
+
+class NothingToLearnError(ValueError):
+    """The opponent never gives this role a decision to make (a proposer that never asks for approval)."""
+
 
 ALGOS = ("ppo", "maskable_ppo", "dqn")
 FEATURES_VERSION = 1  # bump when the feature vectors change: old models then refuse to load
@@ -177,7 +182,9 @@ def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
         # every episode is one step: short rollouts, many updates; gamma is moot
         rollout = int(min(2048, max(64, timesteps // 10)))
         n_steps = max(8, rollout // n_envs)
-        return {"n_steps": n_steps, "batch_size": min(256, n_steps * n_envs), "learning_rate": 1e-3, "n_epochs": 5,
+        size = n_steps * n_envs
+        batch = max(d for d in range(1, min(256, size) + 1) if size % d == 0)  # divides the rollout: no ragged batch
+        return {"n_steps": n_steps, "batch_size": batch, "learning_rate": 1e-3, "n_epochs": 5,
                 "ent_coef": 0.01, "gamma": 0.0, "gae_lambda": 1.0}  # fmt: skip
     return {"learning_rate": 5e-4, "buffer_size": 50_000, "learning_starts": min(1000, timesteps // 10),
             "exploration_fraction": 0.5, "gamma": 0.0, "train_freq": 4, "target_update_interval": 500}  # fmt: skip
@@ -241,6 +248,12 @@ def train(
         [lambda: Monitor(make_view(role, opponent, config, reward_mode, q_values=q_values, algo=algo))] * n_envs
     )
     env.seed(seed)
+    try:
+        env.reset()
+    except RuntimeError as err:
+        if "NO_TRADE" in str(err):
+            raise NothingToLearnError(f"{opponent} never asks for approval") from None
+        raise
     curve: list[tuple[int, float]] = []
 
     class Curve(BaseCallback):
@@ -331,8 +344,17 @@ def selfplay(
     for r in range(rounds):
         role: Role = "proposer" if r % 2 == 0 else "validator"
         opponent = validator if role == "proposer" else proposer
-        result = train(role, out / f"round{r}_{role}", algo=algo, timesteps=timesteps, seed=seed + r, config=config,
-                       opponent=opponent, eval_episodes=eval_episodes, progress=progress)  # fmt: skip
+        try:
+            result = train(role, out / f"round{r}_{role}", algo=algo, timesteps=timesteps, seed=seed + r,
+                           config=config, opponent=opponent, eval_episodes=eval_episodes,
+                           progress=progress)  # fmt: skip
+        except NothingToLearnError as err:
+            from eq_env.runner import evaluate
+
+            metrics = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=[1000]).summary
+            history.append({"round": r, "trained": f"{role} (skipped: {err})", "proposer": str(proposer),
+                            "validator": str(validator), **{k: v[0] for k, v in metrics.items()}})  # fmt: skip
+            continue
         trained = f"sb3:path={result.path}"
         if role == "proposer":
             proposer = trained

@@ -204,7 +204,7 @@ class ExchangeAuditValidatorEnv(_View):
         skip_no_trade: bool = True,
         q_values: Sequence[float] | None = None,
         render_mode: str | None = None,
-        max_skips: int = 10_000,
+        max_skips: int = 1000,
         **overrides: Any,
     ) -> None:
         super().__init__("validator", proposer, config, preset, reward_mode, q_values, render_mode, overrides)
