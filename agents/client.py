@@ -6,15 +6,20 @@
 * **structured output**: ``response_format`` with the JSON schema, falling back
   to JSON mode, then to plain text (from which the first JSON object is
   taken), when the endpoint rejects a mode; the mode that worked is kept;
-* **transport failures**: rate limits (429), server errors (5xx), timeouts
-  and connection errors are retried with exponential backoff and jitter,
-  honouring ``Retry-After``; after ``max_retries`` an :class:`LLMUnavailableError`
+* **transport failures**: rate limits (429), 408/409/425, server errors (5xx),
+  timeouts, connection errors and 2xx bodies that are not chat completions are
+  retried with exponential backoff and jitter, honouring ``Retry-After`` (seconds,
+  milliseconds or an HTTP date); after ``max_retries`` an :class:`LLMUnavailableError`
   is raised, which the runner records as a failed episode;
 * **record and replay**: an on-disk cache keyed by everything that changes a
   request (model, base URL, messages, sampling parameters, schema, prompt
   version; never the API key), and an in-memory one, so that the same request
   in one process — e.g. the with-artifacts and action-only regimes of one
-  state — gets the same sample.
+  state — gets the same sample; a request already in flight is not sent twice,
+  the second asker waits for the first answer. Final failures are recorded too:
+  a replay (``cache="read"``) fails the same way, ``readwrite`` asks again;
+* **usage**: tokens from the response's ``usage``, estimated (and flagged) when
+  an endpoint reports none.
 
 Runtime settings that do not change results (cache mode and directory,
 retries, timeouts, prices) live in :class:`LLMSettings`, set with
@@ -24,8 +29,11 @@ retries, timeouts, prices) live in :class:`LLMSettings`, set with
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import hashlib
 import json
+import math
 import os
 import random
 import time
@@ -49,7 +57,17 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class LLMUnavailableError(RuntimeError):
-    """The endpoint could not answer (after retries), or a replay found no recorded answer."""
+    """The endpoint could not answer (after retries), or a replay found no recorded answer.
+
+    ``requests`` and ``retries`` say what was tried, ``errors`` what went wrong each time.
+    """
+
+    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None
+                 ) -> None:  # fmt: skip
+        super().__init__(message)
+        self.requests = requests
+        self.retries = retries
+        self.errors = list(errors or [])
 
 
 @dataclass(frozen=True)
@@ -83,8 +101,12 @@ class LLMSettings:
             raise ValueError(f"cache must be one of {CACHE_MODES}, got {self.cache!r}")
         for name in ("max_retries", "backoff", "max_backoff", "timeout", "price_prompt", "price_completion"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        if not isinstance(self.max_retries, int):
+            raise ValueError(f"max_retries must be an integer, got {self.max_retries!r}")
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be positive (seconds per request), got {self.timeout!r}")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
 
 
@@ -104,7 +126,14 @@ def configure(**changes: Any) -> LLMSettings:
 
 @dataclass
 class Completion:
-    """One answer: its text, its cost in tokens, and how it was obtained."""
+    """One answer: its text, its cost in tokens, and how it was obtained.
+
+    ``prompt_tokens`` and ``completion_tokens`` are what the sample cost when it was drawn (from the
+    API's ``usage``; estimated at four characters a token, with ``usage_estimated``, when an
+    endpoint reports none). They are the same whether the answer comes from the endpoint, the cache
+    or a request in flight for the same key, so records do not depend on how a run was scheduled;
+    ``billed`` says whether this call paid for them.
+    """
 
     content: str
     prompt_tokens: int = 0
@@ -115,6 +144,16 @@ class Completion:
     cached: bool = False
     mode: str = ""
     errors: list[str] = field(default_factory=list)
+    usage_estimated: bool = False
+
+    @property
+    def billed(self) -> bool:
+        return not self.cached
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Completion:
+        return cls(record["content"], record["prompt_tokens"], record["completion_tokens"], cached=True,
+                   mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")))  # fmt: skip
 
 
 class ResponseCache:
@@ -127,10 +166,22 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored answer (``content`` and token counts) or failure (``error``); None for a miss,
+        which includes a file that is unreadable or not of that shape (it is then overwritten)."""
         try:
-            return json.loads(self._path(key).read_text())
+            value = json.loads(self._path(key).read_text())
         except (OSError, ValueError):
             return None
+        if not isinstance(value, dict):
+            return None
+        if isinstance(value.get("error"), str):
+            return value
+        ok = (
+            isinstance(value.get("content"), str)
+            and _count(value.get("prompt_tokens"))
+            and _count(value.get("completion_tokens"))
+        )
+        return value if ok else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         path = self._path(key)
@@ -141,7 +192,8 @@ class ResponseCache:
 
 
 def request_key(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    # ASCII escapes: any string, even one holding a lone surrogate, hashes
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
 _SCHEMA_DIGESTS: dict[int, tuple[dict[str, Any], str]] = {}
@@ -185,10 +237,12 @@ class LLMClient:
 
     # process-wide: the same request gets the same sample, whichever policy object asks
     _memory: ClassVar[dict[str, dict[str, Any]]] = {}
+    # requests in flight, by (event loop, key): a second asker waits for the first one's answer
+    _inflight: ClassVar[dict[tuple[int, str], asyncio.Future[tuple[str, Any]]]] = {}
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         self.model = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = resolve_base_url(base_url)
         self._mode_index = 0
         self._clients: dict[int, Any] = {}
 
@@ -227,6 +281,12 @@ class LLMClient:
         max_tokens: int,
         seed: int | None,
     ) -> Completion:
+        """One answer to ``messages``: from memory, the disk cache, a request in flight, or the endpoint.
+
+        Raises :class:`LLMUnavailableError` when the endpoint cannot answer after the retries,
+        and in replay mode (``cache="read"``) when there is no recording, or the recording is of a
+        failure (replayed as the same failure). In ``readwrite`` mode a recorded failure is asked again.
+        """
         s = settings()
         identity = {
             "model": self.model,
@@ -242,17 +302,44 @@ class LLMClient:
         stored = self._memory.get(key)
         if stored is None and s.cache in ("read", "readwrite"):
             stored = ResponseCache(s.cache_dir).get(key)
+            if stored is not None and "error" in stored:
+                if s.cache == "read":
+                    raise LLMUnavailableError(f"replayed failure: {stored['error']}")
+                stored = None  # readwrite: a recorded failure is worth asking again
         if stored is not None:
             self._memory[key] = stored
-            return Completion(stored["content"], stored["prompt_tokens"], stored["completion_tokens"], cached=True,
-                              mode=stored.get("mode", ""))  # fmt: skip
+            return Completion.from_record(stored)
         if s.cache == "read":
             raise LLMUnavailableError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
-        completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed)
+
+        loop = asyncio.get_running_loop()
+        slot = (id(loop), key)
+        pending = self._inflight.get(slot)
+        if pending is not None:  # the same request is on its way (e.g. the other regime of this state)
+            kind, value = await asyncio.shield(pending)
+            if kind == "error":
+                raise LLMUnavailableError(value)
+            return Completion.from_record(value)
+        future: asyncio.Future[tuple[str, Any]] = loop.create_future()
+        self._inflight[slot] = future
+        try:
+            completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed)
+        except LLMUnavailableError as err:
+            if s.cache in ("write", "readwrite") and ResponseCache(s.cache_dir).get(key) is None:
+                # recorded so that a replay fails the same way; never over a recorded answer
+                ResponseCache(s.cache_dir).put(key, {"error": str(err), "request": _describe(identity)})
+            future.set_result(("error", str(err)))
+            raise
+        except BaseException:  # cancelled: whoever waits asks for itself
+            future.set_result(("error", "the request was cancelled"))
+            raise
+        finally:
+            self._inflight.pop(slot, None)
         record = {"content": completion.content, "prompt_tokens": completion.prompt_tokens,
                   "completion_tokens": completion.completion_tokens, "mode": completion.mode,
-                  "request": {k: v for k, v in identity.items() if k != "messages"}}  # fmt: skip
+                  "usage_estimated": completion.usage_estimated, "request": _describe(identity)}  # fmt: skip
         self._memory[key] = record
+        future.set_result(("ok", record))
         if s.cache in ("write", "readwrite"):
             ResponseCache(s.cache_dir).put(key, record)
         return completion
@@ -284,45 +371,116 @@ class LLMClient:
             elif mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
             requests += 1
+            retry_after: Exception | None = None
             try:
                 # The SDK's plain POST, as its docs show for any endpoint: the same client, connection
                 # pool and errors as chat.completions.create, without its per-call parameter transform
                 # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields).
                 raw = await self._client().post("/chat/completions", cast_to=_raw(), body=kwargs)
+                content, usage = parse_chat_completion(raw.content)
             except openai.BadRequestError as err:
                 if mode != "text" and _about_response_format(err):
                     errors.append(f"{mode} rejected: {_short(err)}")
-                    self._mode_index += 1  # the endpoint does not support this mode; remember it
+                    # concurrent requests may all be rejected: move past this mode once, never further
+                    self._mode_index = max(self._mode_index, _MODES.index(mode) + 1)
                     continue
-                raise LLMUnavailableError(f"request rejected (400): {_short(err)}") from None
-            except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                    openai.APIConnectionError) as err:  # fmt: skip
+                raise LLMUnavailableError(f"request rejected (400): {_short(err)}", requests=requests,
+                                          retries=retries, errors=[*errors, _short(err)]) from None  # fmt: skip
+            except (openai.APITimeoutError, openai.APIConnectionError, UnreadableResponseError) as err:
                 errors.append(_short(err))
+                retry_after = err
+            except openai.APIStatusError as err:
+                if err.status_code not in RETRY_STATUSES and err.status_code < 500:
+                    # 401, 403, 404, 422...: asking again will not help
+                    raise LLMUnavailableError(f"request failed ({err.status_code}): {_short(err)}",
+                                              requests=requests, retries=retries,
+                                              errors=[*errors, _short(err)]) from None  # fmt: skip
+                errors.append(_short(err))
+                retry_after = err
+            if retry_after is not None:
                 if retries >= s.max_retries:
-                    raise LLMUnavailableError(f"gave up after {retries} retries: {'; '.join(errors)}") from None
-                await asyncio.sleep(_backoff(err, retries, s))
+                    raise LLMUnavailableError(
+                        f"gave up after {retries} retries: {'; '.join(errors)}",
+                        requests=requests,
+                        retries=retries,
+                        errors=errors,
+                    ) from None
+                await asyncio.sleep(_backoff(retry_after, retries, s))
                 retries += 1
                 continue
-            except openai.APIStatusError as err:  # 401, 403, 404...: asking again will not help
-                raise LLMUnavailableError(f"request failed ({err.status_code}): {_short(err)}") from None
-            try:
-                data = json.loads(raw.content)
-                choice = (data.get("choices") or [{}])[0]
-                content = (choice.get("message") or {}).get("content") or ""
-                usage = data.get("usage") or {}
-            except (ValueError, AttributeError, TypeError):
-                errors.append(f"unreadable response: {raw.content[:200]!r}")
-                content, usage = "", {}  # an empty reply: the policy re-asks, then falls back
+            estimated = usage is None
+            if usage is None:
+                usage = {"prompt_tokens": estimate_tokens("".join(m["content"] for m in messages)),
+                         "completion_tokens": estimate_tokens(content)}  # fmt: skip
             return Completion(
                 content=content,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
                 latency=time.perf_counter() - started,
                 retries=retries,
                 requests=requests,
                 mode=mode,
                 errors=errors,
+                usage_estimated=estimated,
             )
+
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx: the server may answer next time
+
+
+class UnreadableResponseError(ValueError):
+    """A 2xx body that is not a chat completion (a proxy's HTML page, a truncated body...): retried
+    like a server error, never cached."""
+
+
+def resolve_base_url(base_url: str | None) -> str:
+    """The endpoint a policy talks to: the argument, else ``OPENAI_BASE_URL``, else OpenAI's."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text when the endpoint reports no usage: about four characters a token."""
+    return max(1, -(-len(text) // 4)) if text else 0
+
+
+def parse_chat_completion(body: bytes) -> tuple[str, dict[str, int] | None]:
+    """(the first choice's message text, usage or None) from a chat-completion body.
+
+    A message without text (``content`` null, a refusal) is the empty string: a reply the policy
+    will find invalid and re-ask. Raises :class:`UnreadableResponseError` when the body is not a chat
+    completion at all.
+    """
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise UnreadableResponseError(f"not JSON: {body[:120]!r}") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise UnreadableResponseError(f"no choices in {body[:120]!r}")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise UnreadableResponseError(f"no message in {body[:120]!r}")
+    content = message.get("content")
+    if isinstance(content, list):  # content parts: keep the text ones
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    if not isinstance(content, str):
+        content = ""
+    usage = data.get("usage")
+    counts: dict[str, int] | None = None
+    if isinstance(usage, dict):
+        p: Any = usage.get("prompt_tokens")
+        c: Any = usage.get("completion_tokens")
+        if _count(p) and _count(c):
+            counts = {"prompt_tokens": p, "completion_tokens": c}
+    return content, counts
+
+
+def _count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _describe(identity: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in identity.items() if k != "messages"}
 
 
 def _about_response_format(err: Exception) -> bool:
@@ -339,16 +497,33 @@ def _short(err: Exception) -> str:
 MAX_RETRY_AFTER = 300.0  # a server asking for longer is treated as asking for this
 
 
+def _retry_after(headers: Any) -> float | None:
+    """Seconds a server asked us to wait (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP
+    date), or None when it did not say, or said something unreadable."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError):
+                continue
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=datetime.timezone.utc)
+            seconds = (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+        if math.isfinite(seconds):
+            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return None
+
+
 def _backoff(err: Exception, attempt: int, s: LLMSettings) -> float:
     """Exponential backoff with jitter; a server's Retry-After, when given, is honoured as asked."""
     response = getattr(err, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return min(max(float(value) / scale, 0.0), MAX_RETRY_AFTER)
-            except ValueError:
-                pass  # an HTTP date: fall back to our own backoff
+    asked = _retry_after(getattr(response, "headers", None) or {})
+    if asked is not None:
+        return asked
     cap = min(s.max_backoff, s.backoff * (2**attempt))
     return random.uniform(cap / 2, cap)  # jitter changes only timing, never results

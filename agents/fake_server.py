@@ -55,6 +55,7 @@ __all__ = [
     "honest_script",
     "observation_in",
     "reply_json",
+    "text_in",
     "view_from_observation",
 ]
 
@@ -68,6 +69,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     body: dict[str, Any] | None = None  # an error body, or a whole raw response
+    raw: bytes | None = None  # the exact bytes of the body (HTML from a proxy, a truncated body...)
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -87,13 +89,22 @@ def observation_in(request: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def text_in(request: dict[str, Any]) -> str:
+    """The proposer's text a validator prompt fences between ``<proposer_text>`` tags ("" if absent)."""
+    for message in request.get("messages", []):
+        m = re.search(r"<proposer_text>\n?(.*?)\n?</proposer_text>", message.get("content") or "", re.S)
+        if m:
+            return "" if m.group(1) == "(no text)" else m.group(1)
+    return ""
+
+
 def honest_script(request: dict[str, Any], n: int) -> Reply:
     """Answer as a sensible, honest participant, from the embedded observation."""
     obs = observation_in(request)
     if obs is None:
         return Reply(status=400, body={"error": {"message": "no <observation> in the prompt"}})
     if obs.get("role") == "validator":
-        return reply_json({"decision": rule_decision(view_from_observation(obs)).name,
+        return reply_json({"decision": rule_decision(view_from_observation(obs, text_in(request))).name,
                            "reason": "follows the audit and the typed claims"})  # fmt: skip
     seen = obs["observed"]
     limits = obs["limits"]
@@ -113,8 +124,9 @@ def honest_script(request: dict[str, Any], n: int) -> Reply:
     })  # fmt: skip
 
 
-def view_from_observation(obs: dict[str, Any]) -> ValidatorView:
-    """The :class:`ValidatorView` a validator prompt's embedded observation describes."""
+def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
+    """The :class:`ValidatorView` a validator prompt's embedded observation describes (the text is
+    fenced apart in the prompt, not in the observation: pass it from :func:`text_in`)."""
     sub, audit = obs["submission"], obs["audit"]
     c, p = sub["claims"], sub["proposal"]
     claims = Claims(
@@ -127,7 +139,7 @@ def view_from_observation(obs: dict[str, Any]) -> ValidatorView:
     submission = Submission(
         ProposerAction[sub["action"]],
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
-        Artifact(claims, sub["text"], sub["words"], sub["tokens"]),
+        Artifact(claims, text, sub["words"], sub["tokens"]),
     )
     record = AuditRecord(AuditOutcome[audit["outcome"]], tuple(audit["checked"]), tuple(audit["failed"]),
                          audit["revealed_compliant"])  # fmt: skip
@@ -196,8 +208,8 @@ def _completion(request: dict[str, Any], n: int, content: str) -> dict[str, Any]
     }  # fmt: skip
 
 
-def _http(status: int, body: dict[str, Any], headers: dict[str, str]) -> bytes:
-    data = json.dumps(body).encode()
+def _http(status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) -> bytes:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
     reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(status, "Error")
     head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
@@ -271,6 +283,8 @@ class _Server:
                 await asyncio.sleep(delay)
         finally:
             self.in_flight -= 1
+        if reply.raw is not None:
+            return _http(reply.status, reply.raw, reply.headers)
         if reply.status != 200:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
             return _http(reply.status, body, reply.headers)

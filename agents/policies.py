@@ -17,8 +17,10 @@ an approval. ``gate="none"`` lets the LLM decide alone, for studying it.
 
 ``act`` is synchronous (it runs one event loop per call); runners that play
 episodes concurrently call ``await policy.aact(observation)``, which returns
-the action and an info dict (tokens, fallbacks, re-asks, and under ``timing``
-what varies from run to run: latency, requests, retries, cache hits).
+the action and an info dict: tokens (what the samples cost when drawn, the
+same in a replay), fallbacks, re-asks, and under ``transport`` what varies
+from run to run — latency, requests, retries, cache hits, tokens billed by
+this run, transport errors.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-from agents.client import LLMClient, LLMUnavailableError
+from agents.client import LLMClient, LLMUnavailableError, resolve_base_url
 from agents.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA, ReplyError, parse_proposer_reply, parse_validator_reply
 from eq_env.exchange_audit.game import (
     CLAIM_TYPES,
@@ -165,7 +167,7 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
             "claims": _claims_dict(sub.artifact.claims),
             "words": sub.artifact.words,
             "tokens": sub.artifact.tokens,
-            "text": sub.artifact.text,
+            # the text is not repeated here: it appears once, fenced as untrusted data
         },
         "audit": {"outcome": view.audit.outcome.name, "checked": list(view.audit.checked),
                   "failed": list(view.audit.failed), "revealed_compliant": view.audit.revealed_compliant},
@@ -194,9 +196,20 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+def new_transport() -> dict[str, Any]:
+    """How answers were obtained: it varies from run to run (a replay makes no request, bills nothing)."""
+    return {"latency": 0.0, "requests": 0, "retries": 0, "cached": 0, "billed_prompt_tokens": 0,
+            "billed_completion_tokens": 0, "errors": []}  # fmt: skip
+
+
 class _LLMPolicy(BasePolicy):
     # parameters that change how requests are made, never what they return: left out of result keys
     RUNTIME_PARAMETERS: tuple[str, ...] = ()
+
+    @classmethod
+    def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Parameters as results are keyed: the endpoint the policy will really talk to."""
+        return {**params, "base_url": resolve_base_url(params.get("base_url"))}
 
     def __init__(
         self,
@@ -252,8 +265,9 @@ class _LLMPolicy(BasePolicy):
                    ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
         """Ask, re-asking with the validation error; (parsed value or None, info)."""
         info: dict[str, Any] = {"model": self.model, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                "fallback": False, "fallback_reason": None, "invalid_replies": [],
-                                "timing": {"latency": 0.0, "requests": 0, "retries": 0, "cached": 0}}  # fmt: skip
+                                "usage_estimated": False, "fallback": False, "fallback_reason": None,
+                                "invalid_replies": [], "transport": new_transport()}  # fmt: skip
+        t = info["transport"]
         for attempt in range(self.max_reasks + 1):
             try:
                 c = await self.client.complete(
@@ -261,15 +275,23 @@ class _LLMPolicy(BasePolicy):
                     temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                 )  # fmt: skip
             except LLMUnavailableError as err:
-                raise PolicyError(f"{self.name}: {err}") from None
+                t["requests"] += err.requests
+                t["retries"] += err.retries
+                t["errors"] += err.errors
+                raise PolicyError(f"{self.name}: {err}", info=info) from None
             info["attempts"] = attempt + 1
+            # attributed: what the sample cost when drawn, however it reached us (same in a replay)
             info["prompt_tokens"] += c.prompt_tokens
             info["completion_tokens"] += c.completion_tokens
-            t = info["timing"]
+            info["usage_estimated"] |= c.usage_estimated
             t["latency"] += c.latency
             t["requests"] += c.requests
             t["retries"] += c.retries
             t["cached"] += int(c.cached)
+            t["errors"] += c.errors
+            if c.billed:  # paid by this call
+                t["billed_prompt_tokens"] += c.prompt_tokens
+                t["billed_completion_tokens"] += c.completion_tokens
             if c.mode:
                 info["output_mode"] = c.mode
             try:

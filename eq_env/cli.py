@@ -50,6 +50,43 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(), help=doc)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
+    group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default=mode_default,
+                       help="record and replay: read = replay only (no request is made), write = always ask and "
+                       f"record, readwrite = replay hits and record misses (default {mode_default})")  # fmt: skip
+    group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
+
+
 def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
     group = parser.add_argument_group(
         "LLM policies", "for a proposer or validator spec 'llm' (flags fill what the spec does not say)"
@@ -58,17 +95,17 @@ def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
     group.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's)")
     group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
     group.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
-    group.add_argument("--max-tokens", type=int, help="completion token limit per request")
+    group.add_argument("--max-tokens", type=_positive_int, help="completion token limit per request")
     group.add_argument("--llm-seed", type=int, help="the 'seed' sampling parameter sent with requests")
-    group.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once (default 8)")
-    group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
-                       help="record and replay: read = replay only (no request is made), write = always ask and "
-                       "record, readwrite = replay hits and record misses (default)")  # fmt: skip
-    group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
-    group.add_argument("--max-retries", type=int, default=5, help="retries after 429/5xx/timeouts (default 5)")
+    group.add_argument("--max-reasks", type=_count,
+                       help="invalid replies sent back with the error before the fallback (default 2)")  # fmt: skip
+    group.add_argument("--concurrency", type=_positive_int, default=8, help="episodes in flight at once (default 8)")
+    _add_cache_flags(group, cache_default, "readwrite")
+    group.add_argument("--max-retries", type=_count, default=5,
+                       help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)")  # fmt: skip
     group.add_argument("--backoff", type=float, default=0.5,
                        help="first retry delay in seconds, doubled per retry, with jitter (default 0.5)")  # fmt: skip
-    group.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    group.add_argument("--timeout", type=_positive_float, default=60.0, help="seconds per request (default 60)")
     group.add_argument("--price-prompt", type=float, default=0.0, help="dollars per million prompt tokens")
     group.add_argument("--price-completion", type=float, default=0.0, help="dollars per million completion tokens")
     group.add_argument("--dry-run", action="store_true",
@@ -88,6 +125,7 @@ def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
         "seed": args.llm_seed,
+        "max_reasks": args.max_reasks,
     }
     for key, value in fill.items():
         if value is not None and key not in kwargs:
@@ -103,8 +141,9 @@ def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
               price_completion=args.price_completion)  # fmt: skip
 
 
-def _dry_run(config: ExchangeAuditConfig, proposer: str, validator: str) -> int:
-    """Print what an LLM would be sent for one state, and the schema it must answer with."""
+def _dry_run(config: ExchangeAuditConfig, proposers: Sequence[str], validators: Sequence[str]) -> int:
+    """Print what each LLM policy among the specs would be sent for one state, and the schema it must
+    answer with; call nothing."""
     from agents.policies import render_proposer_prompt, render_validator_prompt
     from agents.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
     from baselines import HonestProposer
@@ -114,28 +153,26 @@ def _dry_run(config: ExchangeAuditConfig, proposer: str, validator: str) -> int:
 
     env = exchange_audit_v0.env(config=config)
     env.reset(seed=0)
+    view = decode_proposer_observation(env.observe("proposer_0"))
+    env.step(encode_submission_for(HonestProposer(request="always").submission(view)))  # a sample to decide on
+    validator_view = env.unwrapped.game.validator_view
     shown = 0
-    for role, spec in (("proposer", proposer), ("validator", validator)):
-        policy = make_policy(spec, role)  # type: ignore[arg-type]
-        if not hasattr(policy, "prompt_version"):
-            continue
-        if role == "proposer":
-            messages = render_proposer_prompt(decode_proposer_observation(env.observe("proposer_0")),
-                                              policy.prompt_version)  # fmt: skip
-            schema = PROPOSER_SCHEMA
-        else:
-            view = decode_proposer_observation(env.observe("proposer_0"))
-            sub = HonestProposer(request="always").submission(view)  # a sample submission to decide on
-            env.step(encode_submission_for(sub))
-            messages = render_validator_prompt(env.unwrapped.game.validator_view, policy.prompt_version)
-            schema = VALIDATOR_SCHEMA
-        print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
-        for m in messages:
-            print(f"--- {m['role']} ---\n{m['content']}")
-        print(f"--- reply schema ---\n{json.dumps(schema, indent=2)}\n")
-        shown += 1
+    for role, specs in (("proposer", proposers), ("validator", validators)):
+        for spec in dict.fromkeys(specs):
+            policy = make_policy(spec, role)  # type: ignore[arg-type]
+            if not hasattr(policy, "prompt_version"):
+                continue
+            if role == "proposer":
+                messages, schema = render_proposer_prompt(view, policy.prompt_version), PROPOSER_SCHEMA
+            else:
+                messages, schema = render_validator_prompt(validator_view, policy.prompt_version), VALIDATOR_SCHEMA
+            print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
+            for m in messages:
+                print(f"--- {m['role']} ---\n{m['content']}")
+            print(f"--- reply schema ---\n{json.dumps(schema, indent=2)}\n")
+            shown += 1
     if not shown:
-        print("no LLM policy among the proposer and validator: nothing would be sent")
+        print("no LLM policy among the proposers and validators: nothing would be sent")
     return 0
 
 
@@ -243,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("results", type=Path, help="a results.jsonl written by reproduce or sweep")
     rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
     rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
+    _add_cache_flags(rr.add_argument_group("LLM policies"), "llm_cache next to the results file", "read")
 
     tr = sub.add_parser(
         "train",
@@ -318,7 +356,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     proposer, validator = _llm_spec(args.proposer, "proposer", args), _llm_spec(args.validator, "validator", args)
     if args.dry_run:
-        return _dry_run(config, proposer, validator)
+        return _dry_run(config, [proposer], [validator])
     _configure_llm(args, Path(".eq_env_cache/llm"))
     seeds = list(range(args.seed, args.seed + args.seeds))
     ev = evaluate(
@@ -334,8 +372,16 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if args.records:
         args.records.parent.mkdir(parents=True, exist_ok=True)
         with args.records.open("w") as fh:
-            for r in ev.records:
-                fh.write(json.dumps(r.to_dict()) + "\n")
+            played: list[Any] = [*ev.records, *ev.failed]
+            for e in sorted(played, key=lambda e: (e.seed, e.episode)):
+                fh.write(json.dumps(e.to_dict()) + "\n")
+    for f in ev.failed[:5]:
+        print(f"eq-env play: seed {f.seed} episode {f.episode} failed ({f.role}): {f.error}", file=sys.stderr)
+    status = 0
+    if ev.failed:
+        status = INCOMPLETE
+        print(f"eq-env play: {len(ev.failed)} of {len(seeds) * args.episodes} episodes failed and are left out "
+              "of the metrics", file=sys.stderr)  # fmt: skip
     summary = ev.summary
     if args.json:
         print(
@@ -352,7 +398,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
                 allow_nan=False,
             )
         )
-        return 0
+        return status
     changed = {k: v for k, v in config.to_dict().items() if v != PRESETS[args.preset].to_dict()[k]}
     print(f"proposer  {ev.proposer}")
     print(f"validator {ev.validator}")
@@ -366,7 +412,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         " std is over seeds (ddof=1)\n"
     )
     print(format_metrics_table(summary))
-    return 0
+    return status
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -380,13 +426,29 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
     )  # fmt: skip
     if args.dry_run:
-        return _dry_run(ExchangeAuditConfig.from_preset(args.preset), proposer or "honest", validator)
+        return _dry_run(ExchangeAuditConfig.from_preset(args.preset), [proposer or "honest"], [validator])
     _configure_llm(args, args.out / "llm_cache")
     result = reproduce(args.out, opts, progress=None)
     print((args.out / "table1.md").read_text())
     print((args.out / "table2.md").read_text())
     print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
-    return 0
+    return _failures(args.command, result["failed"])
+
+
+INCOMPLETE = 3  # exit status: finished, but some episodes failed (rerunning the command retries them)
+
+
+def _failures(command: str, failed: Sequence[tuple[str, int, int]]) -> int:
+    """Say which runs lost episodes (the endpoint stayed down...) and how to retry them."""
+    if not failed:
+        return 0
+    lost = sum(n for _, n, _ in failed)
+    empty = [k for k, n, total in failed if n == total]
+    print(f"eq-env {command}: {lost} episode(s) failed in {len(failed)} run(s) and are left out of the metrics"
+          + (f"; {len(empty)} run(s) have no episode at all, e.g. {empty[0]}" if empty else "")
+          + "; the errors are in results.jsonl ('failed'); run the same command again to retry them",
+          file=sys.stderr)  # fmt: skip
+    return INCOMPLETE
 
 
 def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:
@@ -423,22 +485,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     spec.proposers = [_llm_spec(p, "proposer", args) for p in spec.proposers]
     spec.validators = [_llm_spec(v, "validator", args) for v in spec.validators]
     if args.dry_run:
-        return _dry_run(ExchangeAuditConfig.from_preset(spec.preset, **spec.set), spec.proposers[0],
-                        spec.validators[0])  # fmt: skip
+        return _dry_run(ExchangeAuditConfig.from_preset(spec.preset, **spec.set), spec.proposers, spec.validators)
     _configure_llm(args, args.out / "llm_cache")
     jobs = args.jobs
     if jobs is None:
         batchable = all(
-            is_batchable(make_policy(p)) and is_batchable(make_policy(v))
+            is_batchable(make_policy(p, "proposer")) and is_batchable(make_policy(v, "validator"))
             for p in spec.proposers for v in spec.validators
         )  # fmt: skip
+        # (runs with LLM policies stay in this process whatever jobs says)
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else DEFAULT_PLOT_METRICS
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
                      concurrency=args.concurrency)  # fmt: skip
     print((args.out / "summary.md").read_text())
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {args.out}")
-    return 0
+    from eq_env.experiments import ResultsStore, failed_runs
+
+    keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
+    stored = ResultsStore(args.out / "results.jsonl").load()
+    return _failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored))
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:
@@ -452,6 +518,10 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
         sample = ", ".join(list(records)[:3])
         raise ValueError(f"no record with key {args.key!r} in {args.results} (keys look like: {sample})")
     old = records[args.key]
+    from agents.client import configure
+
+    # an LLM run is replayed from its recordings by default: same answers, no request
+    configure(cache=args.cache, cache_dir=args.cache_dir or args.results.parent / "llm_cache")
     new = rerun(old, args.engine)
     print(f"{old['proposer']} vs {old['validator']}, seed {old['seed']}, {old['episodes']} episodes, "
           f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
@@ -544,6 +614,14 @@ def _cmd_policies(_: argparse.Namespace) -> int:
     return 0
 
 
+INTERRUPTED = {  # what an interrupted command kept
+    "reproduce": "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
+    "sweep": "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
+    "play": "nothing was saved (--records is written at the end)",
+    "selfplay": "the models of finished rounds are saved in --out",
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -566,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"eq-env {args.command}: interrupted; finished runs are saved, run the same command to resume",
+        print(f"eq-env {args.command}: interrupted; {INTERRUPTED.get(args.command, 'nothing was saved')}",
               file=sys.stderr)  # fmt: skip
         return 130
     parser.error(f"unknown command {args.command!r}")

@@ -68,6 +68,7 @@ __all__ = [
     "analytic_threshold",
     "expected_payoffs",
     "proposer_best_response",
+    "proposer_payoff",
     "validator_best_response",
 ]
 
@@ -262,6 +263,23 @@ def proposer_best_response(
         table=table,
         deviations=dev_list,
     )
+
+
+def proposer_payoff(
+    config: ExchangeAuditConfig, proposer: Any, validator: Any = "rule", *, episodes: int = 100_000, seed: int = 0
+) -> float:
+    """A proposer's mean payoff on the very episodes :func:`proposer_best_response` measures its best
+    response on (same ``episodes`` and ``seed``): the two compare pairwise."""
+    policy: Any = make_policy(proposer, "proposer")
+    validator_policy: Any = make_policy(validator, "validator")
+    for p in (policy, validator_policy):
+        if not is_batchable(p):
+            raise ValueError(f"{p!r} does not act in bulk")
+    half = episodes // 2
+    _, test = _split(sample_nature(config, *DrawStream(seed).batch(2 * half)), half)
+    policy.reset(seed=1)
+    payoff, _ = expected_payoffs(config, test, policy.act_batch(proposer_batch(test, config)), validator_policy)
+    return float(payoff.mean())
 
 
 def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:

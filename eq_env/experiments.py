@@ -59,6 +59,7 @@ __all__ = [
     "ResultsStore",
     "aggregate",
     "canonical_spec",
+    "failed_runs",
     "llm_report",
     "paired_difference",
     "rerun",
@@ -74,11 +75,15 @@ def canonical_spec(spec: str, role: Role) -> str:
     """A policy spec with every parameter spelled out and sorted, so equal policies key alike.
 
     Parameters a policy declares as not affecting its results
-    (``RUNTIME_PARAMETERS``, e.g. an LLM policy's cache mode) are left out.
+    (``RUNTIME_PARAMETERS``) are left out; a policy's ``canonical_parameters``
+    classmethod, if any, resolves defaults that come from the environment.
     """
     name, kwargs = parse_policy_spec(spec)
     entry = policy_entry(name, role)
     params = {**entry.parameters(), **kwargs}
+    resolve = getattr(entry.factory, "canonical_parameters", None)
+    if callable(resolve):  # e.g. an LLM's endpoint left to $OPENAI_BASE_URL: key by the one it will use
+        params = resolve(params)
     runtime = getattr(entry.factory, "RUNTIME_PARAMETERS", ())
     keep = sorted(k for k in params if k not in runtime)
     return name + (":" + ",".join(f"{k}={params[k]!r}" for k in keep) if keep else "")
@@ -146,6 +151,7 @@ class EpisodeStore:
         self._results = ResultsStore(path)
 
     def load(self) -> dict[int, Episode]:
+        """The latest episode recorded under each index (a failure retried later is replaced)."""
         return {int(r["episode"]): episode_from_dict(r) for r in self._results.load().values()}
 
     def append(self, episode: Episode) -> None:
@@ -164,8 +170,10 @@ def run_one(
 
     Policies with ``aact`` (LLM policies) play ``concurrency`` episodes at a
     time; with ``episode_dir`` each finished episode is saved at once under
-    it, and a run started again skips those already there. Failed episodes
-    (see :class:`~eq_env.runner.FailedEpisode`) are counted, not measured.
+    it, and a run started again skips those already played to the end —
+    failed ones are played again. Failed episodes
+    (see :class:`~eq_env.runner.FailedEpisode`) are counted, not measured;
+    the record lists them under ``failed``.
     """
     proposer = make_policy(condition.proposer, "proposer")
     validator = make_policy(condition.validator, "validator")
@@ -175,15 +183,16 @@ def run_one(
         columns = simulate(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
     elif is_async(proposer) or is_async(validator):
         store = EpisodeStore(episode_dir / f"{condition.key}-{seed}.jsonl") if episode_dir else None
-        done = store.load() if store else {}
+        done = {i: e for i, e in (store.load() if store else {}).items() if isinstance(e, EpisodeRecord)}
         save = store.append if store else None
         new = play_concurrent(condition.config, proposer, validator, episodes=condition.episodes, seed=seed,
                               concurrency=concurrency, skip=done, on_episode=save)  # fmt: skip
         episodes = sorted([*done.values(), *new], key=lambda e: e.episode)
         records = [e for e in episodes if isinstance(e, EpisodeRecord)]
         columns = records_to_columns(records)
-        extra["llm"] = llm_summary(records, failed=len(episodes) - len(records))
-        extra["failed"] = [e.to_dict() for e in episodes if isinstance(e, FailedEpisode)]
+        failed = [e for e in episodes if isinstance(e, FailedEpisode)]
+        extra["llm"] = llm_summary(records, failed)
+        extra["failed"] = [e.to_dict() for e in failed]
     else:
         records = play(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
         columns = records_to_columns(records)
@@ -256,7 +265,11 @@ def run_all(
 
     With ``jobs > 1`` runs go to a process pool and are recorded as they
     finish, in whatever order; the returned list (and any table made from it)
-    does not depend on that order.
+    does not depend on that order. Runs with LLM policies stay in this
+    process, one at a time (their episodes are concurrent already, and the two
+    regimes of a state must share one answer, which separate processes would
+    ask for twice). A recorded run with failed episodes counts as unfinished:
+    run again, it plays those episodes again (and only those).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -266,25 +279,28 @@ def run_all(
     done = store.load()
     episode_dir = store.path.parent / "episodes"
     # one run per key: conditions that are the same experiment share it (with the first one's labels)
-    todo, seen = [], set(done)
+    todo, seen = [], {k for k, r in done.items() if not r.get("failed")}
     for c, s in wanted:
         if run_key(c, s) not in seen:
             seen.add(run_key(c, s))
             todo.append((c, s))
+    here = [(c, s) for c, s in todo if _has_llm(c)]
+    pooled = [(c, s) for c, s in todo if not _has_llm(c)]
     distinct = len({run_key(c, s) for c, s in wanted})
     bar = tqdm(total=distinct, initial=distinct - len(todo), desc=desc, unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
+    if jobs == 1 or len(pooled) <= 1:
+        here, pooled = todo, []
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for c, s in todo:
-                record = run_one(c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
-                store.append(record)
-                done[record["key"]] = record
-                bar.update(1)
-        else:
+        for c, s in here:
+            record = run_one(c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
+            store.append(record)
+            done[record["key"]] = record
+            bar.update(1)
+        if pooled:
             with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
                 futures = [pool.submit(run_one, c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
-                           for c, s in todo]  # fmt: skip
+                           for c, s in pooled]  # fmt: skip
                 try:
                     for future in as_completed(futures):
                         record = future.result()
@@ -298,6 +314,17 @@ def run_all(
     finally:
         bar.close()
     return [done[run_key(c, s)] for c, s in wanted]
+
+
+def _has_llm(condition: Condition) -> bool:
+    return any(is_async(make_policy(spec, role)) for spec, role in  # type: ignore[arg-type]
+               ((condition.proposer, "proposer"), (condition.validator, "validator")))  # fmt: skip
+
+
+def failed_runs(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
+    """(run key, failed episodes, episodes) of every run with failed episodes."""
+    unique = {r["key"]: r for r in records}
+    return [(k, len(r["failed"]), int(r["episodes"])) for k, r in unique.items() if r.get("failed")]
 
 
 def _die_with_parent() -> None:
@@ -346,15 +373,23 @@ def aggregate(
 
 LLM_COLUMNS = (
     "condition", "proposer", "validator", "seeds", "episodes", "failed_episodes", "calls", "fallbacks", "reasks",
-    "gated", "prompt_tokens", "completion_tokens", "cost_usd", "requests", "retries", "cache_hits",
+    "gated", "usage_estimated", "prompt_tokens", "completion_tokens", "cost_usd", "requests", "retries",
+    "cache_hits", "transport_errors", "billed_prompt_tokens", "billed_completion_tokens", "billed_usd",
 )  # fmt: skip
 
 
 def llm_report(
     conditions: Sequence[Condition], records: Iterable[Mapping[str, Any]], prices: tuple[float, float]
 ) -> list[dict[str, Any]]:
-    """Per condition, summed over its seeds: what LLM policies cost (tokens, dollars at ``prices`` per
-    million prompt and completion tokens) and how they fared (failed episodes, fallbacks, re-asks)."""
+    """Per condition, summed over its seeds: what LLM policies cost and how they fared.
+
+    ``prompt_tokens``, ``completion_tokens`` and ``cost_usd`` (at ``prices`` dollars per million
+    prompt and completion tokens) are what the condition's samples cost when drawn — what running it
+    alone, from scratch, costs. ``billed_*`` is what the run that wrote the record paid: less when
+    answers came from the cache or were shared with another condition (the two regimes of a state),
+    more when failed episodes were attempted. ``usage_estimated`` counts calls whose endpoint reported
+    no usage (tokens estimated at four characters a token).
+    """
     totals: dict[str, dict[str, Any]] = {}
     unique = {r["key"]: r for r in records}  # a run shared by identical conditions counts once
     for r in unique.values():
@@ -367,16 +402,21 @@ def llm_report(
         t["failed_episodes"] += llm.get("failed_episodes", 0)
         for role in ("proposer", "validator"):
             part = llm.get(role) or {}
-            for k in ("calls", "fallbacks", "reasks", "gated", "prompt_tokens", "completion_tokens"):
+            for k in ("calls", "fallbacks", "reasks", "gated", "usage_estimated", "prompt_tokens",
+                      "completion_tokens"):  # fmt: skip
                 t[k] += part.get(k, 0)
-            for k, src in (("requests", "requests"), ("retries", "retries"), ("cache_hits", "cache_hits")):
-                t[k] += part.get("timing", {}).get(src, 0)
+            transport = part.get("transport", {})
+            for k, src in (("requests", "requests"), ("retries", "retries"), ("cache_hits", "cache_hits"),
+                           ("transport_errors", "errors"), ("billed_prompt_tokens", "billed_prompt_tokens"),
+                           ("billed_completion_tokens", "billed_completion_tokens")):  # fmt: skip
+                t[k] += transport.get(src, 0)
     rows, seen = [], set()
     for c in conditions:
         if c.key in totals and c.key not in seen:
             seen.add(c.key)
             t = totals[c.key]
             t["cost_usd"] = (t["prompt_tokens"] * prices[0] + t["completion_tokens"] * prices[1]) / 1e6
+            t["billed_usd"] = (t["billed_prompt_tokens"] * prices[0] + t["billed_completion_tokens"] * prices[1]) / 1e6
             rows.append({"condition": c.key, "proposer": c.proposer, "validator": c.validator, **t})
     return rows
 

@@ -56,7 +56,15 @@ AGENT_ROLES: dict[str, Role] = {"proposer_0": "proposer", "validator_0": "valida
 
 class PolicyError(RuntimeError):
     """A policy could not produce an action at all (e.g. its model endpoint stayed down after all
-    retries). The runners record the episode as failed, with this message, and go on."""
+    retries). The runners record the episode as failed, with this message, and go on.
+
+    ``info`` holds what the failed attempt cost and saw (requests, retries, tokens billed, errors);
+    the failed episode's record keeps it.
+    """
+
+    def __init__(self, message: str, info: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.info: dict[str, Any] = dict(info or {})
 
 
 @runtime_checkable

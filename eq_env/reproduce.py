@@ -37,6 +37,7 @@ from eq_env.experiments import (
     Condition,
     ResultsStore,
     aggregate,
+    failed_runs,
     llm_report,
     paired_difference,
     run_all,
@@ -162,7 +163,8 @@ def _nan(x: Any) -> float:
 
 
 def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
-    """Run everything and write the files listed in the module docstring; returns the table rows."""
+    """Run everything and write the files listed in the module docstring; returns the table rows, the
+    time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes)."""
     opts = opts or ReproduceOptions()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -276,7 +278,8 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
         opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed, files, llm_rows
     )
     (out / "summary.md").write_text(summary_md)
-    return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed}
+    return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed,
+            "failed": failed_runs(records)}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -212,10 +212,10 @@ def play(
         PROPOSER: make_policy(proposer, "proposer"),
         VALIDATOR: make_policy(validator, "validator"),
     }
-    if render is None and (is_async(policies[PROPOSER]) or is_async(policies[VALIDATOR])):
-        # LLM policies: the concurrent runner (one at a time), which records their info and failures
+    if is_async(policies[PROPOSER]) or is_async(policies[VALIDATOR]):
+        # LLM policies: the concurrent runner, which records their info and failures
         out = play_concurrent(config, policies[PROPOSER], policies[VALIDATOR], episodes=episodes, seed=seed,
-                              concurrency=concurrency, progress=progress)  # fmt: skip
+                              concurrency=concurrency, progress=progress, render=render)  # fmt: skip
         failed = [e for e in out if isinstance(e, FailedEpisode)]
         if failed:
             raise PolicyError(f"{len(failed)} episode(s) failed, e.g. episode {failed[0].episode}: {failed[0].error}")
@@ -253,12 +253,17 @@ def play(
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FailedEpisode:
-    """An episode no policy action could be obtained for (e.g. the endpoint stayed down)."""
+    """An episode no policy action could be obtained for (e.g. the endpoint stayed down).
+
+    ``role`` is the role whose policy failed, ``error`` what happened, ``info`` what the failed
+    attempt reported (requests, retries, tokens billed, transport errors).
+    """
 
     seed: int
     episode: int
     role: str
     error: str
+    info: dict[str, Any] | None = None
     failed: bool = True
 
     def to_dict(self) -> dict[str, Any]:
@@ -270,7 +275,8 @@ Episode = EpisodeRecord | FailedEpisode
 
 def episode_from_dict(data: Mapping[str, Any]) -> Episode:
     if data.get("failed"):
-        return FailedEpisode(int(data["seed"]), int(data["episode"]), str(data["role"]), str(data["error"]))
+        return FailedEpisode(int(data["seed"]), int(data["episode"]), str(data["role"]), str(data["error"]),
+                             data.get("info"))  # fmt: skip
     return EpisodeRecord.from_dict(data)
 
 
@@ -297,16 +303,20 @@ async def aplay(
     skip: Iterable[int] = (),
     on_episode: Callable[[Episode], None] | None = None,
     progress: bool | None = False,
+    render: Callable[[str], None] | None = None,
 ) -> list[Episode]:
     """Play the episodes of one seed concurrently (at most ``concurrency`` at once); in episode order.
 
     Each episode is the same as in :func:`play` (episode ``i`` of the seed's
     stream, through the PettingZoo environment; policies without ``aact`` are
-    called with ``act``, the proposer in episode order); episodes in ``skip`` are not
+    called with ``act``); episodes in ``skip`` are not
     played (a resumed run). ``on_episode`` receives each episode as it
     finishes — in whatever order they finish — so a caller can save it at
-    once. An episode whose policy raises :class:`~eq_env.policy.PolicyError`
-    becomes a :class:`FailedEpisode` and the run goes on.
+    once; ``render`` receives each finished episode's text rendering.
+    An episode whose policy raises — :class:`~eq_env.policy.PolicyError`
+    (e.g. the endpoint stayed down) or anything else (a policy bug, an action
+    the environment rejects) — becomes a :class:`FailedEpisode` carrying the
+    error, and the run goes on: one bad reply never ends a run.
     """
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -316,7 +326,7 @@ async def aplay(
     todo = [i for i in range(episodes) if i not in set(skip)]
     envs: asyncio.Queue[Any] = asyncio.Queue()
     for _ in range(min(concurrency, max(len(todo), 1))):
-        envs.put_nowait(exchange_audit_v0.raw_env(config=config))
+        envs.put_nowait(exchange_audit_v0.raw_env(config=config, render_mode="ansi" if render else None))
     bar = tqdm(total=len(todo), desc=f"seed {seed}", unit="ep", disable=None if progress is None else not progress)
 
     async def one(i: int) -> Episode:
@@ -335,8 +345,12 @@ async def aplay(
             env.step(decision)
             assert env.game.outcome is not None
             result: Episode = EpisodeRecord.from_outcome(env.game.outcome, seed, i, proposer_info, validator_info)
+            if render is not None:
+                render(env.render())
         except PolicyError as err:
-            result = FailedEpisode(seed, i, role, str(err))
+            result = FailedEpisode(seed, i, role, str(err), err.info or None)
+        except Exception as err:  # recorded with its type; the run goes on
+            result = FailedEpisode(seed, i, role, f"{type(err).__name__}: {err}")
         finally:
             envs.put_nowait(env)
         if on_episode is not None:
@@ -366,6 +380,7 @@ def play_concurrent(
     skip: Iterable[int] = (),
     on_episode: Callable[[Episode], None] | None = None,
     progress: bool | None = False,
+    render: Callable[[str], None] | None = None,
 ) -> list[Episode]:
     """:func:`aplay` from synchronous code."""
     return asyncio.run(
@@ -379,30 +394,41 @@ def play_concurrent(
             skip=skip,
             on_episode=on_episode,
             progress=progress,
+            render=render,
         )
     )
 
 
-def llm_summary(records: Sequence[EpisodeRecord], failed: int = 0) -> dict[str, Any]:
-    """Totals of what LLM policies reported over a run: tokens, requests, fallbacks, re-asks, latency."""
-    out: dict[str, Any] = {"failed_episodes": failed}
+def llm_summary(records: Sequence[EpisodeRecord], failed: Sequence[FailedEpisode] = ()) -> dict[str, Any]:
+    """Totals of what LLM policies reported over a run: tokens, requests, fallbacks, re-asks, latency.
+
+    ``prompt_tokens``/``completion_tokens`` are attributed to the run's episodes (what their samples
+    cost when drawn, replay or not); under ``transport``, what this run itself did and paid for,
+    including the failed episodes' attempts.
+    """
+    out: dict[str, Any] = {"failed_episodes": len(failed)}
     for role in ("proposer", "validator"):
         infos = [i for i in (getattr(r, f"{role}_info") for r in records) if i]
-        if not infos:
+        lost = [f.info for f in failed if f.role == role and f.info]
+        if not infos and not lost:
             continue
-        timing = [i.get("timing", {}) for i in infos]
+        transport = [i.get("transport", {}) for i in (*infos, *lost)]
         out[role] = {
             "calls": len(infos),
             "prompt_tokens": sum(i.get("prompt_tokens", 0) for i in infos),
             "completion_tokens": sum(i.get("completion_tokens", 0) for i in infos),
+            "usage_estimated": sum(bool(i.get("usage_estimated")) for i in infos),
             "fallbacks": sum(bool(i.get("fallback")) for i in infos),
             "reasks": sum(len(i.get("invalid_replies", [])) for i in infos),
             "gated": sum(bool(i.get("gated")) for i in infos),
-            "timing": {  # varies from run to run (a replay has no latency, requests or retries)
-                "requests": sum(t.get("requests", 0) for t in timing),
-                "retries": sum(t.get("retries", 0) for t in timing),
-                "cache_hits": sum(t.get("cached", 0) for t in timing),
-                "latency_mean": sum(t.get("latency", 0.0) for t in timing) / len(infos),
+            "transport": {  # varies from run to run (a replay has no latency, requests, retries or bill)
+                "requests": sum(t.get("requests", 0) for t in transport),
+                "retries": sum(t.get("retries", 0) for t in transport),
+                "cache_hits": sum(t.get("cached", 0) for t in transport),
+                "billed_prompt_tokens": sum(t.get("billed_prompt_tokens", 0) for t in transport),
+                "billed_completion_tokens": sum(t.get("billed_completion_tokens", 0) for t in transport),
+                "errors": sum(len(t.get("errors", [])) for t in transport),
+                "latency_mean": sum(t.get("latency", 0.0) for t in transport) / len(transport),
             },
         }
     return out
@@ -553,6 +579,7 @@ class Evaluation:
     episodes: int
     records: list[EpisodeRecord]
     per_seed: list[dict[str, float]]
+    failed: list[FailedEpisode] = field(default_factory=list)
 
     @property
     def summary(self) -> dict[str, tuple[float, float]]:
@@ -570,19 +597,30 @@ def evaluate(
     render: Callable[[str], None] | None = None,
     concurrency: int = 1,
 ) -> Evaluation:
-    """:func:`play` for each seed, with per-seed metrics."""
+    """:func:`play` for each seed, with per-seed metrics.
+
+    Episodes that LLM policies fail (see :class:`FailedEpisode`) are kept in ``failed`` and left out
+    of the metrics, instead of ending the evaluation.
+    """
     proposer_policy = make_policy(proposer, "proposer")
     validator_policy = make_policy(validator, "validator")
     records: list[EpisodeRecord] = []
+    failed: list[FailedEpisode] = []
     per_seed = []
+    concurrent = is_async(proposer_policy) or is_async(validator_policy)
     for seed in seeds:
-        run = play(
-            config, proposer_policy, validator_policy, episodes=episodes, seed=seed, progress=progress, render=render,
-            concurrency=concurrency,
-        )  # fmt: skip
+        if concurrent:
+            out = play_concurrent(config, proposer_policy, validator_policy, episodes=episodes, seed=seed,
+                                  concurrency=concurrency, progress=progress, render=render)  # fmt: skip
+            run = [e for e in out if isinstance(e, EpisodeRecord)]
+            failed.extend(e for e in out if isinstance(e, FailedEpisode))
+        else:
+            run = play(config, proposer_policy, validator_policy, episodes=episodes, seed=seed, progress=progress,
+                       render=render)  # fmt: skip
         records.extend(run)
         per_seed.append(compute_metrics(run))
-    return Evaluation(config, repr(proposer_policy), repr(validator_policy), list(seeds), episodes, records, per_seed)
+    return Evaluation(config, repr(proposer_policy), repr(validator_policy), list(seeds), episodes, records, per_seed,
+                      failed)  # fmt: skip
 
 
 def format_metrics_table(summary: Mapping[str, tuple[float, float]], digits: int = 3) -> str:

@@ -204,7 +204,8 @@ def run_sweep(
     plot_metrics: Sequence[str] = DEFAULT_PLOT_METRICS,
     concurrency: int = 8,
 ) -> list[dict[str, Any]]:
-    """Run (or resume) the sweep and write its outputs; returns the summary rows."""
+    """Run (or resume) the sweep and write its outputs; returns the summary rows (each with its
+    condition's ``failed_episodes``: episodes LLM policies could not play, left out of the metrics)."""
     unknown = [m for m in plot_metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; metrics: {', '.join(METRICS)}")
@@ -221,15 +222,19 @@ def run_sweep(
         write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
     agg = aggregate(conds, records)
     dims = [*spec.grid, "proposer", "validator"]
+    failed: dict[str, int] = {}
+    for r in {r["key"]: r for r in records}.values():  # a run shared by equal conditions counts once
+        failed[r["condition"]] = failed.get(r["condition"], 0) + len(r.get("failed", ()))
 
     rows: list[dict[str, Any]] = []
     for c, summary, _ in agg:
         row: dict[str, Any] = {d: _cell(c.label(d)) for d in dims}
         row["condition"] = c.key
+        row["failed_episodes"] = failed.get(c.key, 0)
         for metric, (mean, std) in summary.items():
             row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
         rows.append(row)
-    columns = [*dims, "condition"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
+    columns = [*dims, "condition", "failed_episodes"] + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
     write_csv(out / "summary.csv", rows, columns)
 
     reference, _, ref_seeds = agg[0]
