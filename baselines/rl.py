@@ -235,8 +235,6 @@ def train(
 
     if algo not in ALGOS:
         raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
-    if algo == "dqn" and role == "validator":
-        pass  # Discrete(2): fine
     if isinstance(timesteps, bool) or not isinstance(timesteps, int) or timesteps < 64:
         raise ValueError(f"timesteps must be an integer of at least 64, got {timesteps!r}")
     torch.set_num_threads(1)

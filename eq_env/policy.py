@@ -15,7 +15,7 @@ required: the runner, ``reproduce`` and ``sweep`` know only this interface.
 
 Two optional methods: ``async aact(observation) -> (action, info)``, which
 the concurrent runner awaits (LLM policies: ``info`` holds tokens, fallbacks,
-timings, and ends up in the episode record), and ``act_batch``, for the batch
+transport, and ends up in the episode record), and ``act_batch``, for the batch
 engine (:mod:`eq_env.exchange_audit.batch`). A policy that cannot act at all
 raises :class:`PolicyError`.
 

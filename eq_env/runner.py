@@ -101,7 +101,7 @@ class EpisodeRecord:
     proposer_payoff: float
     validator_payoff: float
     welfare: float
-    proposer_info: dict[str, Any] | None = None  # what an LLM policy reports: tokens, fallbacks, timing
+    proposer_info: dict[str, Any] | None = None  # what an LLM policy reports: tokens, fallbacks, transport
     validator_info: dict[str, Any] | None = None
 
     @property

@@ -323,6 +323,19 @@ def test_frontier_quick(tmp_path: Path) -> None:
     assert "Why eq. 3 differs" in (tmp_path / "frontier.md").read_text()
 
 
+def test_frontier_explains_where_ppo_differs() -> None:
+    from eq_env.frontier import _ppo_disagreements
+
+    summary = [{"scenario": "a", "br_q_star": 0.5, "ppo_q_star": 0.9}, {"scenario": "b", "br_q_star": 0.5,
+                "ppo_q_star": 0.6}]  # fmt: skip
+    rows = [{"scenario": n, "q": q, "ppo_misreport_rate": rate, "ppo_payoff": 1.7, "br_payoff": 1.75}
+            for n in ("a", "b") for q, rate in ((0.5, 0.5), (0.6, 0.17), (0.7, 0.01), (0.8, 0.06))]  # fmt: skip
+    (text, blank) = _ppo_disagreements(summary, rows, 0.1, 0.02, 11, 60_000)
+    assert text.startswith("Why PPO differs in a:") and blank == ""  # b agrees within a grid step
+    assert "q = 0.6: 17% misreported, payoff 97.1% of the best response's" in text and "q = 0.8: 6%" in text
+    assert "q = 0.7" not in text and "q = 0.5" not in text  # under the tolerance, or not above the frontier
+
+
 def test_equilibrium_cli(capsys: pytest.CaptureFixture[str]) -> None:
     from eq_env.cli import main
 
