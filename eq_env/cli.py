@@ -50,34 +50,24 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(), help=doc)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+def _number(kind: type, what: str, ok: Any) -> Any:
+    """An argparse type: ``kind`` values for which ``ok(value)`` holds, else an error naming ``what``."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
+_positive_int = _number(int, "a positive integer", lambda v: v >= 1)
+_count = _number(int, "a non-negative integer", lambda v: v >= 0)
+_positive_float = _number(float, "a positive number", lambda v: 0 < v < math.inf)
 
 
 def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:

@@ -200,12 +200,9 @@ def proposer_best_response(
     ``honest`` (default: the honest proposer that judges compliance from what it knows)
     is the reference the gap is measured against.
     """
-    validator_policy: Any = make_policy(validator, "validator")
-    if not is_batchable(validator_policy):
-        raise ValueError(f"the best-response search needs a validator that acts in bulk; {validator_policy!r} does not")
     if honest is None:
         honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
-    honest_policy: Any = make_policy(honest, "proposer")
+    honest_policy, validator_policy = _bulk(honest, validator)
     half = episodes // 2
     nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
     fit, test = _split(nature, half)
@@ -270,16 +267,21 @@ def proposer_payoff(
 ) -> float:
     """A proposer's mean payoff on the very episodes :func:`proposer_best_response` measures its best
     response on (same ``episodes`` and ``seed``): the two compare pairwise."""
-    policy: Any = make_policy(proposer, "proposer")
-    validator_policy: Any = make_policy(validator, "validator")
-    for p in (policy, validator_policy):
-        if not is_batchable(p):
-            raise ValueError(f"{p!r} does not act in bulk")
+    policy, validator_policy = _bulk(proposer, validator)
     half = episodes // 2
     _, test = _split(sample_nature(config, *DrawStream(seed).batch(2 * half)), half)
     policy.reset(seed=1)
     payoff, _ = expected_payoffs(config, test, policy.act_batch(proposer_batch(test, config)), validator_policy)
     return float(payoff.mean())
+
+
+def _bulk(proposer: Any, validator: Any) -> tuple[Any, Any]:
+    """Both policies, made from specs if need be; each must act in bulk (exact expectations need it)."""
+    policies = make_policy(proposer, "proposer"), make_policy(validator, "validator")
+    for p in policies:
+        if not is_batchable(p):
+            raise ValueError(f"the best-response search needs policies that act in bulk; {p!r} does not")
+    return policies
 
 
 def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:
@@ -373,11 +375,7 @@ def validator_best_response(
     seed: int = 0,
 ) -> ValidatorBestResponse:
     """Search the validator's best response to ``proposer``, measured against ``reference``."""
-    proposer_policy: Any = make_policy(proposer, "proposer")
-    reference_policy: Any = make_policy(reference, "validator")
-    for p in (proposer_policy, reference_policy):
-        if not is_batchable(p):
-            raise ValueError(f"the best-response search needs policies that act in bulk; {p!r} does not")
+    proposer_policy, reference_policy = _bulk(proposer, reference)
     half = episodes // 2
     nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
     halves = _split(nature, half)

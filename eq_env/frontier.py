@@ -234,7 +234,7 @@ def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[st
                 and x["ppo_misreport_rate"] > tolerance]  # fmt: skip
         if not late:
             continue
-        points = ", ".join(f"q = {x['q']:g}: {x['ppo_misreport_rate']:.0%} misreported, payoff "
+        points = "; ".join(f"q = {x['q']:g}: {x['ppo_misreport_rate']:.0%} misreported, payoff "
                            f"{x['ppo_payoff'] / x['br_payoff']:.1%} of the best response's" for x in late)  # fmt: skip
         lines += [
             f"Why PPO differs in {r['scenario']}: above the best response's frontier it still misreports in some "
@@ -262,8 +262,9 @@ def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
         {"label": "best response", "x": x, "y": capped("br_q_star"), "style": {"fmt": "o", "markersize": 6}},
         {"label": "PPO", "x": x, "y": capped("ppo_q_star"), "style": {"fmt": "x", "markersize": 9}},
     ]  # fmt: skip
-    plot_lines(out / "frontier.png", [{"ylabel": "deterrence frontier q*", "series": series}],
-               xlabel="scenario: " + ", ".join(f"{i}={n}" for i, n in zip(x, names, strict=True)))  # fmt: skip
+    labels = [f"{r['scenario']}\nV={r['V']:g} L={r['L']:g} B={r['B']}" for r in summary]
+    plot_lines(out / "frontier.png", [{"ylabel": "deterrence frontier q*", "series": series}], xlabel="scenario",
+               xticklabels=labels)  # fmt: skip
     panels = []
     for sc in scenarios:
         mine = [r for r in rows if r["scenario"] == sc.name]

@@ -66,11 +66,13 @@ def plot_lines(
     *,
     xlabel: str,
     title: str | None = None,
+    xticklabels: Sequence[str] | None = None,
 ) -> None:
     """Panels (two per row), each ``{"ylabel", "series": [{"label", "x", "y", "yerr", "style"}]}``.
 
     A series' ``style`` is passed to matplotlib's ``errorbar`` (e.g. ``{"fmt": "o", "color": "k"}``);
-    a series with ``"hline"`` draws a dashed horizontal reference line instead.
+    a series with ``"hline"`` draws a dashed horizontal reference line instead. ``xticklabels``
+    names the x positions 0, 1, 2... (a categorical axis).
     """
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers
 
@@ -88,6 +90,8 @@ def plot_lines(
             style = {"fmt": "-o", "capsize": 3, "markersize": 4, **s.get("style", {})}
             ax.errorbar(s["x"], s["y"], yerr=s.get("yerr"), label=s["label"], **style)
         ax.set_xlabel(xlabel)
+        if xticklabels is not None:
+            ax.set_xticks(range(len(xticklabels)), list(xticklabels), rotation=20, ha="right")
         ax.set_ylabel(panel["ylabel"])
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

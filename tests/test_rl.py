@@ -306,7 +306,7 @@ def test_validator_best_response_blocks_a_liar() -> None:
 
 
 def test_best_response_needs_bulk_policies() -> None:
-    with pytest.raises(ValueError, match="acts in bulk"):
+    with pytest.raises(ValueError, match="act in bulk"):
         proposer_best_response(PAPER, "llm:model=m,base_url=http://127.0.0.1:9/v1", episodes=100)
 
 
