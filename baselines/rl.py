@@ -316,6 +316,10 @@ def _write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:
                    xlabel="timesteps")  # fmt: skip
 
 
+SELFPLAY_COLUMNS = ("round", "trained", "approval_rate", "bad_approval_rate", "welfare", "proposer_payoff",
+                    "validator_payoff")  # fmt: skip
+
+
 def selfplay(
     out: str | Path,
     *,
@@ -327,37 +331,81 @@ def selfplay(
     eval_episodes: int = 2000,
     progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Alternate: train the proposer against the current validator, then the validator against it.
+    """Alternating training: each round trains the proposer against the current validator, then the
+    validator against that proposer.
 
-    Round 0 is the proposer against the paper's rule validator. Returns, per
-    round, who was trained and the runner's metrics of the pair after it.
+    The first proposer faces the paper's rule validator. Returns a row per training — round, role
+    trained, and the runner's metrics of the pair after it (on held-out seeds) — and writes them to
+    ``selfplay.csv``, ``selfplay.md`` and ``selfplay.png`` in ``out`` after every training. Each
+    training is saved in ``out/round<r>_<role>``; run again with the same arguments, finished
+    trainings are reused, so an interrupted self-play resumes. A role with nothing to learn (a
+    proposer that never asks leaves the validator no decision) is skipped, and said so.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
     out = Path(out)
     config = config or ExchangeAuditConfig()
-    proposer: Any = "honest"
-    validator: Any = "rule"
-    history = []
+    current: dict[str, Any] = {"proposer": "honest", "validator": "rule"}
+    history: list[dict[str, Any]] = []
     for r in range(rounds):
-        role: Role = "proposer" if r % 2 == 0 else "validator"
-        opponent = validator if role == "proposer" else proposer
-        try:
-            result = train(role, out / f"round{r}_{role}", algo=algo, timesteps=timesteps, seed=seed + r,
-                           config=config, opponent=opponent, eval_episodes=eval_episodes,
-                           progress=progress)  # fmt: skip
-        except NothingToLearnError as err:
-            from eq_env.runner import evaluate
+        roles: tuple[Role, Role] = ("proposer", "validator")
+        for i, role in enumerate(roles):
+            opponent = current["validator" if role == "proposer" else "proposer"]
+            path = out / f"round{r}_{role}"
+            step_seed = seed + 2 * r + i
+            try:
+                evaluation = _finished(path, role, algo, timesteps, step_seed, config, opponent)
+                if evaluation is None:
+                    evaluation = train(role, path, algo=algo, timesteps=timesteps, seed=step_seed, config=config,
+                                       opponent=opponent, eval_episodes=eval_episodes,
+                                       progress=progress).evaluation  # fmt: skip
+            except NothingToLearnError as err:
+                from eq_env.runner import evaluate
 
-            metrics = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=[1000]).summary
-            history.append({"round": r, "trained": f"{role} (skipped: {err})", "proposer": str(proposer),
-                            "validator": str(validator), **{k: v[0] for k, v in metrics.items()}})  # fmt: skip
-            continue
-        trained = f"sb3:path={result.path}"
-        if role == "proposer":
-            proposer = trained
-        else:
-            validator = trained
-        history.append({"round": r, "trained": role, "proposer": str(proposer), "validator": str(validator),
-                        **{k: v[0] for k, v in result.evaluation.items()}})  # fmt: skip
+                evaluation = evaluate(config, current["proposer"], current["validator"], episodes=eval_episodes,
+                                      seeds=[1000]).summary  # fmt: skip
+                trained = f"{role} (skipped: {err})"
+            else:
+                current[role] = f"sb3:path={path}"
+                trained = role
+            history.append({"round": r, "trained": trained, "proposer": str(current["proposer"]),
+                            "validator": str(current["validator"]),
+                            **{k: v[0] for k, v in evaluation.items()}})  # fmt: skip
+            _write_selfplay(out, history)
     return history
+
+
+def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, config: ExchangeAuditConfig,
+              opponent: Any) -> dict[str, tuple[float, float]] | None:  # fmt: skip
+    """The evaluation of a training already saved in ``path`` with these very settings, else None."""
+    try:
+        meta = json.loads((path / "policy.json").read_text())
+        saved = json.loads((path / "eval.json").read_text())
+    except (OSError, ValueError):
+        return None
+    wanted = {"role": role, "algo": algo, "timesteps": timesteps, "seed": seed, "config": config.to_dict(),
+              "opponent": opponent if isinstance(opponent, str) else repr(opponent)}  # fmt: skip
+    if any(meta.get(k) != v for k, v in wanted.items()):
+        return None
+    return {k: (_nan(v["mean"]), _nan(v["std"])) for k, v in saved["metrics"].items()}
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:
+    from eq_env.report import markdown_table, plot_lines, write_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "selfplay.csv", history, [*SELFPLAY_COLUMNS, "proposer", "validator"])
+    (out / "selfplay.md").write_text(markdown_table(list(SELFPLAY_COLUMNS),
+                                                    [[h[c] for c in SELFPLAY_COLUMNS] for h in history]))  # fmt: skip
+    x = list(range(len(history)))
+    labels = [f"{h['round']}: {h['trained'].split(' ')[0]}" for h in history]
+    panels = [{"ylabel": "rate", "series": [{"label": m, "x": x, "y": [h[m] for h in history]}
+                                            for m in ("approval_rate", "bad_approval_rate")]},
+              {"ylabel": "payoff per episode", "series": [{"label": m, "x": x, "y": [h[m] for h in history]}
+                                                          for m in ("welfare", "proposer_payoff",
+                                                                    "validator_payoff")]}]  # fmt: skip
+    plot_lines(out / "selfplay.png", panels, xlabel="round: role just trained", xticklabels=labels)

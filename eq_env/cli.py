@@ -291,9 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--eval-episodes", type=int, default=2000)
     _add_config_flags(tr)
 
-    sp = sub.add_parser("selfplay", help="alternate training of the proposer and the validator for K rounds")
-    sp.add_argument("--rounds", type=int, default=3)
-    sp.add_argument("--timesteps", type=int, default=30_000, help="steps per round")
+    sp = sub.add_parser(
+        "selfplay",
+        help="alternate training of the proposer and the validator for K rounds",
+        description="Each round trains the proposer against the current validator, then the validator against it "
+        "(the first proposer faces the rule validator); prints approval, bad approval, welfare and both payoffs "
+        "after each training and writes them to --out (selfplay.csv/.md/.png). Re-running resumes.",
+    )
+    sp.add_argument("--rounds", type=_positive_int, default=3, help="rounds of proposer-then-validator (default 3)")
+    sp.add_argument("--timesteps", type=int, default=30_000, help="steps per training")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
     sp.add_argument("--out", type=Path, required=True)
@@ -554,15 +560,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
     from baselines.rl import selfplay
-    from eq_env.report import markdown_table
 
-    history = selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
-                       config=config_from_args(args), algo=args.algo, progress=None)  # fmt: skip
-    columns = ["round", "trained", "approval_rate", "bad_approval_rate", "welfare", "proposer_payoff",
-               "validator_payoff"]  # fmt: skip
-    table = markdown_table(columns, [[h[c] for c in columns] for h in history])
-    (args.out / "selfplay.md").write_text(table)
-    print(table)
+    selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed, config=config_from_args(args),
+             algo=args.algo, progress=None)  # fmt: skip
+    print((args.out / "selfplay.md").read_text())
+    print(f"wrote selfplay.csv, selfplay.md, selfplay.png and a model per training to {args.out}")
     return 0
 
 
@@ -608,7 +610,7 @@ INTERRUPTED = {  # what an interrupted command kept
     "reproduce": "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
     "sweep": "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
     "play": "nothing was saved (--records is written at the end)",
-    "selfplay": "the models of finished rounds are saved in --out",
+    "selfplay": "finished trainings are saved in --out; run the same command to resume",
 }
 
 

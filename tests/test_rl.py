@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -233,19 +234,26 @@ def test_other_algorithms_train_and_load(algo: str, tmp_path: Path) -> None:
     assert SB3Policy.load(tmp_path).meta["algo"] == algo and result.curve is not None
 
 
-def test_selfplay_alternates_roles(tmp_path: Path) -> None:
-    history = selfplay(tmp_path / "tempt", rounds=2, timesteps=4000, seed=0, config=TEMPTATION.replace(q=0.1),
-                       eval_episodes=100)  # fmt: skip
-    assert [h["trained"] for h in history] == ["proposer", "validator"]
+def test_selfplay_alternates_roles_and_resumes(tmp_path: Path) -> None:
+    kwargs: dict[str, Any] = {"rounds": 1, "timesteps": 4000, "seed": 0, "config": TEMPTATION.replace(q=0.1),
+                              "eval_episodes": 100}  # fmt: skip
+    history = selfplay(tmp_path / "tempt", **kwargs)
+    assert [(h["round"], h["trained"]) for h in history] == [(0, "proposer"), (0, "validator")]
     assert history[1]["proposer"].startswith("sb3:path=") and history[1]["validator"].startswith("sb3:path=")
     assert all("welfare" in h and "bad_approval_rate" in h for h in history)
     # the trained validator blocks the trained liar's bad trades better than the rule engine did
     assert history[1]["bad_approval_rate"] < history[0]["bad_approval_rate"]
+    for name in ("selfplay.csv", "selfplay.md", "selfplay.png"):
+        assert (tmp_path / "tempt" / name).exists(), name
+    model = tmp_path / "tempt" / "round0_validator" / "model.zip"
+    stamp = model.stat().st_mtime_ns
+    assert selfplay(tmp_path / "tempt", **kwargs) == history  # resumed: nothing trained again
+    assert model.stat().st_mtime_ns == stamp
 
 
 def test_selfplay_skips_a_round_with_nothing_to_learn(tmp_path: Path) -> None:
     # with V = 1 the trained proposer learns never to ask (NO_TRADE pays as much): nothing for a validator to learn
-    quiet = selfplay(tmp_path, rounds=2, timesteps=1500, seed=0, config=PAPER, eval_episodes=100)
+    quiet = selfplay(tmp_path, rounds=1, timesteps=1500, seed=0, config=PAPER, eval_episodes=100)
     assert quiet[1]["trained"].startswith("validator (skipped:") and quiet[1]["request_rate"] < 0.05
 
 
