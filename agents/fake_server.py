@@ -34,11 +34,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.schema import claims_from_json
 from eq_env.exchange_audit.game import (
     Artifact,
     AuditOutcome,
     AuditRecord,
-    Claims,
     Intent,
     Proposal,
     ProposerAction,
@@ -128,14 +128,8 @@ def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
     """The :class:`ValidatorView` a validator prompt's embedded observation describes (the text is
     fenced apart in the prompt, not in the observation: pass it from :func:`text_in`)."""
     sub, audit = obs["submission"], obs["audit"]
-    c, p = sub["claims"], sub["proposal"]
-    claims = Claims(
-        intent=None if c["intent"] is None else Intent[c["intent"]],
-        risk_within_limit=c["risk_within_limit"],
-        net_delta_bounded=c["net_delta_bounded"],
-        risk_metric=c["risk_metric"],
-        confidence=c["confidence"],
-    )
+    p = sub["proposal"]
+    claims = claims_from_json(sub["claims"])
     submission = Submission(
         ProposerAction[sub["action"]],
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),

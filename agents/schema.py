@@ -45,6 +45,7 @@ __all__ = [
     "PROPOSER_SCHEMA",
     "VALIDATOR_SCHEMA",
     "ReplyError",
+    "claims_from_json",
     "clean_text",
     "extract_json",
     "parse_proposer_reply",
@@ -186,17 +187,22 @@ def clean_text(text: str, max_words: int, max_chars: int) -> str:
     return truncate_words(text, max_words)[:max_chars]
 
 
-def parse_proposer_reply(reply: str, max_words: int, max_chars: int, tokens: int = 0) -> Submission:
-    """The :class:`Submission` a proposer reply encodes (its text cleaned by :func:`clean_text`)."""
-    data = _checked(reply, PROPOSER_SCHEMA)
-    p, c = data["proposal"], data["claims"]
-    claims = Claims(
+def claims_from_json(c: dict[str, Any]) -> Claims:
+    """The :class:`Claims` of a schema-valid ``claims`` object (null: a claim not made)."""
+    return Claims(
         intent=None if c["intent"] is None else Intent[c["intent"]],
         risk_within_limit=c["risk_within_limit"],
         net_delta_bounded=c["net_delta_bounded"],
         risk_metric=c["risk_metric"],
         confidence=c["confidence"],
     )
+
+
+def parse_proposer_reply(reply: str, max_words: int, max_chars: int, tokens: int = 0) -> Submission:
+    """The :class:`Submission` a proposer reply encodes (its text cleaned by :func:`clean_text`)."""
+    data = _checked(reply, PROPOSER_SCHEMA)
+    p = data["proposal"]
+    claims = claims_from_json(data["claims"])
     return Submission(
         ProposerAction[data["action"]],
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
