@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import email.utils
+import functools
 import hashlib
 import json
 import math
@@ -210,7 +211,8 @@ def schema_digest(schema: dict[str, Any]) -> str:
 _MODES = ("json_schema", "json_object", "text")
 
 
-def _raw_response_type() -> type:
+@functools.cache
+def _raw() -> type:
     """The HTTP response class of the SDK's transport (httpx, or httpx2 in newer SDKs): asking the SDK
     for it returns the raw response, which we parse ourselves."""
     import openai._base_client as base
@@ -220,16 +222,6 @@ def _raw_response_type() -> type:
         if module is not None:
             return module.Response
     raise ImportError("cannot find the openai SDK's HTTP response class")
-
-
-class _LazyRaw:
-    value: type | None = None
-
-
-def _raw() -> type:
-    if _LazyRaw.value is None:
-        _LazyRaw.value = _raw_response_type()
-    return _LazyRaw.value
 
 
 class LLMClient:

@@ -24,7 +24,6 @@ PPO's small networks run far slower when torch spreads them over threads.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ from eq_env.exchange_audit.features import (
 )
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.policy import Role
+from eq_env.report import from_json_number, json_number
 
 __all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay", "train"]
 
@@ -295,13 +295,9 @@ def train(
     summary = ev.summary
     (out / "eval.json").write_text(json.dumps({
         "seeds": list(eval_seeds), "episodes": eval_episodes,
-        "metrics": {k: {"mean": _num(m), "std": _num(s)} for k, (m, s) in summary.items()},
+        "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
     }, indent=2) + "\n")  # fmt: skip
     return TrainResult(out, role, algo, timesteps, seconds, timesteps / seconds, curve, summary)
-
-
-def _num(x: float) -> float | None:
-    return None if math.isnan(x) else x
 
 
 def _write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:
@@ -387,11 +383,7 @@ def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, confi
               "opponent": opponent if isinstance(opponent, str) else repr(opponent)}  # fmt: skip
     if any(meta.get(k) != v for k, v in wanted.items()):
         return None
-    return {k: (_nan(v["mean"]), _nan(v["std"])) for k, v in saved["metrics"].items()}
-
-
-def _nan(x: float | None) -> float:
-    return math.nan if x is None else float(x)
+    return {k: (from_json_number(v["mean"]), from_json_number(v["std"])) for k, v in saved["metrics"].items()}
 
 
 def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:

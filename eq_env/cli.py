@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import COST_MODELS, PRESETS, ExchangeAuditConfig
+from eq_env.report import from_json_number, json_number
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -138,13 +139,13 @@ def _dry_run(config: ExchangeAuditConfig, proposers: Sequence[str], validators: 
     from agents.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
     from baselines import HonestProposer
     from eq_env import exchange_audit_v0
-    from eq_env.exchange_audit.spaces import decode_proposer_observation
+    from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
     from eq_env.policy import make_policy
 
     env = exchange_audit_v0.env(config=config)
     env.reset(seed=0)
     view = decode_proposer_observation(env.observe("proposer_0"))
-    env.step(encode_submission_for(HonestProposer(request="always").submission(view)))  # a sample to decide on
+    env.step(encode_submission(HonestProposer(request="always").submission(view)))  # a sample to decide on
     validator_view = env.unwrapped.game.validator_view
     shown = 0
     for role, specs in (("proposer", proposers), ("validator", validators)):
@@ -164,12 +165,6 @@ def _dry_run(config: ExchangeAuditConfig, proposers: Sequence[str], validators: 
     if not shown:
         print("no LLM policy among the proposers and validators: nothing would be sent")
     return 0
-
-
-def encode_submission_for(sub: Any) -> Any:
-    from eq_env.exchange_audit.spaces import encode_submission
-
-    return encode_submission(sub)
 
 
 def config_from_args(args: argparse.Namespace) -> ExchangeAuditConfig:
@@ -337,11 +332,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _finite(x: float) -> float | None:
-    """NaN (an undefined metric) as JSON null."""
-    return None if math.isnan(x) else x
-
-
 def _cmd_play(args: argparse.Namespace) -> int:
     from eq_env.runner import evaluate, format_metrics_table
 
@@ -388,7 +378,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
                     "config": config.to_dict(),
                     "seeds": seeds,
                     "episodes": args.episodes,
-                    "metrics": {k: {"mean": _finite(m), "std": _finite(s)} for k, (m, s) in summary.items()},
+                    "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
                 },
                 indent=2,
                 allow_nan=False,
@@ -521,15 +511,11 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     new = rerun(old, args.engine)
     print(f"{old['proposer']} vs {old['validator']}, seed {old['seed']}, {old['episodes']} episodes, "
           f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
-    rows = {m: (_nan(old["metrics"][m]), _nan(new["metrics"][m])) for m in old["metrics"]}
+    rows = {m: (from_json_number(old["metrics"][m]), from_json_number(new["metrics"][m])) for m in old["metrics"]}
     print(format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1))
     same = old["metrics"] == new["metrics"]
     print("identical" if same else "DIFFERENT")
     return 0 if same else 1
-
-
-def _nan(x: float | None) -> float:
-    return math.nan if x is None else float(x)
 
 
 def _floats(text: str, what: str) -> list[float]:

@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.policy import Role, make_policy, parse_policy_spec, policy_entry
+from eq_env.report import from_json_number, json_number
 from eq_env.runner import (
     METRICS,
     Episode,
@@ -139,10 +140,6 @@ def _engine_for(proposer: Any, validator: Any, engine: str) -> str:
     return "batch" if engine != "aec" and batchable else "aec"
 
 
-def _json_number(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x
-
-
 class EpisodeStore:
     """One run's episodes, a JSON line each, appended as they finish (so an LLM run resumes mid-run)."""
 
@@ -207,7 +204,7 @@ def run_one(
         "episodes": condition.episodes,
         "config": condition.config.to_dict(),
         "engine": used,
-        "metrics": {k: _json_number(v) for k, v in metrics.items()},
+        "metrics": {k: json_number(v) for k, v in metrics.items()},
         **extra,
     }
 
@@ -352,7 +349,7 @@ def rerun(record: Mapping[str, Any], engine: str = "auto") -> dict[str, Any]:
 
 
 def _metrics_of(record: Mapping[str, Any]) -> dict[str, float]:
-    return {k: (math.nan if v is None else float(v)) for k, v in record["metrics"].items()}
+    return {k: from_json_number(v) for k, v in record["metrics"].items()}
 
 
 def aggregate(

@@ -8,7 +8,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cell", "label", "markdown_table", "mean_std", "plot_lines", "write_csv"]
+__all__ = ["cell", "from_json_number", "json_number", "label", "markdown_table", "mean_std", "plot_lines", "write_csv"]
+
+
+def json_number(x: Any) -> Any:
+    """NaN (an undefined metric) as JSON null; anything else as is."""
+    return None if isinstance(x, float) and math.isnan(x) else x
+
+
+def from_json_number(x: Any) -> float:
+    """JSON null back to NaN."""
+    return math.nan if x is None else float(x)
 
 
 def mean_std(mean: float, std: float, digits: int = 2) -> str:

@@ -158,10 +158,6 @@ def _prices() -> tuple[float, float]:
     return s.price_prompt, s.price_completion
 
 
-def _nan(x: Any) -> float:
-    return math.nan if x is None else float(x)
-
-
 def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
     """Run everything and write the files listed in the module docstring; returns the table rows, the
     time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes)."""
