@@ -236,20 +236,21 @@ class LLMClient:
         self.model = model
         self.base_url = resolve_base_url(base_url)
         self._mode_index = 0
-        self._clients: dict[int, Any] = {}
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
     def _client(self) -> Any:
         # one AsyncOpenAI per event loop: its connection pool belongs to the loop that made it
         loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
-        if client is None:
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:  # (a new loop may reuse a closed one's id)
             from openai import AsyncOpenAI  # imported lazily: the SDK is slow to import
 
             s = settings()
             key = s.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
             client = AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=s.timeout)
-            self._clients = {id(loop): client}  # a closed loop's client is dropped
-        return client
+            entry = self._clients[id(loop)] = (loop, client)
+            self._clients = {id(loop): entry}  # a closed loop's client is dropped
+        return entry[1]
 
     @classmethod
     def forget(cls) -> None:
@@ -258,9 +259,10 @@ class LLMClient:
 
     async def aclose(self) -> None:
         """Close the connections opened in the running event loop (before the loop itself closes)."""
-        client = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
-            await client.close()
+        loop = asyncio.get_running_loop()
+        entry = self._clients.pop(id(loop), None)
+        if entry is not None and entry[0] is loop:
+            await entry[1].close()
 
     async def complete(
         self,
@@ -291,9 +293,10 @@ class LLMClient:
             "prompt_version": prompt_version,
         }
         key = request_key(identity)
+        cache = ResponseCache(s.cache_dir)
         stored = self._memory.get(key)
         if stored is None and s.cache in ("read", "readwrite"):
-            stored = ResponseCache(s.cache_dir).get(key)
+            stored = cache.get(key)
             if stored is not None and "error" in stored:
                 if s.cache == "read":
                     raise LLMUnavailableError(f"replayed failure: {stored['error']}")
@@ -309,31 +312,41 @@ class LLMClient:
         pending = self._inflight.get(slot)
         if pending is not None:  # the same request is on its way (e.g. the other regime of this state)
             kind, value = await asyncio.shield(pending)
+            if kind == "ok":
+                return Completion.from_record(value)
             if kind == "error":
                 raise LLMUnavailableError(value)
-            return Completion.from_record(value)
+            # the first asker was cancelled before any answer: ask ourselves
+            return await self.complete(messages, schema_name=schema_name, schema=schema,
+                                       prompt_version=prompt_version, temperature=temperature,
+                                       max_tokens=max_tokens, seed=seed)  # fmt: skip
         future: asyncio.Future[tuple[str, Any]] = loop.create_future()
         self._inflight[slot] = future
+
+        def settle(outcome: tuple[str, Any]) -> None:
+            # before any cache I/O, which may raise: a waiter must never be left hanging
+            self._inflight.pop(slot, None)
+            future.set_result(outcome)
+
+        writes = s.cache in ("write", "readwrite")
         try:
             completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed)
         except LLMUnavailableError as err:
-            if s.cache in ("write", "readwrite") and ResponseCache(s.cache_dir).get(key) is None:
+            settle(("error", str(err)))
+            if writes and cache.get(key) is None:
                 # recorded so that a replay fails the same way; never over a recorded answer
-                ResponseCache(s.cache_dir).put(key, {"error": str(err), "request": _describe(identity)})
-            future.set_result(("error", str(err)))
+                cache.put(key, {"error": str(err), "request": _describe(identity)})
             raise
-        except BaseException:  # cancelled: whoever waits asks for itself
-            future.set_result(("error", "the request was cancelled"))
+        except BaseException:  # cancelled (or a bug): whoever waits asks for itself
+            settle(("retry", None))
             raise
-        finally:
-            self._inflight.pop(slot, None)
         record = {"content": completion.content, "prompt_tokens": completion.prompt_tokens,
                   "completion_tokens": completion.completion_tokens, "mode": completion.mode,
                   "usage_estimated": completion.usage_estimated, "request": _describe(identity)}  # fmt: skip
         self._memory[key] = record
-        future.set_result(("ok", record))
-        if s.cache in ("write", "readwrite"):
-            ResponseCache(s.cache_dir).put(key, record)
+        settle(("ok", record))
+        if writes:
+            cache.put(key, record)
         return completion
 
     async def _request(
@@ -363,7 +376,7 @@ class LLMClient:
             elif mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
             requests += 1
-            retry_after: Exception | None = None
+            retryable: Exception | None = None
             try:
                 # The SDK's plain POST, as its docs show for any endpoint: the same client, connection
                 # pool and errors as chat.completions.create, without its per-call parameter transform
@@ -380,7 +393,7 @@ class LLMClient:
                                           retries=retries, errors=[*errors, _short(err)]) from None  # fmt: skip
             except (openai.APITimeoutError, openai.APIConnectionError, UnreadableResponseError) as err:
                 errors.append(_short(err))
-                retry_after = err
+                retryable = err
             except openai.APIStatusError as err:
                 if err.status_code not in RETRY_STATUSES and err.status_code < 500:
                     # 401, 403, 404, 422...: asking again will not help
@@ -388,8 +401,8 @@ class LLMClient:
                                               requests=requests, retries=retries,
                                               errors=[*errors, _short(err)]) from None  # fmt: skip
                 errors.append(_short(err))
-                retry_after = err
-            if retry_after is not None:
+                retryable = err
+            if retryable is not None:
                 if retries >= s.max_retries:
                     raise LLMUnavailableError(
                         f"gave up after {retries} retries: {'; '.join(errors)}",
@@ -397,7 +410,7 @@ class LLMClient:
                         retries=retries,
                         errors=errors,
                     ) from None
-                await asyncio.sleep(_backoff(retry_after, retries, s))
+                await asyncio.sleep(_backoff(retryable, retries, s))
                 retries += 1
                 continue
             estimated = usage is None

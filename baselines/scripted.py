@@ -32,7 +32,6 @@ logic both follow.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -319,11 +318,8 @@ class StrategicProposer(HonestProposer):
     def detection_probability(self, view: ProposerView) -> float:
         """P(audited and a lied claim is among the checked ones)."""
         pub = view.public
-        k, b = self.lied_claims(view), pub.checks_per_audit
-        if k == 0 or b <= 0:
-            return 0.0
-        miss = math.comb(4 - k, b) / math.comb(4, b) if b <= 4 - k else 0.0
-        return pub.q * (1.0 - miss)
+        k = self.lied_claims(view)
+        return 0.0 if k == 0 else pub.q * (1.0 - detection_miss_table(pub.checks_per_audit)[k])
 
     def lie_pays(self, view: ProposerView) -> bool:
         pub = view.public

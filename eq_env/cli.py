@@ -110,9 +110,11 @@ def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
     name, kwargs = parse_policy_spec(spec)
     if name != "llm":
         return spec
+    from agents.client import resolve_base_url
+
     fill = {
         "model": args.model or os.environ.get("EQ_ENV_MODEL") or "gpt-4.1",
-        "base_url": args.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1",
+        "base_url": resolve_base_url(args.base_url),
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
         "seed": args.llm_seed,
@@ -448,8 +450,6 @@ def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    import os
-
     from eq_env.exchange_audit.batch import is_batchable
     from eq_env.policy import make_policy
     from eq_env.sweep import DEFAULT_PLOT_METRICS, SweepSpec, load_spec_file, parse_value, run_sweep
@@ -555,7 +555,12 @@ def _cmd_selfplay(args: argparse.Namespace) -> int:
 
 
 def _cmd_equilibrium(args: argparse.Namespace) -> int:
-    from eq_env.equilibrium import analytic_threshold, proposer_best_response, validator_best_response
+    from eq_env.equilibrium import (
+        analytic_threshold,
+        game_threshold,
+        proposer_best_response,
+        validator_best_response,
+    )
 
     config = config_from_args(args)
     proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
@@ -566,7 +571,7 @@ def _cmd_equilibrium(args: argparse.Namespace) -> int:
     print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
                                   seed=args.seed).summary())  # fmt: skip
     q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
-    game_q = max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
+    game_q = game_threshold(config)
     print(f"\neq. 3 deters a one-claim lie from q = {q_star:.3f} (inf: never); in this game a lie that shades the "
           f"numbers and states no false claim pays while q < {game_q:.3f}")  # fmt: skip
     return 0

@@ -46,6 +46,7 @@ from eq_env.exchange_audit.batch import (
     Nature,
     SubmissionBatch,
     ValidatorBatch,
+    detection_miss_table,
     is_batchable,
     payoffs_batch,
     proposer_batch,
@@ -67,6 +68,7 @@ __all__ = [
     "ValidatorBestResponse",
     "analytic_threshold",
     "expected_payoffs",
+    "game_threshold",
     "proposer_best_response",
     "proposer_payoff",
     "validator_best_response",
@@ -387,18 +389,17 @@ def validator_best_response(
         batches.append((part, sub, audit, ValidatorBatch(config, sub, audit, part.ambiguous, part.risk_limit)))
     (fit, fsub, _, fview), (test, tsub, taudit, tview) = batches
     gain = np.where(fit.compliant, config.V, -config.bad_approval_loss) * fsub.request  # what approving adds
-    cells = _validator_cells(fview)
-    n_cells = int(max(cells.max(initial=0), _validator_cells(tview).max(initial=0))) + 1
+    cells, test_cells = _validator_cells(fview), _validator_cells(tview)
+    n_cells = int(max(cells.max(initial=0), test_cells.max(initial=0))) + 1
     approve_cell = np.bincount(cells, weights=gain, minlength=n_cells) > 0
     reference_policy.reset(seed=0)
     ref_decision = np.asarray(reference_policy.act_batch(tview)).astype(bool) & tsub.request
-    br_decision = approve_cell[_validator_cells(tview)] & tsub.request
+    br_decision = approve_cell[test_cells] & tsub.request
     _, br_payoff = payoffs_batch(tsub, br_decision, taudit, test.compliant, config)
     _, ref_payoff = payoffs_batch(tsub, ref_decision, taudit, test.compliant, config)
     diff = br_payoff - ref_payoff
     se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else math.nan
     changed = br_decision != ref_decision
-    test_cells = _validator_cells(tview)
     counts: dict[tuple[int, bool], int] = {}
     for c, b in zip(test_cells[changed].tolist(), br_decision[changed].tolist(), strict=True):
         counts[(c, b)] = counts.get((c, b), 0) + 1
@@ -425,8 +426,14 @@ def detection_given_audit(lies: int, checks: int) -> float:
     """P(at least one of ``lies`` false claims is among ``checks`` sampled of the four checkable ones)."""
     if lies <= 0 or checks <= 0:
         return 0.0
-    checks = min(checks, 4)
-    return 1.0 - (math.comb(4 - lies, checks) / math.comb(4, checks) if checks <= 4 - lies else 0.0)
+    return 1.0 - detection_miss_table(min(checks, 4))[min(lies, 4)]
+
+
+def game_threshold(config: ExchangeAuditConfig) -> float:
+    """This game's smallest q deterring the cheapest lie (numbers shaded inside the limits, no false
+    claim): it is never fined, only blocked when audited, so it pays (1 − q)·V against NO_TRADE's
+    sure ``no_trade_payoff`` while q < 1 − no_trade_payoff / V; whatever L and B."""
+    return max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
 
 
 def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0) -> float:

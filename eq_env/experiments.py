@@ -20,6 +20,7 @@ sees the same positions, noise and audit coins (common random numbers), so
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -121,8 +122,8 @@ class Condition:
             "episodes": self.episodes,
         }
 
-    @property
-    def key(self) -> str:
+    @functools.cached_property
+    def key(self) -> str:  # cached: run_all asks for it per run, and it costs a registry walk
         blob = json.dumps(self.identity(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -278,11 +279,12 @@ def run_all(
     # one run per key: conditions that are the same experiment share it (with the first one's labels)
     todo, seen = [], {k for k, r in done.items() if not r.get("failed")}
     for c, s in wanted:
-        if run_key(c, s) not in seen:
-            seen.add(run_key(c, s))
+        if (key := run_key(c, s)) not in seen:
+            seen.add(key)
             todo.append((c, s))
-    here = [(c, s) for c, s in todo if _has_llm(c)]
-    pooled = [(c, s) for c, s in todo if not _has_llm(c)]
+    llm = {c.key: _has_llm(c) for c, _ in todo}
+    here = [(c, s) for c, s in todo if llm[c.key]]
+    pooled = [(c, s) for c, s in todo if not llm[c.key]]
     distinct = len({run_key(c, s) for c, s in wanted})
     bar = tqdm(total=distinct, initial=distinct - len(todo), desc=desc, unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
@@ -376,7 +378,7 @@ LLM_COLUMNS = (
 
 
 def llm_report(
-    conditions: Sequence[Condition], records: Iterable[Mapping[str, Any]], prices: tuple[float, float]
+    conditions: Sequence[Condition], records: Iterable[Mapping[str, Any]], prices: tuple[float, float] | None = None
 ) -> list[dict[str, Any]]:
     """Per condition, summed over its seeds: what LLM policies cost and how they fared.
 
@@ -387,6 +389,10 @@ def llm_report(
     more when failed episodes were attempted. ``usage_estimated`` counts calls whose endpoint reported
     no usage (tokens estimated at four characters a token).
     """
+    if prices is None:  # the LLM settings' (see agents.client.configure)
+        from agents.client import settings
+
+        prices = settings().price_prompt, settings().price_completion
     totals: dict[str, dict[str, Any]] = {}
     unique = {r["key"]: r for r in records}  # a run shared by identical conditions counts once
     for r in unique.values():

@@ -37,7 +37,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from eq_env.equilibrium import _misreports, analytic_threshold, proposer_best_response, proposer_payoff
+from eq_env.equilibrium import (
+    _misreports,
+    analytic_threshold,
+    game_threshold,
+    proposer_best_response,
+    proposer_payoff,
+)
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import DrawStream
@@ -53,7 +59,7 @@ class Scenario:
     name: str
     V: float
     L: float
-    B: int
+    B: int | None
 
     def config(self, base: ExchangeAuditConfig, q: float) -> ExchangeAuditConfig:
         return base.replace(V=self.V, L=self.L, B=self.B, q=q)
@@ -133,10 +139,11 @@ def frontier(
                          "honest_payoff": br.honest_payoff, "ppo_misreport_rate": ppo_rate,
                          "ppo_payoff": ppo_payoff})  # fmt: skip
             bar.update(1)
+        scenario = sc.config(base, qs[0])  # (B=None means every claim: checks_per_audit resolves it)
         summary.append({
             "scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B,
-            "eq3_q_star": analytic_threshold(sc.V, sc.L, sc.B, lies=1),
-            "game_q_star": max(0.0, 1.0 - base.no_trade_payoff / sc.V) if sc.V > 0 else 0.0,
+            "eq3_q_star": analytic_threshold(sc.V, sc.L, scenario.checks_per_audit, lies=1),
+            "game_q_star": game_threshold(scenario),
             "br_q_star": _frontier_q(qs, br_pays),
             "ppo_q_star": _frontier_q(qs, ppo_pays) if ppo_spec else math.nan,
         })  # fmt: skip

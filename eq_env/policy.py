@@ -45,13 +45,13 @@ __all__ = [
     "available_policies",
     "make_policy",
     "parse_policy_spec",
+    "parse_scalar",
     "policy_entry",
     "register_policy",
 ]
 
 Role = Literal["proposer", "validator"]
 ROLES: tuple[Role, ...] = ("proposer", "validator")
-AGENT_ROLES: dict[str, Role] = {"proposer_0": "proposer", "validator_0": "validator"}
 
 
 class PolicyError(RuntimeError):
@@ -156,7 +156,8 @@ def policy_entry(name: str, role: Role | None = None) -> PolicyEntry:
     return matches[0]
 
 
-def _parse_value(text: str) -> Any:
+def parse_scalar(text: str) -> Any:
+    """``true``/``false`` as booleans, ``none`` as None, numbers as int or float, anything else as is."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
@@ -178,7 +179,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"policy spec {spec!r}: expected key=value, got {item!r}")
-        kwargs[key.strip()] = _parse_value(value.strip())
+        kwargs[key.strip()] = parse_scalar(value.strip())
     return name.strip(), kwargs
 
 

@@ -150,14 +150,6 @@ def conditions(opts: ReproduceOptions) -> list[Condition]:
     return out
 
 
-def _prices() -> tuple[float, float]:
-    """Dollars per million prompt and completion tokens, from the LLM settings (see agents.client)."""
-    from agents.client import settings
-
-    s = settings()
-    return s.price_prompt, s.price_completion
-
-
 def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
     """Run everything and write the files listed in the module docstring; returns the table rows, the
     time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes)."""
@@ -262,7 +254,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
 
     files = ["table1.csv", "table1.md", "table1_text_length.csv", "table2.csv", "table2.md", "figure4.png",
              "results.jsonl", "summary.md"]  # fmt: skip
-    llm_rows = llm_report(conds, records, _prices())
+    llm_rows = llm_report(conds, records)
     if llm_rows:
         write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
         files.append("llm_costs.csv")

@@ -184,6 +184,12 @@ class EpisodeRecord:
         return out
 
 
+def forced_decision(observation: Mapping[str, Any]) -> int | None:
+    """The validator's only legal action when there is just one (after a NO_TRADE), else None."""
+    mask = observation["action_mask"]
+    return int(np.argmax(mask)) if int(mask.sum()) == 1 else None
+
+
 def play(
     config: ExchangeAuditConfig,
     proposer: Policy | str,
@@ -235,11 +241,8 @@ def play(
                     render(env.render())
                 env.step(None)
                 continue
-            mask = obs.get("action_mask") if agent == VALIDATOR else None
-            if mask is not None and int(mask.sum()) == 1:
-                env.step(int(np.argmax(mask)))
-            else:
-                env.step(policies[agent].act(obs))
+            forced = forced_decision(obs) if agent == VALIDATOR else None
+            env.step(policies[agent].act(obs) if forced is None else forced)
         assert game.outcome is not None
         records.append(EpisodeRecord.from_outcome(game.outcome, seed, i))
         bar.update(1)
@@ -323,7 +326,8 @@ async def aplay(
     policies = {PROPOSER: make_policy(proposer, "proposer"), VALIDATOR: make_policy(validator, "validator")}
     policies[PROPOSER].reset(seed=policy_seed(seed, "proposer"))
     policies[VALIDATOR].reset(seed=policy_seed(seed, "validator"))
-    todo = [i for i in range(episodes) if i not in set(skip)]
+    skipped = set(skip)  # once: ``skip`` may be a one-pass iterator
+    todo = [i for i in range(episodes) if i not in skipped]
     envs: asyncio.Queue[Any] = asyncio.Queue()
     for _ in range(min(concurrency, max(len(todo), 1))):
         envs.put_nowait(exchange_audit_v0.raw_env(config=config, render_mode="ansi" if render else None))
@@ -338,8 +342,9 @@ async def aplay(
             env.step(action)
             obs = env.observe(VALIDATOR)
             role = "validator"
-            if int(obs["action_mask"].sum()) == 1:  # nothing to decide: no call
-                decision, validator_info = int(np.argmax(obs["action_mask"])), None
+            forced = forced_decision(obs)
+            if forced is not None:  # nothing to decide: no call
+                decision, validator_info = forced, None
             else:
                 decision, validator_info = await _act(policies[VALIDATOR], obs)
             env.step(decision)

@@ -53,6 +53,7 @@ from eq_env.experiments import (
     paired_difference,
     run_all,
 )
+from eq_env.policy import parse_scalar
 from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.runner import METRICS
 
@@ -64,17 +65,7 @@ _SPEC_KEYS = {"preset", "set", "grid", "proposers", "validators", "seeds", "firs
 
 def parse_value(text: str) -> Any:
     """A flag value as a number, a boolean, None (``none``/``all`` for B) or the string itself."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "all"):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text.strip()
+    return None if text.strip().lower() == "all" else parse_scalar(text.strip())
 
 
 @dataclass
@@ -217,7 +208,7 @@ def run_sweep(
     (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
     records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
                       progress=progress, desc="sweep", concurrency=concurrency)  # fmt: skip
-    llm_rows = llm_report(conds, records, _prices())
+    llm_rows = llm_report(conds, records)
     if llm_rows:
         write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
     agg = aggregate(conds, records)
@@ -262,12 +253,6 @@ def run_sweep(
     )
     _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
     return rows
-
-
-def _prices() -> tuple[float, float]:
-    from agents.client import settings
-
-    return settings().price_prompt, settings().price_completion
 
 
 def _cell(value: Any) -> Any:
