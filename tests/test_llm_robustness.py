@@ -373,3 +373,47 @@ def test_rerun_replays_an_llm_record_from_its_recordings(tmp_path: Path, capsys:
         assert main(["rerun", str(out / "results.jsonl"), key]) == 0
         assert len(server.requests) == asked  # replayed from OUT/llm_cache: no request
     assert "identical" in capsys.readouterr().out
+
+
+def test_a_waiter_asks_itself_when_the_first_asker_is_cancelled() -> None:
+    async def scenario(url: str) -> Any:
+        a = LLMProposer(model="m", base_url=url)
+        b = LLMProposer(model="m", base_url=url)
+        first = asyncio.create_task(a.aact(proposer_obs()))
+        await asyncio.sleep(0.05)  # the first request is in flight
+        second = asyncio.create_task(b.aact(proposer_obs()))  # waits on it
+        await asyncio.sleep(0.05)
+        first.cancel()
+        try:
+            return await asyncio.wait_for(second, 5)
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+    with ScriptedLLMServer(latency=0.3) as server:
+        action, info = asyncio.run(scenario(server.url))
+        assert len(server.requests) == 2  # the waiter sent its own request
+    assert int(action["action"]) in (0, 1) and not info["fallback"]
+
+
+def test_a_waiter_never_hangs_when_the_cache_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    def full_disk(self: ResponseCache, key: str, value: dict) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResponseCache, "put", full_disk)
+
+    async def both(url: str) -> list[Any]:
+        a, b = LLMProposer(model="m", base_url=url), LLMProposer(model="m", base_url=url)
+        try:
+            return await asyncio.wait_for(
+                asyncio.gather(a.aact(proposer_obs()), b.aact(proposer_obs()), return_exceptions=True), 5
+            )
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+    for script in ([Reply(status=500)], None):  # the failure, then the answer, cannot be recorded
+        with ScriptedLLMServer(script) as server:
+            out = asyncio.run(both(server.url))
+        assert any(isinstance(x, OSError) for x in out)  # the asker reports the disk error...
+        assert len(out) == 2  # ...and the waiter got an outcome instead of hanging
