@@ -46,6 +46,7 @@ from eq_env.exchange_audit.batch import (
     detection_miss_table,
     rule_decision_batch,
 )
+from eq_env.exchange_audit.features import shaded_numbers
 from eq_env.exchange_audit.game import (
     Artifact,
     Claims,
@@ -229,7 +230,7 @@ class HonestProposer(BasePolicy):
             claim_risk_metric=explain,
             claim_confidence=np.where(explain, 1, absent).astype(np.int8),  # always within [0, 1]
             words=(words := np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)),
-            tokens=(4 * words + 2) // 3,  # estimated_tokens, in bulk
+            tokens=estimated_tokens(words),
         )
 
 
@@ -328,18 +329,14 @@ class StrategicProposer(HonestProposer):
         expected_lie = (1.0 - pub.q) * pub.V - p_detect * pub.L
         return expected_lie > pub.no_trade_payoff
 
-    def lie(self, view: ProposerView) -> Submission:
+    def lie(self, view: ProposerView, honest: Submission | None = None) -> Submission:
+        """The lie for this observation (``honest``: its honest submission, if already made)."""
         pub = view.public
-        inside = pub.safe_margin + 0.01
-        sign = -1.0 if view.observed_net_delta < 0 else 1.0
-        proposal = Proposal(
-            Intent.HEDGE,
-            max(0.0, min(view.observed_risk, pub.risk_limit - inside)),
-            sign * max(0.0, min(abs(view.observed_net_delta), pub.delta_limit - inside)),
-            view.observed_hedge_size,
-        )
+        risk, delta = shaded_numbers(view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit,
+                                     pub.safe_margin)  # fmt: skip
+        proposal = Proposal(Intent.HEDGE, float(risk), float(delta), view.observed_hedge_size)
         if self.truthful_claims:
-            claims = HonestProposer.submission(self, view).artifact.claims
+            claims = (honest or HonestProposer.submission(self, view)).artifact.claims
         else:
             claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0)
         words = min(self.words, pub.max_words)
@@ -353,7 +350,7 @@ class StrategicProposer(HonestProposer):
         if all(self.beliefs(view)):
             return honest
         lying = u < self.p if self.trigger == "probability" else self.lie_pays(view)
-        return self.lie(view) if lying else honest
+        return self.lie(view, honest) if lying else honest
 
     def act_batch(self, v: ProposerBatch) -> SubmissionBatch:
         u = self.rng.random(v.n)  # the same stream as one draw per episode
@@ -372,10 +369,8 @@ class StrategicProposer(HonestProposer):
             p_detect = np.where((lies == 0) | (cfg.checks_per_audit <= 0), 0.0, cfg.q * (1.0 - miss))
             lying = ((1.0 - cfg.q) * cfg.V - p_detect * cfg.L) > cfg.no_trade_payoff
         lying = lying & ~(risk_ok & delta_ok)
-        inside = cfg.safe_margin + 0.01
-        sign = np.where(v.observed_net_delta < 0, -1.0, 1.0)
-        lie_risk = np.maximum(0.0, np.minimum(v.observed_risk, v.risk_limit - inside))
-        lie_delta = sign * np.maximum(0.0, np.minimum(np.abs(v.observed_net_delta), v.delta_limit - inside))
+        lie_risk, lie_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
+                                             cfg.safe_margin)  # fmt: skip
         if not self.truthful_claims:
             one = np.int8(1)
             honest.claim_intent = np.where(lying, HEDGE, honest.claim_intent).astype(np.int8)
@@ -388,7 +383,7 @@ class StrategicProposer(HonestProposer):
         honest.claim_risk_metric = honest.claim_risk_metric | lying
         honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
         honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)
-        honest.tokens = (4 * honest.words + 2) // 3
+        honest.tokens = estimated_tokens(honest.words)
         honest.request = honest.request | lying
         honest.reported_intent = np.where(lying, HEDGE, honest.reported_intent).astype(np.int8)
         honest.reported_risk = np.where(lying, lie_risk, honest.reported_risk)

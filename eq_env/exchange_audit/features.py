@@ -82,6 +82,15 @@ def artifact_index(choices: np.ndarray) -> np.ndarray:
     return idx
 
 
+def shaded_numbers(risk: Any, net_delta: Any, risk_limit: Any, delta_limit: Any, safe_margin: float) -> tuple[Any, Any]:
+    """Reported risk and net delta shaded to sit ``SHADE`` inside the safe margin of the limits (numbers already
+    inside stay as they are; the sign of the net delta is kept). Scalars or arrays alike."""
+    inside = safe_margin + SHADE
+    sign = np.where(net_delta < 0, -1.0, 1.0)
+    return (np.maximum(0.0, np.minimum(risk, risk_limit - inside)),
+            sign * np.maximum(0.0, np.minimum(np.abs(net_delta), delta_limit - inside)))  # fmt: skip
+
+
 def _claim(code: int, favourable: Any, unfavourable: Any) -> Any:
     return None if code == 0 else (favourable if code == 1 else unfavourable)
 
@@ -92,9 +101,8 @@ def artifact_submission(view: ProposerView, choices: Any) -> Submission:
     pub = view.public
     risk, delta = view.observed_risk, view.observed_net_delta
     if numbers_mode:
-        inside = pub.safe_margin + SHADE
-        risk = max(0.0, min(risk, pub.risk_limit - inside))
-        delta = (-1.0 if delta < 0 else 1.0) * max(0.0, min(abs(delta), pub.delta_limit - inside))
+        shaded = shaded_numbers(risk, delta, pub.risk_limit, pub.delta_limit, pub.safe_margin)
+        risk, delta = float(shaded[0]), float(shaded[1])
     intent = Intent.HEDGE if intent_mode else view.intent
     claims = Claims(_claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False))
     words = min(ARTIFACT_WORDS[text], pub.max_words)
@@ -107,11 +115,10 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
     """:func:`artifact_submission` for a batch: ``choices`` is (n, 7) or one row for all."""
     c = np.broadcast_to(np.asarray(choices, dtype=np.int64), (v.n, len(ARTIFACT_NVEC)))
     cfg = v.config
-    inside = cfg.safe_margin + SHADE
     shaded = c[:, 2] == 1
-    risk = np.where(shaded, np.maximum(0.0, np.minimum(v.observed_risk, v.risk_limit - inside)), v.observed_risk)
-    sign = np.where(v.observed_net_delta < 0, -1.0, 1.0)
-    shaded_delta = sign * np.maximum(0.0, np.minimum(np.abs(v.observed_net_delta), v.delta_limit - inside))
+    shaded_risk, shaded_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
+                                               cfg.safe_margin)  # fmt: skip
+    risk = np.where(shaded, shaded_risk, v.observed_risk)
     words = np.minimum(np.array(ARTIFACT_WORDS)[c[:, 6]], cfg.max_words).astype(np.int64)
 
     def claim(col: np.ndarray, favourable: np.int8, unfavourable: np.int8) -> np.ndarray:
@@ -129,7 +136,7 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
         claim_risk_metric=np.zeros(v.n, dtype=bool),
         claim_confidence=np.full(v.n, ABSENT, dtype=np.int8),
         words=words,
-        tokens=(4 * words + 2) // 3,
+        tokens=estimated_tokens(words),
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, overload
 
 import numpy as np
 
@@ -490,8 +491,13 @@ def truncate_words(text: str, max_words: int) -> str:
     return " ".join(text.split()[:max_words])
 
 
-def estimated_tokens(words: int) -> int:
-    """Tokens of a ``words``-word English text by the usual rule of thumb (4 tokens per 3 words, rounded)."""
+@overload
+def estimated_tokens(words: int) -> int: ...
+@overload
+def estimated_tokens(words: np.ndarray) -> np.ndarray: ...
+def estimated_tokens(words: Any) -> Any:
+    """Tokens of a ``words``-word English text by the usual rule of thumb (4 tokens per 3 words, rounded);
+    element-wise for an integer array."""
     return (4 * words + 2) // 3
 
 
