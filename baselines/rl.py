@@ -45,14 +45,11 @@ from eq_env.exchange_audit.features import (
     validator_features_batch,
 )
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
+from eq_env.exchange_audit.views import NothingToLearnError
 from eq_env.policy import Role
 from eq_env.report import from_json_number, json_number
 
 __all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay", "train"]
-
-
-class NothingToLearnError(ValueError):
-    """The opponent never gives this role a decision to make (a proposer that never asks for approval)."""
 
 
 ALGOS = ("ppo", "maskable_ppo", "dqn")
@@ -248,10 +245,8 @@ def train(
     env.seed(seed)
     try:
         env.reset()
-    except RuntimeError as err:
-        if "NO_TRADE" in str(err):
-            raise NothingToLearnError(f"{opponent} never asks for approval") from None
-        raise
+    except NothingToLearnError:
+        raise NothingToLearnError(f"{opponent} never asks for approval") from None
     curve: list[tuple[int, float]] = []
 
     class Curve(BaseCallback):

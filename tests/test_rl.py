@@ -56,6 +56,20 @@ VIEWS = [
 ]
 
 
+def test_a_seeded_view_over_several_q_starts_at_episode_zero() -> None:
+    from eq_env.exchange_audit.env import PROPOSER, raw_env
+    from eq_env.exchange_audit.spaces import decode_proposer_observation
+    from eq_env.exchange_audit.views import ExchangeAuditProposerEnv
+
+    view = ExchangeAuditProposerEnv(q_values=[0.1, 0.5, 0.9])
+    for seed in range(6):
+        obs, _ = view.reset(seed=seed)
+        k = view._envs.index(view._env)
+        env = raw_env(config=view.configs[k])
+        env.reset(seed=seed + k)  # episode 0 of the environment the view drew
+        assert np.array_equal(obs, proposer_features(decode_proposer_observation(env.observe(PROPOSER))))
+
+
 @pytest.mark.parametrize("env_id, kwargs", VIEWS)
 def test_views_pass_gymnasium_and_sb3_checks(env_id: str, kwargs: dict) -> None:
     from gymnasium.utils.env_checker import check_env as gymnasium_check

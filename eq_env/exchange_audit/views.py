@@ -52,16 +52,21 @@ from eq_env.exchange_audit.game import ProposerAction
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.policy import Policy, make_policy
 
-__all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv"]
+__all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv", "NothingToLearnError"]
 
 _ARTIFACTS = all_artifacts()
 FEATURE_BOUND = 1e6  # the configuration's own ranges keep every feature within it
+
+
+class NothingToLearnError(RuntimeError, ValueError):
+    """The other role never gives this one a decision to make (a proposer that never asks for approval)."""
 
 
 class _View(gymnasium.Env):
     """What both views share: configurations (one per q), the other role's policy, seeding."""
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    _role_agent: str  # the AEC agent this view plays
 
     def __init__(
         self,
@@ -86,26 +91,30 @@ class _View(gymnasium.Env):
         self.config = self.configs[0]
         self.reward_mode = reward_mode
         self.render_mode = render_mode
-        self.other = make_policy(other, "validator" if role == "proposer" else "proposer")  # type: ignore[arg-type]
+        self._other_role = "validator" if role == "proposer" else "proposer"
+        self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
         self._envs = [raw_env(config=c, reward_mode=reward_mode, render_mode=render_mode) for c in self.configs]
         self._env = self._envs[0]
         self._seeded = False
+        self._fresh: set[int] = set()  # environments whose seeded first episode is not played yet
 
     def _start_episode(self, seed: int | None) -> None:
         if seed is not None:
             from eq_env.runner import policy_seed  # the runner's seeding, one source of truth
 
-            self.other.reset(
-                seed=policy_seed(seed, "validator" if isinstance(self, ExchangeAuditProposerEnv) else "proposer")
-            )
+            self.other.reset(seed=policy_seed(seed, self._other_role))  # type: ignore[arg-type]
             for k, env in enumerate(self._envs):
                 env.reset(seed=seed + k)
+            self._fresh = set(range(len(self._envs)))
             self._seeded = True
         elif not self._seeded:
             self.other.reset(seed=None)
             self._seeded = True
-        self._env = self._envs[int(self.np_random.integers(len(self._envs)))] if len(self._envs) > 1 else self._envs[0]
-        if seed is None or len(self._envs) > 1:
+        k = int(self.np_random.integers(len(self._envs))) if len(self._envs) > 1 else 0
+        self._env = self._envs[k]
+        if k in self._fresh:  # its seeded episode 0 is ready: play it
+            self._fresh.discard(k)
+        else:
             self._env.reset()
 
     def render(self) -> str | None:
@@ -116,8 +125,6 @@ class _View(gymnasium.Env):
         env.step(decision)
         info = dict(env.infos[PROPOSER])
         return float(env.rewards[self._role_agent]), info
-
-    _role_agent = PROPOSER
 
 
 class ExchangeAuditProposerEnv(_View):
@@ -150,12 +157,14 @@ class ExchangeAuditProposerEnv(_View):
             -FEATURE_BOUND, FEATURE_BOUND, shape=(len(PROPOSER_FEATURES),), dtype=np.float32
         )
         self._view: Any = None
+        self._features: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         self._start_episode(seed)
         self._view = decode_proposer_observation(self._env.observe(PROPOSER))
-        return proposer_features(self._view), {}
+        self._features = proposer_features(self._view)
+        return self._features, {}
 
     def choices(self, action: Any) -> np.ndarray:
         """The 7 artifact choices an action of this view's space stands for."""
@@ -164,7 +173,8 @@ class ExchangeAuditProposerEnv(_View):
         return np.asarray(action, dtype=np.int64).reshape(len(ARTIFACT_NVEC))
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._view is None:
+        features = self._features  # one-step episodes: the last observation is the first (a copy, as Gymnasium asks)
+        if self._view is None or features is None:
             raise RuntimeError("step() before reset()")
         if not self.action_space.contains(
             np.asarray(action) if self.action_encoding == "multidiscrete" else int(action)
@@ -179,9 +189,8 @@ class ExchangeAuditProposerEnv(_View):
         else:
             decision = int(self.other.act(obs))
         reward, info = self._finish(decision)
-        features = proposer_features(self._view)
-        self._view = None
-        return features, reward, True, False, info
+        self._view = self._features = None
+        return features.copy(), reward, True, False, info
 
     def action_masks(self) -> np.ndarray:
         """Every artifact is always legal (sb3-contrib's MaskablePPO asks anyway)."""
@@ -215,6 +224,7 @@ class ExchangeAuditValidatorEnv(_View):
             -FEATURE_BOUND, FEATURE_BOUND, shape=(len(VALIDATOR_FEATURES),), dtype=np.float32
         )
         self._obs: Any = None
+        self._features: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
@@ -225,22 +235,23 @@ class ExchangeAuditValidatorEnv(_View):
             env.step(self.other.act(env.observe(PROPOSER)))
             self._obs = env.observe(VALIDATOR)
             if not self.skip_no_trade or int(self._obs["action_mask"][1]):
-                return validator_features(decode_validator_observation(self._obs)), {}
+                self._features = validator_features(decode_validator_observation(self._obs))
+                return self._features, {}
             env.step(0)  # a NO_TRADE: nothing to decide, on to the next episode
-        raise RuntimeError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
+        raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._obs is None:
+        features = self._features
+        if self._obs is None or features is None:
             raise RuntimeError("step() before reset()")
         if not self.action_space.contains(int(action)):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         decision = int(action)
         illegal = decision == 1 and not int(self._obs["action_mask"][1])
-        features = validator_features(decode_validator_observation(self._obs))
         reward, info = self._finish(0 if illegal else decision)
         info["illegal_action"] = illegal
-        self._obs = None
-        return features, reward, True, False, info
+        self._obs = self._features = None
+        return features.copy(), reward, True, False, info
 
     def action_masks(self) -> np.ndarray:
         """[BLOCK, APPROVE] legality (APPROVE is illegal after a NO_TRADE)."""
