@@ -41,7 +41,6 @@ from eq_env.exchange_audit.game import (
     AuditOutcome,
     Claims,
     Decision,
-    Proposal,
     ProposerAction,
     ProposerView,
     PublicInfo,
@@ -86,7 +85,7 @@ def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict
     """The chat messages a proposer observation becomes."""
     pub = view.public
     known = ""
-    if view.known_risk_within_limit is not None and view.known_net_delta_bounded is not None:
+    if view.known_compliant is not None:
         known = (
             f"- you also know the truth: your true risk is {'within' if view.known_risk_within_limit else 'above'} "
             f"the risk limit and your true net delta is {'within' if view.known_net_delta_bounded else 'beyond'} "
@@ -351,8 +350,7 @@ class LLMProposer(_LLMPolicy):
         sub, info = await self._ask(render_proposer_prompt(view, self.prompt_version), "proposal", PROPOSER_SCHEMA,
                                     parse)  # fmt: skip
         if sub is None:  # the documented fallback
-            sub = Submission(ProposerAction.NO_TRADE, Proposal(view.intent, view.observed_risk,
-                             view.observed_net_delta, view.observed_hedge_size), Artifact())  # fmt: skip
+            sub = Submission(ProposerAction.NO_TRADE, view.observed_proposal, Artifact())
         if self.strip:
             sub = Submission(sub.action, sub.proposal, Artifact())
             info["stripped"] = True

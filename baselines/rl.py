@@ -53,6 +53,7 @@ __all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay
 
 
 ALGOS = ("ppo", "maskable_ppo", "dqn")
+EVAL_SEEDS = (1000, 1001, 1002)  # held out: training seeds start at 0
 FEATURES_VERSION = 1  # bump when the feature vectors change: old models then refuse to load
 _ARTIFACTS = all_artifacts()
 
@@ -187,14 +188,22 @@ def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
             "exploration_fraction": 0.5, "gamma": 0.0, "train_freq": 4, "target_update_interval": 500}  # fmt: skip
 
 
+def _action_encoding(role: str, algo: str) -> str:
+    """DQN needs one Discrete action: the proposer's artifact space flattened; PPO takes it as MultiDiscrete."""
+    return "discrete" if (algo == "dqn" and role == "proposer") else "multidiscrete"
+
+
+def _opponent_label(opponent: Any) -> str:
+    return opponent if isinstance(opponent, str) else repr(opponent)
+
+
 def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
               q_values: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
     from eq_env.exchange_audit.views import ExchangeAuditProposerEnv, ExchangeAuditValidatorEnv
 
     if role == "proposer":
-        encoding = "discrete" if algo == "dqn" else "multidiscrete"
-        return ExchangeAuditProposerEnv(opponent, config=config, reward_mode=reward_mode, action_encoding=encoding,
-                                        q_values=q_values)  # fmt: skip
+        return ExchangeAuditProposerEnv(opponent, config=config, reward_mode=reward_mode,
+                                        action_encoding=_action_encoding(role, algo), q_values=q_values)  # fmt: skip
     if role == "validator":
         return ExchangeAuditValidatorEnv(opponent, config=config, reward_mode=reward_mode, q_values=q_values)
     raise ValueError(f"role must be 'proposer' or 'validator', got {role!r}")
@@ -211,7 +220,7 @@ def train(
     opponent: Any = None,
     reward_mode: str = "individual",
     q_values: Sequence[float] | None = None,
-    eval_seeds: Sequence[int] = (1000, 1001, 1002),
+    eval_seeds: Sequence[int] = EVAL_SEEDS,
     eval_episodes: int = 2000,
     progress: bool | None = None,
     n_envs: int = 8,
@@ -275,9 +284,9 @@ def train(
     model.save(out / "model.zip")
     meta = {
         "role": role, "algo": algo, "features_version": FEATURES_VERSION,
-        "action_encoding": "discrete" if (algo == "dqn" and role == "proposer") else "multidiscrete",
+        "action_encoding": _action_encoding(role, algo),
         "config": config.to_dict(), "q_values": list(q_values) if q_values is not None else None,
-        "opponent": opponent if isinstance(opponent, str) else repr(opponent), "reward_mode": reward_mode,
+        "opponent": _opponent_label(opponent), "reward_mode": reward_mode,
         "timesteps": timesteps, "seed": seed, "seconds": seconds,
     }  # fmt: skip
     (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -345,7 +354,7 @@ def selfplay(
             path = out / f"round{r}_{role}"
             step_seed = seed + 2 * r + i
             try:
-                evaluation = _finished(path, role, algo, timesteps, step_seed, config, opponent)
+                evaluation = _finished(path, role, algo, timesteps, step_seed, config, opponent, eval_episodes)
                 if evaluation is None:
                     evaluation = train(role, path, algo=algo, timesteps=timesteps, seed=step_seed, config=config,
                                        opponent=opponent, eval_episodes=eval_episodes,
@@ -353,8 +362,9 @@ def selfplay(
             except NothingToLearnError as err:
                 from eq_env.runner import evaluate
 
-                evaluation = evaluate(config, current["proposer"], current["validator"], episodes=eval_episodes,
-                                      seeds=[1000]).summary  # fmt: skip
+                evaluation = evaluate(
+                    config, current["proposer"], current["validator"], episodes=eval_episodes, seeds=list(EVAL_SEEDS)
+                ).summary  # the seeds every other row is measured on
                 trained = f"{role} (skipped: {err})"
             else:
                 current[role] = f"sb3:path={path}"
@@ -367,7 +377,7 @@ def selfplay(
 
 
 def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, config: ExchangeAuditConfig,
-              opponent: Any) -> dict[str, tuple[float, float]] | None:  # fmt: skip
+              opponent: Any, eval_episodes: int) -> dict[str, tuple[float, float]] | None:  # fmt: skip
     """The evaluation of a training already saved in ``path`` with these very settings, else None."""
     try:
         meta = json.loads((path / "policy.json").read_text())
@@ -375,8 +385,10 @@ def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, confi
     except (OSError, ValueError):
         return None
     wanted = {"role": role, "algo": algo, "timesteps": timesteps, "seed": seed, "config": config.to_dict(),
-              "opponent": opponent if isinstance(opponent, str) else repr(opponent)}  # fmt: skip
+              "opponent": _opponent_label(opponent)}  # fmt: skip
     if any(meta.get(k) != v for k, v in wanted.items()):
+        return None
+    if saved.get("episodes") != eval_episodes or saved.get("seeds") != list(EVAL_SEEDS):
         return None
     return {k: (from_json_number(v["mean"]), from_json_number(v["std"])) for k, v in saved["metrics"].items()}
 

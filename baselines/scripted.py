@@ -180,13 +180,10 @@ class HonestProposer(BasePolicy):
         return min(1.0, max(0.0, p_risk * p_delta))
 
     # -- the submission --------------------------------------------------------
-    def observed_proposal(self, view: ProposerView) -> Proposal:
-        return Proposal(view.intent, view.observed_risk, view.observed_net_delta, view.observed_hedge_size)
-
     def submission(self, view: ProposerView) -> Submission:
         risk_ok, delta_ok = self.beliefs(view)
         believed = risk_ok and delta_ok
-        proposal = self.observed_proposal(view)
+        proposal = view.observed_proposal
         claims = Claims(
             intent=view.intent,
             risk_within_limit=risk_ok,

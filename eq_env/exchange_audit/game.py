@@ -206,6 +206,11 @@ class ProposerView:
     public: PublicInfo
 
     @property
+    def observed_proposal(self) -> Proposal:
+        """The proposal that reports the position as observed (what an honest proposer sends)."""
+        return Proposal(self.intent, self.observed_risk, self.observed_net_delta, self.observed_hedge_size)
+
+    @property
     def known_compliant(self) -> bool | None:
         if self.known_risk_within_limit is None or self.known_net_delta_bounded is None:
             return None
