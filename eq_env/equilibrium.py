@@ -50,6 +50,7 @@ from eq_env.exchange_audit.batch import (
     is_batchable,
     payoffs_batch,
     proposer_batch,
+    rule_signals,
     run_audit_batch,
     sample_nature,
 )
@@ -308,19 +309,12 @@ def _merge(take_first: np.ndarray, first: SubmissionBatch, second: SubmissionBat
 # The validator's best response
 # ---------------------------------------------------------------------------
 def _validator_cells(v: ValidatorBatch) -> np.ndarray:
-    s, a, c = v.submissions, v.audit, v.config
-    asserts = (s.claim_intent == 0) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1)
-    comfortable = (
-        (s.reported_intent == 0)
-        & ((v.risk_limit - s.reported_risk) > c.safe_margin)
-        & ((v.delta_limit - np.abs(s.reported_net_delta)) > c.safe_margin)
-    )
-    within = (s.reported_risk <= v.risk_limit) & (np.abs(s.reported_net_delta) <= v.delta_limit)
-    explained = s.any_claim | (s.words > 0)
+    """The cell of a validator's observation: what the rule engine reads, the audit, ambiguity."""
+    a, r = v.audit, rule_signals(v)
     revealed = (a.revealed_compliant + 1).astype(np.int64)  # 0 none, 1 non-compliant, 2 compliant
     cell = v.ambiguous.astype(np.int64)
-    for part, size in ((a.outcome.astype(np.int64), 4), (revealed, 3), (asserts, 2), (comfortable, 2), (within, 2),
-                       (explained, 2)):  # fmt: skip
+    for part, size in ((a.outcome.astype(np.int64), 4), (revealed, 3), (r.asserts, 2), (r.comfortable, 2),
+                       (r.within, 2), (r.explained, 2)):  # fmt: skip
         cell = cell * size + np.asarray(part, dtype=np.int64)
     return cell
 

@@ -479,7 +479,7 @@ def _summary(
     defined = [g for g in gaps if not math.isnan(g)]
     gap = max(defined) if defined else math.nan
     worst = art[gaps.index(gap)] if defined else art[0]
-    min_art_approval = min((r["ambiguous_approval_mean"] for r in art), default=math.nan)
+    min_art_approval = _extreme(min, [r["ambiguous_approval_mean"] for r in art])
     act0, act1 = act[0], act[-1]
     act_gap = [r["paper_ambiguous_welfare_mean"] - r["ambiguous_welfare_mean"] for r in act]
     gains = [(r["net_gain_mean"], r["net_gain_ci_low"], r["net_gain_ci_high"]) for r in art]
@@ -540,7 +540,8 @@ def _summary(
         delta = 0.02 * (opts.words - SCRIPTED_WORDS)
         lines.append(
             f"With the paper's scripted 13-word text (`table1_text_length.csv`) the same proposer earns "
-            f"{_fmt(min(w13), '.2f')}–{_fmt(max(w13), '.2f')}, {abs(delta):.2f} {'more' if delta > 0 else 'less'} "
+            f"{_fmt(_extreme(min, w13), '.2f')}–{_fmt(_extreme(max, w13), '.2f')}, {abs(delta):.2f} "
+            f"{'more' if delta > 0 else 'less'} "
             f"than with {opts.words} words: α = 0.02 per word is the whole difference."
         )
     lines.append("")
@@ -551,7 +552,8 @@ def _summary(
         f"{_fmt(act0['ambiguous_approval_mean'], '.1%')} of ambiguous episodes at q = 0 (the paper: about 9%), "
         f"and {_fmt(act1['ambiguous_approval_mean'], '.1%')} at q = 1 (the paper: 0%), where every episode is "
         f"audited and an audit of a claim-less submission is inconclusive. The paper's action-only welfare minus "
-        f"ours is {_fmt(min(act_gap), '+.2f')} to {_fmt(max(act_gap), '+.2f')} across q. Our scripted proposer "
+        f"ours is {_fmt(_extreme(min, act_gap), '+.2f')} to {_fmt(_extreme(max, act_gap), '+.2f')} across q. "
+        "Our scripted proposer "
         "always asks in an ambiguous episode (it knows the trade is compliant), so a block is worth 0; an LLM "
         "that sometimes declines to trade collects the NO_TRADE payoff of 2 instead, which would raise the "
         "paper's numbers — a likely but unverified explanation, since the paper does not report its action-only "
@@ -566,19 +568,20 @@ def _summary(
         intervals = "not every 95% interval lies above zero"
     lines.append(
         "**Net gain.** Artifacts beat action only by "
-        f"{_fmt(min(g[0] for g in gains), '+.2f')} to {_fmt(max(g[0] for g in gains), '+.2f')} in ambiguous "
+        f"{_fmt(_extreme(min, [g[0] for g in gains]), '+.2f')} to {_fmt(_extreme(max, [g[0] for g in gains]), '+.2f')}"
+        " in ambiguous "
         f"welfare (paper: +1.40 to +1.61); {intervals}."
     )
     lines.append("")
     # Table 2
     by = {(r["scenario"], r["proposer"]): r for r in t2}
-    honest_fail = _extreme(max, [by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS])
+    honest_fails = [by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
+    honest_fail = _extreme(max, honest_fails)
     sincere = [by[(s, "honest_sincere")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
     paper_fail = [paper.TABLE2[s]["audit_fail"][0] for s in paper.TABLE2_SCENARIOS]
     tempt = by[("temptation", "strategic")]
     base = by[("baseline", "strategic")]
-    sincere_gap = sum(abs(a - b) for a, b in zip(sincere, paper_fail, strict=True)) / len(sincere)
-    honest_fails = [by[(s, "honest")]["audit_fail_mean"] for s in paper.TABLE2_SCENARIOS]
+    sincere_gap = _nanmean([abs(a - b) for a, b in zip(sincere, paper_fail, strict=True)])
     between = all(h <= p <= x for h, p, x in zip(honest_fails, paper_fail, sincere, strict=True))
     relation = (
         "in every scenario between our truth-knowing proposer and our *sincere* one"

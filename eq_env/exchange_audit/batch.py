@@ -54,11 +54,13 @@ __all__ = [
     "BatchValidator",
     "Nature",
     "ProposerBatch",
+    "RuleSignals",
     "SubmissionBatch",
     "ValidatorBatch",
     "is_batchable",
     "proposer_batch",
     "rule_decision_batch",
+    "rule_signals",
     "sample_nature",
     "simulate",
 ]
@@ -290,22 +292,35 @@ def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditC
     return AuditBatch(outcome=outcome, checked=checked, failed=failed, revealed_compliant=revealed)
 
 
+@dataclass(frozen=True)
+class RuleSignals:
+    """What the rule engine reads of a submission, per episode (its decision is made of these)."""
+
+    comfortable: np.ndarray  # a HEDGE whose reported numbers sit beyond the safe margin of both limits
+    within: np.ndarray  # reported numbers within both limits
+    explained: np.ndarray  # some claim or some text
+    asserts: np.ndarray  # claims asserting a compliant hedge
+
+
+def rule_signals(v: ValidatorBatch) -> RuleSignals:
+    s, cfg = v.submissions, v.config
+    return RuleSignals(
+        comfortable=(s.reported_intent == HEDGE)
+        & ((v.risk_limit - s.reported_risk) > cfg.safe_margin)
+        & ((v.delta_limit - np.abs(s.reported_net_delta)) > cfg.safe_margin),
+        within=(s.reported_risk <= v.risk_limit) & (np.abs(s.reported_net_delta) <= v.delta_limit),
+        explained=s.any_claim | (s.words > 0),
+        asserts=(s.claim_intent == HEDGE) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1),
+    )
+
+
 def rule_decision_batch(v: ValidatorBatch) -> np.ndarray:
     """:func:`~eq_env.exchange_audit.game.rule_decision` for arrays: True where the rule approves."""
-    s, cfg = v.submissions, v.config
-    audit = v.audit
+    s, audit, r = v.submissions, v.audit, rule_signals(v)
     audited = audit.audited
     audited_ok = (audit.outcome == AuditOutcome.PASS) & (audit.revealed_compliant == 1)
-    comfortable = (
-        (s.reported_intent == HEDGE)
-        & ((v.risk_limit - s.reported_risk) > cfg.safe_margin)
-        & ((v.delta_limit - np.abs(s.reported_net_delta)) > cfg.safe_margin)
-    )
-    explained = s.any_claim | (s.words > 0)
-    asserts = (s.claim_intent == HEDGE) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1)
-    ambiguous_ok = (explained | comfortable) & np.where(audited, audited_ok, comfortable | asserts)
-    within = (s.reported_risk <= v.risk_limit) & (np.abs(s.reported_net_delta) <= v.delta_limit)
-    normal_ok = np.where(audited, audited_ok, within)
+    ambiguous_ok = (r.explained | r.comfortable) & np.where(audited, audited_ok, r.comfortable | r.asserts)
+    normal_ok = np.where(audited, audited_ok, r.within)
     return s.request & np.where(v.ambiguous, ambiguous_ok, normal_ok)
 
 

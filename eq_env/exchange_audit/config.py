@@ -157,15 +157,6 @@ class ExchangeAuditConfig:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
 
-    @classmethod
-    def field_doc(cls, name: str) -> str:
-        return next(f.metadata["doc"] for f in dataclasses.fields(cls) if f.name == name)
-
-    @classmethod
-    def field_range(cls, name: str) -> FieldRange | None:
-        f = next(f for f in dataclasses.fields(cls) if f.name == name)
-        return f.metadata.get("range")
-
 
 def _checked_number(name: str, value: Any, rng: FieldRange) -> int | float:
     """``value`` as a plain int or float if it lies in ``rng``, else a ValueError naming ``name``.

@@ -31,6 +31,7 @@ the values the proposer reported. Observed numbers outside the Box bounds
 
 from __future__ import annotations
 
+import dataclasses
 import string
 import unicodedata
 from collections import OrderedDict
@@ -80,25 +81,8 @@ CLAIM_VALUE_BOUNDS = (np.array([0.0, -1.0]), np.array([4.0, 2.0]))
 CLAIM_VALUE_NAMES = ("risk_metric", "confidence")
 CLAIM_NVEC = (3, 3, 3, 2, 2)
 
-# The public vector, in order; ``ambiguous`` travels as its own Discrete entry.
-PUBLIC_FIELDS = (
-    "risk_limit",
-    "delta_limit",
-    "q",
-    "checks_per_audit",
-    "V",
-    "L",
-    "alpha",
-    "audit_cost",
-    "max_words",
-    "no_trade_payoff",
-    "bad_approval_loss",
-    "safe_margin",
-    "noise_sd",
-    "max_text_chars",
-    "cost_in_tokens",
-    "max_artifact_tokens",
-)
+# The public vector: PublicInfo's fields in order; ``ambiguous`` travels as its own Discrete entry.
+PUBLIC_FIELDS = tuple(f.name for f in dataclasses.fields(PublicInfo))
 _PUBLIC_BOUNDS = {
     "risk_limit": (0.0, 3.0),
     "delta_limit": (0.0, 1.5),
