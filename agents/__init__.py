@@ -13,11 +13,12 @@ from ``OPENAI_API_KEY``; cache, retries and prices from :func:`agents.client.con
 :mod:`agents.fake_server` is a local scripted endpoint for tests and benchmarks.
 """
 
-from agents.client import LLMSettings, configure
+from agents.client import LLMClient, LLMSettings, configure
 from agents.policies import LLMProposer, LLMValidator
-from eq_env.policy import register_policy
+from eq_env.policy import on_new_run, register_policy
 
 __all__ = ["LLMProposer", "LLMSettings", "LLMValidator", "configure"]
 
 register_policy("llm", "proposer", LLMProposer)
 register_policy("llm", "validator", LLMValidator)
+on_new_run(LLMClient.forget)  # a new run asks again what the previous one failed to get

@@ -19,7 +19,21 @@
   the second asker waits for the first answer. Final failures are recorded too:
   a replay (``cache="read"``) fails the same way, ``readwrite`` asks again;
 * **usage**: tokens from the response's ``usage``, estimated (and flagged) when
-  an endpoint reports none.
+  an endpoint reports none;
+* **fail fast**: before its first request a process checks, once per endpoint
+  and model, that the cache directory can be written, that the endpoint answers,
+  accepts the key and lists the model (``GET /models``, where it is served);
+  when not, :class:`LLMSetupError` stops the run with one line instead of
+  failing every episode after minutes of retries. ``cache="read"`` checks that
+  the recording exists;
+* **no secret on disk**: the API key never enters a request key or a file;
+  an endpoint is recorded and keyed with its credentials masked
+  (:func:`eq_env.redact.public_url`), query parameters of the URL are sent as
+  such, and error messages are redacted before they are stored.
+
+Within one run (until :meth:`LLMClient.forget`) a request that finally failed
+stays failed: whoever asks it again in the run — the other regime of the same
+state — gets the same failure, as a replay of the recording would.
 
 Runtime settings that do not change results (cache mode and directory,
 retries, timeouts, prices) live in :class:`LLMSettings`, set with
@@ -34,6 +48,7 @@ import email.utils
 import functools
 import hashlib
 import json
+import logging
 import math
 import os
 import random
@@ -42,16 +57,24 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from eq_env.policy import PolicySetupError
+from eq_env.redact import public_url, redact, register_secret, split_query
+
 __all__ = [
     "CACHE_MODES",
     "Completion",
     "LLMClient",
     "LLMSettings",
+    "LLMSetupError",
     "LLMUnavailableError",
     "ResponseCache",
+    "UnreadableCacheEntryError",
     "configure",
+    "register_endpoint",
     "settings",
 ]
+
+log = logging.getLogger("eq_env.llm")
 
 CACHE_MODES = ("off", "read", "write", "readwrite")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -71,6 +94,12 @@ class LLMUnavailableError(RuntimeError):
         self.errors = list(errors or [])
 
 
+class LLMSetupError(PolicySetupError):
+    """The run cannot make its requests at all: endpoint unreachable, key rejected, model not served,
+    cache directory unusable. Raised before the first request; the runners stop instead of failing
+    every episode."""
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     """What changes how requests are made, never what they return.
@@ -85,6 +114,8 @@ class LLMSettings:
         timeout: seconds per request.
         api_key: overrides ``OPENAI_API_KEY``.
         price_prompt, price_completion: dollars per million tokens, for cost reports.
+        check_endpoint: before the first request to an endpoint, check that it answers, accepts
+            the key and lists the model (see the module docstring).
     """
 
     cache: str = "readwrite"
@@ -96,6 +127,7 @@ class LLMSettings:
     api_key: str | None = None
     price_prompt: float = 0.0
     price_completion: float = 0.0
+    check_endpoint: bool = True
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_MODES:
@@ -109,6 +141,13 @@ class LLMSettings:
         if self.timeout <= 0:
             raise ValueError(f"timeout must be positive (seconds per request), got {self.timeout!r}")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        register_secret(self.api_key)
+
+    def key(self) -> str | None:
+        """The API key requests carry: ``api_key``, else ``$OPENAI_API_KEY`` (registered as a secret)."""
+        key = self.api_key or os.environ.get("OPENAI_API_KEY") or None
+        register_secret(key)
+        return key
 
 
 _settings = LLMSettings()
@@ -157,6 +196,11 @@ class Completion:
                    mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")))  # fmt: skip
 
 
+class UnreadableCacheEntryError(ValueError):
+    """A recording exists but cannot be read (corrupted, truncated, not of a recording's shape, or a
+    directory where a file should be). ``readwrite`` records over it; a replay reports it."""
+
+
 class ResponseCache:
     """Responses on disk, one JSON file per request key (written atomically)."""
 
@@ -167,29 +211,66 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored answer (``content`` and token counts) or failure (``error``); None for a miss,
-        which includes a file that is unreadable or not of that shape (it is then overwritten)."""
+        """The stored answer (``content`` and token counts) or failure (``error``); None when nothing
+        is recorded. Raises :class:`UnreadableCacheEntryError` (naming the file) for a file that exists but
+        cannot be read or is not of that shape."""
+        path = self._path(key)
         try:
-            value = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
+            value = json.loads(path.read_text())
+        except FileNotFoundError:
             return None
-        if not isinstance(value, dict):
+        except (OSError, ValueError) as err:
+            raise UnreadableCacheEntryError(f"{path}: {type(err).__name__}: {err}") from None
+        if isinstance(value, dict):
+            if isinstance(value.get("error"), str):
+                return value
+            ok = (
+                isinstance(value.get("content"), str)
+                and _count(value.get("prompt_tokens"))
+                and _count(value.get("completion_tokens"))
+            )
+            if ok:
+                return value
+        raise UnreadableCacheEntryError(f"{path}: not a recorded answer or failure")
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        """:meth:`get`, with an unreadable entry counted as nothing recorded (it will be written over)."""
+        try:
+            return self.get(key)
+        except UnreadableCacheEntryError:
             return None
-        if isinstance(value.get("error"), str):
-            return value
-        ok = (
-            isinstance(value.get("content"), str)
-            and _count(value.get("prompt_tokens"))
-            and _count(value.get("completion_tokens"))
-        )
-        return value if ok else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(value))
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(value))
+            os.replace(tmp, path)
+        finally:  # never leave a temporary file behind, whatever failed
+            tmp.unlink(missing_ok=True)
+
+    def check_writable(self) -> None:
+        """Raise :class:`LLMSetupError` unless recordings can be written here (before anything is paid for)."""
+        probe = self.directory / f".write-check-{os.getpid()}"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            probe.write_text("")
+            probe.unlink()
+        except OSError as err:
+            raise LLMSetupError(
+                f"cannot record answers in the cache directory {self.directory} ({err.strerror or err}); "
+                "choose another with --cache-dir, or --cache off"
+            ) from None
+
+    def check_readable(self) -> None:
+        """Raise :class:`LLMSetupError` unless there is a recording to replay here."""
+        if not self.directory.is_dir():
+            what = "is not a directory" if self.directory.exists() else "does not exist"
+            raise LLMSetupError(
+                f"nothing to replay: the cache directory {self.directory} {what} (--cache read replays a "
+                "recording; point --cache-dir at one, or record with --cache readwrite)"
+            )
 
 
 def request_key(identity: dict[str, Any]) -> str:
@@ -224,17 +305,39 @@ def _raw() -> type:
     raise ImportError("cannot find the openai SDK's HTTP response class")
 
 
-class LLMClient:
-    """Completions from one model at one endpoint, with the behaviour described in the module docstring."""
+_ENDPOINTS: dict[str, str] = {}  # public (masked) URL -> the URL with its credentials, in memory only
 
-    # process-wide: the same request gets the same sample, whichever policy object asks
+
+def register_endpoint(url: str) -> str:
+    """The public form of ``url`` (credentials masked), remembering the full one for this process: a
+    policy made from the public URL — as specs and records carry it — still talks to the real endpoint."""
+    public = public_url(url)
+    if public != url:
+        _ENDPOINTS[public] = url
+    return public
+
+
+class LLMClient:
+    """Completions from one model at one endpoint, with the behaviour described in the module docstring.
+
+    ``base_url`` is the endpoint as recorded and keyed: with its credentials (userinfo, secret query
+    values) masked. Requests go to the full URL, which stays in memory.
+    """
+
+    # process-wide: the same request gets the same answer, or the same failure, whichever policy asks
     _memory: ClassVar[dict[str, dict[str, Any]]] = {}
     # requests in flight, by (event loop, key): a second asker waits for the first one's answer
     _inflight: ClassVar[dict[tuple[int, str], asyncio.Future[tuple[str, Any]]]] = {}
+    # the outcome of each check made before a first request (None: fine), and a lock per event loop
+    _checked: ClassVar[dict[tuple[str, ...], str | None]] = {}
+    _check_locks: ClassVar[dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Lock]]] = {}
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty string, got {model!r}")
         self.model = model
-        self.base_url = resolve_base_url(base_url)
+        self.base_url = register_endpoint(resolve_base_url(base_url))
+        self._url = _ENDPOINTS.get(self.base_url, self.base_url)
         self._mode_index = 0
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
@@ -246,16 +349,19 @@ class LLMClient:
             from openai import AsyncOpenAI  # imported lazily: the SDK is slow to import
 
             s = settings()
-            key = s.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-            client = AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=s.timeout)
+            url, query = split_query(self._url)  # the SDK appends paths to the URL: its query goes apart
+            client = AsyncOpenAI(api_key=s.key() or "not-needed", base_url=url, default_query=query or None,
+                                 max_retries=0, timeout=s.timeout)  # fmt: skip
             entry = self._clients[id(loop)] = (loop, client)
             self._clients = {id(loop): entry}  # a closed loop's client is dropped
         return entry[1]
 
     @classmethod
     def forget(cls) -> None:
-        """Drop the in-memory answers (the disk cache is kept): the next request goes to disk or the endpoint."""
+        """Start a new run: drop the answers and failures held in memory (the disk cache is kept) and the
+        checks made; the next request goes to disk or the endpoint, and a failure is asked again."""
         cls._memory.clear()
+        cls._checked.clear()
 
     async def aclose(self) -> None:
         """Close the connections opened in the running event loop (before the loop itself closes)."""
@@ -277,9 +383,11 @@ class LLMClient:
     ) -> Completion:
         """One answer to ``messages``: from memory, the disk cache, a request in flight, or the endpoint.
 
-        Raises :class:`LLMUnavailableError` when the endpoint cannot answer after the retries,
-        and in replay mode (``cache="read"``) when there is no recording, or the recording is of a
-        failure (replayed as the same failure). In ``readwrite`` mode a recorded failure is asked again.
+        Raises :class:`LLMUnavailableError` when the endpoint cannot answer after the retries, when
+        the same request already failed in this run, and in replay mode (``cache="read"``) when there
+        is no recording, or the recording is of a failure (replayed as the same failure, with the same
+        message). In ``readwrite`` mode a failure recorded by an earlier run is asked again. Raises
+        :class:`LLMSetupError` when the run cannot make requests at all (see :meth:`check`).
         """
         s = settings()
         identity = {
@@ -296,13 +404,11 @@ class LLMClient:
         cache = ResponseCache(s.cache_dir)
         stored = self._memory.get(key)
         if stored is None and s.cache in ("read", "readwrite"):
-            stored = cache.get(key)
-            if stored is not None and "error" in stored:
-                if s.cache == "read":
-                    raise LLMUnavailableError(f"replayed failure: {stored['error']}")
-                stored = None  # readwrite: a recorded failure is worth asking again
+            stored = self._recorded(cache, key, s.cache)
         if stored is not None:
             self._memory[key] = stored
+            if "error" in stored:  # failed earlier in this run, or in the run a replay plays back
+                raise LLMUnavailableError(stored["error"])
             return Completion.from_record(stored)
         if s.cache == "read":
             raise LLMUnavailableError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
@@ -324,20 +430,23 @@ class LLMClient:
         self._inflight[slot] = future
 
         def settle(outcome: tuple[str, Any]) -> None:
-            # before any cache I/O, which may raise: a waiter must never be left hanging
+            # before any cache I/O: a waiter must never be left hanging
             self._inflight.pop(slot, None)
             future.set_result(outcome)
 
         writes = s.cache in ("write", "readwrite")
         try:
+            await self.check()
             completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed)
         except LLMUnavailableError as err:
+            failure = {"error": str(err), "request": _describe(identity)}
+            self._memory[key] = failure  # the rest of this run sees the same failure
             settle(("error", str(err)))
-            if writes and cache.get(key) is None:
+            if writes and cache.lookup(key) is None:
                 # recorded so that a replay fails the same way; never over a recorded answer
-                cache.put(key, {"error": str(err), "request": _describe(identity)})
+                self._store(cache, key, failure)
             raise
-        except BaseException:  # cancelled (or a bug): whoever waits asks for itself
+        except BaseException:  # cancelled, a setup error (or a bug): whoever waits asks for itself
             settle(("retry", None))
             raise
         record = {"content": completion.content, "prompt_tokens": completion.prompt_tokens,
@@ -346,8 +455,91 @@ class LLMClient:
         self._memory[key] = record
         settle(("ok", record))
         if writes:
-            cache.put(key, record)
+            self._store(cache, key, record)
         return completion
+
+    @classmethod
+    def _recorded(cls, cache: ResponseCache, key: str, mode: str) -> dict[str, Any] | None:
+        """What the disk holds for ``key``. ``readwrite``: a failure recorded by an earlier run is asked
+        again, an unreadable recording is a miss. ``read``: an unreadable recording is a failure."""
+        if mode == "read":
+            cls._check_once(("read", str(cache.directory)), cache.check_readable)
+            try:
+                return cache.get(key)
+            except UnreadableCacheEntryError as err:
+                raise LLMUnavailableError(f"replay (cache=read): the recording is unreadable: {err}") from None
+        stored = cache.lookup(key)
+        return None if stored is not None and "error" in stored else stored
+
+    @staticmethod
+    def _store(cache: ResponseCache, key: str, record: dict[str, Any]) -> None:
+        """Record; a recording that cannot be written costs the replay of this answer, never the answer."""
+        try:
+            cache.put(key, record)
+        except OSError as err:
+            log.warning("eq_env: could not record an answer in %s (%s); the run goes on, but a replay will "
+                        "miss it", cache.directory, err)  # fmt: skip
+
+    @classmethod
+    def _check_once(cls, what: tuple[str, ...], check: Any) -> None:
+        if what not in cls._checked:
+            try:
+                check()
+            except LLMSetupError as err:
+                cls._checked[what] = str(err)
+            else:
+                cls._checked[what] = None
+        problem = cls._checked[what]
+        if problem is not None:
+            raise LLMSetupError(problem)
+
+    async def check(self) -> None:
+        """Before a first request (once per process, endpoint, model and key): the cache directory can
+        be written, and — unless ``check_endpoint`` is off — the endpoint answers, accepts the key and
+        lists the model. Raises :class:`LLMSetupError` naming what is wrong."""
+        s = settings()
+        if s.cache in ("write", "readwrite"):
+            self._check_once(("cache", str(s.cache_dir)), ResponseCache(s.cache_dir).check_writable)
+        if not s.check_endpoint:
+            return
+        what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
+        if what not in self._checked:
+            loop = asyncio.get_running_loop()
+            entry = self._check_locks.get(id(loop))
+            if entry is None or entry[0] is not loop:
+                entry = self._check_locks[id(loop)] = (loop, asyncio.Lock())
+            async with entry[1]:  # concurrent first requests wait for one check
+                if what not in self._checked:
+                    self._checked[what] = await self._check_endpoint()
+        problem = self._checked[what]
+        if problem is not None:
+            raise LLMSetupError(problem)
+
+    async def _check_endpoint(self) -> str | None:
+        """What stops this endpoint from serving the model (None: nothing we can see)."""
+        import openai
+
+        s = settings()
+        where = f"the endpoint {self.base_url}"
+        if s.key() is None and "api.openai.com" in self.base_url:
+            return f"no API key for {where}: set OPENAI_API_KEY or pass --api-key"
+        try:
+            raw = await self._client().get("/models", cast_to=_raw(), options={"timeout": min(s.timeout, 10.0)})
+        except (openai.APITimeoutError, openai.APIConnectionError) as err:
+            return f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the network"
+        except openai.APIStatusError as err:
+            if err.status_code in (401, 403):
+                return f"{where} rejected the API key ({err.status_code}): set OPENAI_API_KEY or pass --api-key"
+            return None  # no model list here (404...), or a busy server: the requests will tell
+        try:
+            listed = [m["id"] for m in json.loads(raw.content)["data"] if isinstance(m.get("id"), str)]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None  # an answer, but not a model list we can read
+        if listed and self.model not in listed and f"{self.model}:latest" not in listed:
+            shown = ", ".join(sorted(listed)[:12]) + (", ..." if len(listed) > 12 else "")
+            return (f"{where} does not serve the model {self.model!r} (it lists: {shown}); check --model, "
+                    "or pass --no-endpoint-check if it serves models it does not list")  # fmt: skip
+        return None
 
     async def _request(
         self,
@@ -495,7 +687,7 @@ def _about_response_format(err: Exception) -> bool:
 
 def _short(err: Exception) -> str:
     status = getattr(err, "status_code", None)
-    text = " ".join(str(err).split())
+    text = redact(" ".join(str(err).split()))  # a server may echo the key or the URL's credentials
     return f"{type(err).__name__}{f' {status}' if status else ''}: {text[:200]}"
 
 

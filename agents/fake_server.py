@@ -18,7 +18,10 @@ break the schema, 429s with ``Retry-After``, 500s and slow replies.
 prompt embeds (between ``<observation>`` tags) and answers as the honest
 scripted proposer, or as the paper's rule validator, would.
 
-Only ``POST /v1/chat/completions`` is served; it binds to 127.0.0.1.
+``POST /v1/chat/completions`` is served, and ``GET /v1/models`` when the server
+is given ``models`` (a list of model ids; without it, 404 as on a minimal
+server). With ``api_key`` set, a request without ``Authorization: Bearer
+<api_key>`` gets 401. It binds to 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -204,7 +207,9 @@ def _completion(request: dict[str, Any], n: int, content: str) -> dict[str, Any]
 
 def _http(status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) -> bytes:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests"}.get(status, "Error")
+    reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests"}.get(
+        status, "Error"
+    )
     head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json", f"Content-Length: {len(data)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
@@ -214,10 +219,14 @@ class _Server:
     """HTTP/1.1 with keep-alive on an asyncio loop: a slow answer is an ``asyncio.sleep``, so a
     hundred requests in flight cost no threads and no lock contention."""
 
-    def __init__(self, script: Script, latency: float) -> None:
+    def __init__(self, script: Script, latency: float, models: Sequence[str] | None, api_key: str | None) -> None:
         self.script = script
         self.latency = latency
+        self.models = None if models is None else list(models)
+        self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
+        self.model_requests = 0
+        self.paths: list[str] = []  # the path (with its query) of every chat request
         self.in_flight = 0
         self.max_in_flight = 0
         self.connections: set[asyncio.Task[Any]] = set()
@@ -238,15 +247,17 @@ class _Server:
                 if not line:
                     return
                 method, path, _ = ([*line.decode("latin-1").split(" ", 2), "", ""])[:3]
-                length, keep_alive = 0, True
+                length, keep_alive, auth = 0, True, ""
                 while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
                     name, _, value = header.decode("latin-1").partition(":")
                     if name.strip().lower() == "content-length":
                         length = int(value.strip())
                     elif name.strip().lower() == "connection" and value.strip().lower() == "close":
                         keep_alive = False
+                    elif name.strip().lower() == "authorization":
+                        auth = value.strip()
                 raw = await reader.readexactly(length) if length else b""
-                writer.write(await self._answer(method, path, raw))
+                writer.write(await self._answer(method, path, raw, auth))
                 await writer.drain()
                 if not keep_alive:
                     return
@@ -256,9 +267,16 @@ class _Server:
             writer.close()
             self.connections.discard(task)  # type: ignore[arg-type]
 
-    async def _answer(self, method: str, path: str, raw: bytes) -> bytes:
-        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+    async def _answer(self, method: str, path: str, raw: bytes, auth: str) -> bytes:
+        if self.api_key is not None and auth != f"Bearer {self.api_key}":
+            return _http(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, {})
+        route = path.partition("?")[0].rstrip("/")
+        if method == "GET" and route.endswith("/models") and self.models is not None:
+            self.model_requests += 1
+            return _http(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}, {})
+        if method != "POST" or not route.endswith("/chat/completions"):
             return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {})
+        self.paths.append(path)
         try:
             request = json.loads(raw)
         except ValueError:
@@ -308,9 +326,18 @@ class ScriptedLLMServer:
         script: a callable ``(request, n) -> Reply`` or a list of replies
             served in order (the last repeats); default :func:`honest_script`.
         latency: seconds added to every answer (an artificial model latency).
+        models: the model ids ``GET /v1/models`` lists (default: the route is not served, 404).
+        api_key: the key every request must carry (default: none needed).
     """
 
-    def __init__(self, script: Script | Sequence[Reply] | None = None, *, latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        script: Script | Sequence[Reply] | None = None,
+        *,
+        latency: float = 0.0,
+        models: Sequence[str] | None = None,
+        api_key: str | None = None,
+    ) -> None:
         if script is None:
             script = honest_script
         elif not callable(script):
@@ -318,7 +345,7 @@ class ScriptedLLMServer:
             if not replies:
                 raise ValueError("a scripted server needs at least one reply")
             script = _sequence(replies)
-        self._server = _Server(script, latency)
+        self._server = _Server(script, latency, models, api_key)
         self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
 
     @property
@@ -329,6 +356,16 @@ class ScriptedLLMServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         return self._server.requests
+
+    @property
+    def model_requests(self) -> int:
+        """How many times ``GET /v1/models`` was asked (the clients' check before a first request)."""
+        return self._server.model_requests
+
+    @property
+    def paths(self) -> list[str]:
+        """The request path of every chat completion, with its query string."""
+        return self._server.paths
 
     @property
     def max_in_flight(self) -> int:

@@ -33,7 +33,7 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-from agents.client import LLMClient, LLMUnavailableError, resolve_base_url
+from agents.client import LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
 from agents.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA, ReplyError, parse_proposer_reply, parse_validator_reply
 from eq_env.exchange_audit.game import (
     CLAIM_TYPES,
@@ -207,8 +207,8 @@ class _LLMPolicy(BasePolicy):
 
     @classmethod
     def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """Parameters as results are keyed: the endpoint the policy will really talk to."""
-        return {**params, "base_url": resolve_base_url(params.get("base_url"))}
+        """Parameters as results are keyed: the endpoint the policy will really talk to, credentials masked."""
+        return {**params, "base_url": register_endpoint(resolve_base_url(params.get("base_url")))}
 
     def __init__(
         self,
@@ -223,19 +223,19 @@ class _LLMPolicy(BasePolicy):
         super().__init__()
         if isinstance(max_reasks, bool) or not isinstance(max_reasks, int) or max_reasks < 0:
             raise ValueError(f"max_reasks must be a non-negative integer, got {max_reasks!r}")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 10_000_000:
+            raise ValueError(f"max_tokens must be an integer in [1, 10000000], got {max_tokens!r}")
         if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
             raise ValueError(f"temperature must be a number in [0, 2], got {temperature!r}")
         _template(self.role, prompt_version)  # an unknown version fails now
-        self.model = str(model)
-        self.base_url = base_url
+        self.client = LLMClient(model, base_url)  # (checks the model name: an opaque, non-empty string)
+        self.model = model
+        self.base_url = self.client.base_url
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
         self.seed = seed
         self.prompt_version = prompt_version
         self.max_reasks = max_reasks
-        self.client = LLMClient(self.model, base_url)
 
     def __repr__(self) -> str:
         return f"{self.name}(model={self.model!r}, base_url={self.client.base_url!r})"
@@ -309,8 +309,11 @@ class LLMProposer(_LLMPolicy):
     """A proposer played by an LLM (see the module docstring).
 
     Args:
-        model: the model name the endpoint knows (``gpt-4.1``, a vLLM or Ollama model...).
-        base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI's).
+        model: the model name the endpoint knows (``gpt-4.1``, a vLLM or Ollama model...), sent
+            byte for byte. In a spec, quote a name that reads as a number or holds a comma:
+            ``llm:model="007"``.
+        base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI's). Credentials in it
+            (``http://user:pass@host/v1``, ``?api-key=...``) are used, never recorded.
         temperature, max_tokens, seed: sampling parameters sent with every request.
         prompt_version: the template ``agents/prompts/proposer_<version>.txt``.
         max_reasks: how many times an invalid reply is sent back before falling back to NO_TRADE.

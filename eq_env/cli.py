@@ -69,6 +69,7 @@ def _number(kind: type, what: str, ok: Any) -> Any:
 _positive_int = _number(int, "a positive integer", lambda v: v >= 1)
 _count = _number(int, "a non-negative integer", lambda v: v >= 0)
 _positive_float = _number(float, "a positive number", lambda v: 0 < v < math.inf)
+_non_negative_float = _number(float, "a non-negative number", lambda v: 0 <= v < math.inf)
 
 
 def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
@@ -78,42 +79,62 @@ def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
     group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
 
 
+def _model_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a model name, got an empty string")
+    return text  # opaque: sent byte for byte
+
+
 def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
     group = parser.add_argument_group(
         "LLM policies", "for a proposer or validator spec 'llm' (flags fill what the spec does not say)"
     )
-    group.add_argument("--model", help="model name (default: $EQ_ENV_MODEL, else gpt-4.1)")
-    group.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's)")
+    group.add_argument("--model", type=_model_name,
+                       help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
+    group.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's); "
+                       "credentials in it are used, never recorded")  # fmt: skip
     group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
-    group.add_argument("--temperature", type=float, help="sampling temperature (default 0)")
+    group.add_argument("--temperature", type=_number(float, "a number in [0, 2]", lambda v: 0 <= v <= 2),
+                       help="sampling temperature (default 0)")  # fmt: skip
     group.add_argument("--max-tokens", type=_positive_int, help="completion token limit per request")
-    group.add_argument("--llm-seed", type=int, help="the 'seed' sampling parameter sent with requests")
+    group.add_argument("--llm-seed", type=_count, help="the 'seed' sampling parameter sent with requests")
     group.add_argument("--max-reasks", type=_count,
                        help="invalid replies sent back with the error before the fallback (default 2)")  # fmt: skip
     group.add_argument("--concurrency", type=_positive_int, default=8, help="episodes in flight at once (default 8)")
     _add_cache_flags(group, cache_default, "readwrite")
     group.add_argument("--max-retries", type=_count, default=5,
                        help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)")  # fmt: skip
-    group.add_argument("--backoff", type=float, default=0.5,
+    group.add_argument("--backoff", type=_non_negative_float, default=0.5,
                        help="first retry delay in seconds, doubled per retry, with jitter (default 0.5)")  # fmt: skip
     group.add_argument("--timeout", type=_positive_float, default=60.0, help="seconds per request (default 60)")
-    group.add_argument("--price-prompt", type=float, default=0.0, help="dollars per million prompt tokens")
-    group.add_argument("--price-completion", type=float, default=0.0, help="dollars per million completion tokens")
+    group.add_argument("--price-prompt", type=_non_negative_float, default=0.0,
+                       help="dollars per million prompt tokens")  # fmt: skip
+    group.add_argument("--price-completion", type=_non_negative_float, default=0.0,
+                       help="dollars per million completion tokens")  # fmt: skip
+    group.add_argument("--no-endpoint-check", dest="endpoint_check", action="store_false",
+                       help="do not check, before the first request, that the endpoint answers, accepts the key "
+                       "and lists the model (for endpoints that serve models they do not list)")  # fmt: skip
     group.add_argument("--dry-run", action="store_true",
                        help="print one rendered prompt per LLM role and the reply schema; call nothing")  # fmt: skip
 
 
 def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
-    """An ``llm`` spec with the model, endpoint and sampling flags filled in (they key the results)."""
-    from eq_env.policy import parse_policy_spec
+    """An ``llm`` spec with the model, endpoint and sampling flags filled in (they key the results).
+
+    Values are written so that they read back exactly (:func:`~eq_env.policy.format_policy_spec`):
+    a model name such as ``x,gate=none`` stays one model name and cannot set another parameter; the
+    endpoint goes in with its credentials masked (the real one stays in this process's memory).
+    """
+    from eq_env.policy import format_policy_spec, parse_policy_spec
 
     name, kwargs = parse_policy_spec(spec)
     if name != "llm":
         return spec
-    from agents.client import resolve_base_url
+    from agents.client import register_endpoint, resolve_base_url
 
+    model = args.model if args.model is not None else os.environ.get("EQ_ENV_MODEL") or "gpt-4.1"
     fill = {
-        "model": args.model or os.environ.get("EQ_ENV_MODEL") or "gpt-4.1",
+        "model": model,
         "base_url": resolve_base_url(args.base_url),
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
@@ -123,7 +144,9 @@ def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
     for key, value in fill.items():
         if value is not None and key not in kwargs:
             kwargs[key] = value
-    return "llm:" + ",".join(f"{k}={v}" for k, v in kwargs.items())
+    if isinstance(kwargs.get("base_url"), str):
+        kwargs["base_url"] = register_endpoint(kwargs["base_url"])
+    return format_policy_spec(name, kwargs)
 
 
 def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
@@ -131,7 +154,7 @@ def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
 
     configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
               backoff=args.backoff, timeout=args.timeout, api_key=args.api_key, price_prompt=args.price_prompt,
-              price_completion=args.price_completion)  # fmt: skip
+              price_completion=args.price_completion, check_endpoint=args.endpoint_check)  # fmt: skip
 
 
 def _dry_run(config: ExchangeAuditConfig, proposers: Sequence[str], validators: Sequence[str]) -> int:

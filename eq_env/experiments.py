@@ -36,7 +36,8 @@ from tqdm.auto import tqdm
 
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.policy import Role, make_policy, parse_policy_spec, policy_entry
+from eq_env.policy import Role, make_policy, new_run, parse_policy_spec, policy_entry
+from eq_env.redact import redact
 from eq_env.report import from_json_number, json_number
 from eq_env.runner import (
     METRICS,
@@ -106,6 +107,10 @@ class Condition:
             raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
         make_policy(self.proposer, "proposer")  # fail now, not in a worker an hour later
         make_policy(self.validator, "validator")
+        # specs are written into results and tables: never with a credential in them (making the
+        # policies registered any, and the process keeps the real endpoint in memory)
+        object.__setattr__(self, "proposer", redact(self.proposer))
+        object.__setattr__(self, "validator", redact(self.validator))
 
     def label(self, name: str, default: Any = None) -> Any:
         return dict(self.labels).get(name, default)
@@ -150,7 +155,12 @@ class EpisodeStore:
 
     def load(self) -> dict[int, Episode]:
         """The latest episode recorded under each index (a failure retried later is replaced)."""
-        return {int(r["episode"]): episode_from_dict(r) for r in self._results.load().values()}
+        return {e.episode: e for e in self.history()}
+
+    def history(self) -> list[Episode]:
+        """Every attempt recorded, in the order written: a failure retried later comes before its retry
+        (the file is never compacted: it is the record of what each attempt cost)."""
+        return [episode_from_dict(r) for r in self._results.records()]
 
     def append(self, episode: Episode) -> None:
         self._results.append({"key": str(episode.episode), **episode.to_dict()})
@@ -181,7 +191,9 @@ def run_one(
         columns = simulate(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
     elif is_async(proposer) or is_async(validator):
         store = EpisodeStore(episode_dir / f"{condition.key}-{seed}.jsonl") if episode_dir else None
-        done = {i: e for i, e in (store.load() if store else {}).items() if isinstance(e, EpisodeRecord)}
+        history = store.history() if store else []
+        latest = {e.episode: e for e in history}
+        done = {i: e for i, e in latest.items() if isinstance(e, EpisodeRecord)}
         save = store.append if store else None
         new = play_concurrent(condition.config, proposer, validator, episodes=condition.episodes, seed=seed,
                               concurrency=concurrency, skip=done, on_episode=save)  # fmt: skip
@@ -189,7 +201,9 @@ def run_one(
         records = [e for e in episodes if isinstance(e, EpisodeRecord)]
         columns = records_to_columns(records)
         failed = [e for e in episodes if isinstance(e, FailedEpisode)]
-        extra["llm"] = llm_summary(records, failed)
+        # earlier attempts at the episodes played again: what they cost is still part of the bill
+        superseded = [e for e in history if isinstance(e, FailedEpisode)]
+        extra["llm"] = llm_summary(records, failed, superseded)
         extra["failed"] = [e.to_dict() for e in failed]
     else:
         records = play(condition.config, proposer, validator, episodes=condition.episodes, seed=seed)
@@ -216,11 +230,12 @@ class ResultsStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
-    def load(self) -> dict[str, dict[str, Any]]:
-        """Records by run key. A torn last line (a kill mid-write) is dropped and cut from the file."""
+    def records(self) -> list[dict[str, Any]]:
+        """Every record, in the order written. A torn last line (a kill mid-write) is dropped and cut
+        from the file."""
         if not self.path.exists():
-            return {}
-        records: dict[str, dict[str, Any]] = {}
+            return []
+        records: list[dict[str, Any]] = []
         good_bytes = 0
         with self.path.open("rb") as fh:
             lines = fh.readlines()
@@ -235,9 +250,32 @@ class ResultsStore:
                         fh.truncate(good_bytes)
                     break
                 raise ValueError(f"{self.path}:{i + 1} is not a run record; remove or fix that line") from None
-            records[record["key"]] = record
+            records.append(record)
             good_bytes += len(raw)
         return records
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """Records by run key; where a key was written again (a run resumed), the last record."""
+        return {r["key"]: r for r in self.records()}
+
+    def compact(self) -> None:
+        """Rewrite the file with one record per key (the last), atomically, if it holds older ones: a run
+        with failed episodes is written again each time it is resumed, and the file must not grow
+        without bound."""
+        records = self.records()
+        latest = {r["key"]: r for r in records}
+        if len(latest) == len(records):
+            return
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        try:
+            with tmp.open("w") as fh:
+                for record in latest.values():  # in the order each key was first written
+                    fh.write(json.dumps(record, allow_nan=False) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def append(self, record: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -248,6 +286,7 @@ class ResultsStore:
             os.fsync(fh.fileno())
 
 
+@new_run()
 def run_all(
     conditions: Sequence[Condition],
     seeds: Sequence[int],
@@ -274,6 +313,7 @@ def run_all(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     wanted = [(c, s) for c in conditions for s in seeds]
+    store.compact()
     done = store.load()
     episode_dir = store.path.parent / "episodes"
     # one run per key: conditions that are the same experiment share it (with the first one's labels)
@@ -312,6 +352,7 @@ def run_all(
                     raise
     finally:
         bar.close()
+    store.compact()  # runs played again (failed episodes retried) replaced their records
     return [done[run_key(c, s)] for c, s in wanted]
 
 

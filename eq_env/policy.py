@@ -27,9 +27,11 @@ by :func:`make_policy`; packages add their policies with
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -41,9 +43,13 @@ __all__ = [
     "Policy",
     "PolicyEntry",
     "PolicyError",
+    "PolicySetupError",
     "Role",
     "available_policies",
+    "format_policy_spec",
     "make_policy",
+    "new_run",
+    "on_new_run",
     "parse_policy_spec",
     "parse_scalar",
     "policy_entry",
@@ -65,6 +71,13 @@ class PolicyError(RuntimeError):
     def __init__(self, message: str, info: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.info: dict[str, Any] = dict(info or {})
+
+
+class PolicySetupError(ValueError):
+    """A policy cannot act at all in this run (its endpoint is unreachable or rejects the key, its
+    recording is missing...). Unlike :class:`PolicyError`, which fails one episode, this stops the run
+    at once, before anything is recorded: no episode could succeed, and retrying each would only
+    cost time."""
 
 
 @runtime_checkable
@@ -100,6 +113,33 @@ class BasePolicy:
 
     def __repr__(self) -> str:
         return f"{self.name}()"
+
+
+_RUN_HOOKS: list[Callable[[], None]] = []
+_run_depth = 0
+
+
+def on_new_run(hook: Callable[[], None]) -> None:
+    """Call ``hook`` whenever a new run starts (see :func:`new_run`); e.g. the LLM client forgets the
+    failures of the previous run, so that a run started again asks for them again."""
+    if hook not in _RUN_HOOKS:
+        _RUN_HOOKS.append(hook)
+
+
+@contextlib.contextmanager
+def new_run() -> Iterator[None]:
+    """The scope of one run. The runners (``evaluate``, ``play_concurrent``, ``run_all``...) enter it;
+    only the outermost scope starts a run, so the conditions of one ``reproduce`` are one run, in which
+    the two regimes of a state share their answers — and their failures."""
+    global _run_depth
+    if _run_depth == 0:
+        for hook in _RUN_HOOKS:
+            hook()
+    _run_depth += 1
+    try:
+        yield
+    finally:
+        _run_depth -= 1
 
 
 @dataclass(frozen=True)
@@ -172,15 +212,71 @@ def parse_scalar(text: str) -> Any:
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"name:k=v,k=v"`` → ``("name", {"k": v})`` with ints, floats and booleans parsed."""
+    """``"name:k=v,k=v"`` → ``("name", {"k": v})``, values read by :func:`parse_scalar`.
+
+    A value in double quotes is a JSON string, kept as a string byte for byte: ``model="007"``,
+    ``model="none"``, ``base_url="http://h/v1?a=1,b=2"``. Nothing inside quotes can add a parameter,
+    and a parameter given twice is an error, so a value filled in by a flag cannot change another.
+    """
     name, _, rest = spec.strip().partition(":")
     kwargs: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
+    i, n = 0, len(rest)
+    while i < n:
+        if rest[i] in " \t,":
+            i += 1
+            continue
+        eq = rest.find("=", i)
+        comma = rest.find(",", i)
+        if eq < 0 or (0 <= comma < eq):
+            item = rest[i : comma if comma >= 0 else n].strip()
             raise ValueError(f"policy spec {spec!r}: expected key=value, got {item!r}")
-        kwargs[key.strip()] = parse_scalar(value.strip())
+        key = rest[i:eq].strip()
+        if not key:
+            raise ValueError(f"policy spec {spec!r}: a value without a key at {rest[i:].strip()!r}")
+        j = eq + 1
+        while j < n and rest[j] in " \t":
+            j += 1
+        if j < n and rest[j] == '"':
+            try:
+                value, j = _JSON.raw_decode(rest, j)
+            except ValueError:
+                raise ValueError(f"policy spec {spec!r}: unterminated or invalid quoted value for {key!r}") from None
+            tail = rest[j:].lstrip(" \t")
+            if tail and not tail.startswith(","):
+                raise ValueError(f"policy spec {spec!r}: expected ',' after the quoted value of {key!r}")
+            i = n - len(tail)
+        else:
+            end = rest.find(",", j)
+            end = n if end < 0 else end
+            value, i = parse_scalar(rest[j:end].strip()), end
+        if key in kwargs:
+            raise ValueError(f"policy spec {spec!r}: {key!r} is given twice")
+        kwargs[key] = value
     return name.strip(), kwargs
+
+
+_JSON = json.JSONDecoder()
+
+
+def format_policy_spec(name: str, kwargs: Mapping[str, Any]) -> str:
+    """The spec string :func:`parse_policy_spec` reads back as ``(name, kwargs)``, exactly.
+
+    Strings that would not read back as themselves (``"007"``, ``"none"``, anything with a comma,
+    a quote or an ``=``) are written as JSON strings.
+    """
+    items = []
+    for key, value in kwargs.items():
+        if isinstance(value, str):
+            plain = value == value.strip() and value and not any(c in value for c in ',="\\')
+            text = value if plain and parse_scalar(value) == value else json.dumps(value)
+        elif value is None or isinstance(value, bool):
+            text = {None: "none", True: "true", False: "false"}[value]
+        elif isinstance(value, (int, float)):
+            text = repr(value)
+        else:
+            raise ValueError(f"policy spec parameter {key!r}: cannot write {value!r} in a spec")
+        items.append(f"{key}={text}")
+    return name + (":" + ",".join(items) if items else "")
 
 
 def make_policy(spec: str | Policy, role: Role | None = None) -> Policy:

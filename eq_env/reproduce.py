@@ -42,7 +42,7 @@ from eq_env.experiments import (
     paired_difference,
     run_all,
 )
-from eq_env.policy import parse_policy_spec, policy_entry
+from eq_env.policy import format_policy_spec, parse_policy_spec, policy_entry
 from eq_env.report import markdown_table, mean_std, plot_lines, write_csv
 
 __all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
@@ -124,7 +124,7 @@ def _regimes(opts: ReproduceOptions) -> dict[str, str]:
     assert opts.proposer is not None
     name, kwargs = parse_policy_spec(opts.proposer)
     strippable = "strip" in policy_entry(name, "proposer").parameters()
-    stripped = opts.proposer + (("," if kwargs else ":") + "strip=true")
+    stripped = format_policy_spec(name, {**kwargs, "strip": True})
     return {"artifacts": opts.proposer, "action_only": stripped if strippable else "silent:claims_from=truth"}
 
 

@@ -34,7 +34,7 @@ from eq_env.exchange_audit.game import (
     ProposerAction,
 )
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
-from eq_env.policy import Policy, PolicyError, make_policy
+from eq_env.policy import Policy, PolicyError, PolicySetupError, make_policy, new_run
 
 __all__ = [
     "METRICS",
@@ -258,16 +258,23 @@ def play(
 class FailedEpisode:
     """An episode no policy action could be obtained for (e.g. the endpoint stayed down).
 
-    ``role`` is the role whose policy failed, ``error`` what happened, ``info`` what the failed
-    attempt reported (requests, retries, tokens billed, transport errors).
+    ``role`` is the role whose policy failed and ``error`` what happened. ``infos`` holds what each
+    role's policy reported for this episode, the failing one's attempt included (requests, retries,
+    tokens billed, transport errors): the proposer's answer was paid for even when the validator's
+    request then failed, and the run's costs must say so.
     """
 
     seed: int
     episode: int
     role: str
     error: str
-    info: dict[str, Any] | None = None
+    infos: dict[str, dict[str, Any]] = field(default_factory=dict)
     failed: bool = True
+
+    @property
+    def info(self) -> dict[str, Any] | None:
+        """What the failing role's policy reported."""
+        return self.infos.get(self.role)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -278,8 +285,11 @@ Episode = EpisodeRecord | FailedEpisode
 
 def episode_from_dict(data: Mapping[str, Any]) -> Episode:
     if data.get("failed"):
+        infos = data.get("infos")
+        if infos is None and data.get("info"):  # written before infos held every role's
+            infos = {str(data["role"]): data["info"]}
         return FailedEpisode(int(data["seed"]), int(data["episode"]), str(data["role"]), str(data["error"]),
-                             data.get("info"))  # fmt: skip
+                             dict(infos or {}))  # fmt: skip
     return EpisodeRecord.from_dict(data)
 
 
@@ -336,9 +346,12 @@ async def aplay(
     async def one(i: int) -> Episode:
         env = await envs.get()  # the pool bounds concurrency; envs are reused in turn
         role = "proposer"
+        infos: dict[str, dict[str, Any]] = {}  # kept if a later role fails: its costs are real
         try:
             env.reset(seed=seed, options={"episode": i})
             action, proposer_info = await _act(policies[PROPOSER], env.observe(PROPOSER))
+            if proposer_info:
+                infos[role] = proposer_info
             env.step(action)
             obs = env.observe(VALIDATOR)
             role = "validator"
@@ -352,10 +365,12 @@ async def aplay(
             result: Episode = EpisodeRecord.from_outcome(env.game.outcome, seed, i, proposer_info, validator_info)
             if render is not None:
                 render(env.render())
+        except PolicySetupError:  # no episode can succeed: stop the run, record nothing
+            raise
         except PolicyError as err:
-            result = FailedEpisode(seed, i, role, str(err), err.info or None)
+            result = FailedEpisode(seed, i, role, str(err), {**infos, **({role: err.info} if err.info else {})})
         except Exception as err:  # recorded with its type; the run goes on
-            result = FailedEpisode(seed, i, role, f"{type(err).__name__}: {err}")
+            result = FailedEpisode(seed, i, role, f"{type(err).__name__}: {err}", infos)
         finally:
             envs.put_nowait(env)
         if on_episode is not None:
@@ -363,8 +378,15 @@ async def aplay(
         bar.update(1)
         return result
 
+    tasks = [asyncio.ensure_future(one(i)) for i in todo]
     try:
-        results = await asyncio.gather(*(one(i) for i in todo))
+        with new_run():  # (inside a longer run, e.g. run_all's, this is part of it)
+            results = await asyncio.gather(*tasks)
+    except BaseException:  # a setup error or an interrupt: nothing else may be played or recorded
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     finally:
         bar.close()
         for policy in policies.values():  # close connections while their event loop still runs
@@ -404,28 +426,35 @@ def play_concurrent(
     )
 
 
-def llm_summary(records: Sequence[EpisodeRecord], failed: Sequence[FailedEpisode] = ()) -> dict[str, Any]:
+def llm_summary(
+    records: Sequence[EpisodeRecord], failed: Sequence[FailedEpisode] = (), superseded: Sequence[Episode] = ()
+) -> dict[str, Any]:
     """Totals of what LLM policies reported over a run: tokens, requests, fallbacks, re-asks, latency.
 
-    ``prompt_tokens``/``completion_tokens`` are attributed to the run's episodes (what their samples
-    cost when drawn, replay or not); under ``transport``, what this run itself did and paid for,
-    including the failed episodes' attempts.
+    ``prompt_tokens``/``completion_tokens`` are attributed to the run's episodes, failed ones
+    included (what their samples cost when drawn, replay or not); ``calls`` counts the answers
+    policies gave. Under ``transport``, what was done and paid for to play the run: every request
+    of every episode, those of failed episodes and of ``superseded`` attempts (failed episodes an
+    earlier, resumed run played before these) included.
     """
     out: dict[str, Any] = {"failed_episodes": len(failed)}
     for role in ("proposer", "validator"):
-        infos = [i for i in (getattr(r, f"{role}_info") for r in records) if i]
-        lost = [f.info for f in failed if f.role == role and f.info]
-        if not infos and not lost:
+        answered = [i for i in (getattr(r, f"{role}_info") for r in records) if i]
+        answered += [f.infos[role] for f in failed if f.role != role and f.infos.get(role)]
+        lost = [f.infos[role] for f in failed if f.role == role and f.infos.get(role)]
+        earlier = [i for e in superseded for i in _infos(e, role)]
+        if not answered and not lost and not earlier:
             continue
-        transport = [i.get("transport", {}) for i in (*infos, *lost)]
+        drawn = [*answered, *lost]
+        transport = [i.get("transport", {}) for i in (*drawn, *earlier)]
         out[role] = {
-            "calls": len(infos),
-            "prompt_tokens": sum(i.get("prompt_tokens", 0) for i in infos),
-            "completion_tokens": sum(i.get("completion_tokens", 0) for i in infos),
-            "usage_estimated": sum(bool(i.get("usage_estimated")) for i in infos),
-            "fallbacks": sum(bool(i.get("fallback")) for i in infos),
-            "reasks": sum(len(i.get("invalid_replies", [])) for i in infos),
-            "gated": sum(bool(i.get("gated")) for i in infos),
+            "calls": len(answered),
+            "prompt_tokens": sum(i.get("prompt_tokens", 0) for i in drawn),
+            "completion_tokens": sum(i.get("completion_tokens", 0) for i in drawn),
+            "usage_estimated": sum(bool(i.get("usage_estimated")) for i in drawn),
+            "fallbacks": sum(bool(i.get("fallback")) for i in answered),
+            "reasks": sum(len(i.get("invalid_replies", [])) for i in drawn),
+            "gated": sum(bool(i.get("gated")) for i in answered),
             "transport": {  # varies from run to run (a replay has no latency, requests, retries or bill)
                 "requests": sum(t.get("requests", 0) for t in transport),
                 "retries": sum(t.get("retries", 0) for t in transport),
@@ -437,6 +466,11 @@ def llm_summary(records: Sequence[EpisodeRecord], failed: Sequence[FailedEpisode
             },
         }
     return out
+
+
+def _infos(episode: Episode, role: str) -> list[dict[str, Any]]:
+    info = episode.infos.get(role) if isinstance(episode, FailedEpisode) else getattr(episode, f"{role}_info")
+    return [info] if info else []
 
 
 # ---------------------------------------------------------------------------
@@ -591,6 +625,7 @@ class Evaluation:
         return summarize(self.per_seed)
 
 
+@new_run()
 def evaluate(
     config: ExchangeAuditConfig,
     proposer: Policy | str,
