@@ -241,7 +241,7 @@ def proposer_best_response(
     noncompliant = ~test.compliant
     lies = _misreports(br_sub, test, test_views) & noncompliant
     deviations: dict[int, int] = {}
-    for a in choice[lies]:
+    for a in choice[lies & deviating]:  # honest cells (choice -1) lie only by sincere mistake: not a deviation
         deviations[int(a)] = deviations.get(int(a), 0) + 1
     dev_list = sorted(
         (count / len(choice), describe_artifact(artifacts[a]))
