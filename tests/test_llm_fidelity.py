@@ -48,6 +48,14 @@ def requests_in_records(out: Path) -> int:
                if r.get("llm", {}).get(role))  # fmt: skip
 
 
+def timeouts_in_episodes(out: Path) -> int:
+    """Requests that timed out, over every attempt the episode files recorded."""
+    lines = [json.loads(line) for path in (out / "episodes").glob("*.jsonl") for line in path.read_text().splitlines()]
+    roles = [[*(e.get("infos") or {}).values(), e.get("proposer_info"), e.get("validator_info")] for e in lines]
+    infos = [i for per_episode in roles for i in per_episode if i]
+    return sum("Timeout" in err for i in infos for err in i["transport"]["errors"])
+
+
 def drawn_costs(out: Path) -> list[tuple[str, ...]]:
     """What a run's samples cost when drawn, per condition: the same in a replay."""
     fields = ("condition", "failed_episodes", "calls", "prompt_tokens", "completion_tokens", "fallbacks", "reasks")
@@ -93,9 +101,9 @@ def test_a_hostile_endpoint_is_recorded_and_replayed_exactly(tmp_path: Path) -> 
     """Done-when of issue 8: a server failing about a third of its requests in every way it can; the
     run and its replay give byte-identical tables and the same failed episodes, the replay asks
     nothing, and every request the server saw is in the records."""
-    script = ChaosScript(delay=0.5)
+    script = ChaosScript(delay=0.8)
     flags = ["--validator", "llm", "--episodes", "10", "--concurrency", "5", "--max-retries", "1", "--backoff",
-             "0.01", "--timeout", "0.25"]  # fmt: skip
+             "0.01", "--timeout", "0.4"]  # fmt: skip
     live, replay = tmp_path / "live", tmp_path / "replay"
     with ScriptedLLMServer(script) as server:
         base = ["reproduce", "--proposer", "llm", "--model", "chaos", "--base-url", server.url, "--seeds", "1"]
@@ -111,9 +119,11 @@ def test_a_hostile_endpoint_is_recorded_and_replayed_exactly(tmp_path: Path) -> 
         assert (live / name).read_bytes() == (replay / name).read_bytes(), name
     assert drawn_costs(live) == drawn_costs(replay)  # (what the replay paid differs by design)
     assert failed_episodes(live) == failed_episodes(replay) != []
-    assert requests_in_records(live) == sent  # every request is in the records
+    # every request the server saw is in the records; a request that timed out may not have reached it
+    counted = requests_in_records(live)
+    assert sent <= counted <= sent + timeouts_in_episodes(live)
     with (live / "llm_costs.csv").open() as fh:
-        assert sum(int(r["requests"]) for r in csv.DictReader(fh)) == sent
+        assert sum(int(r["requests"]) for r in csv.DictReader(fh)) == counted
     assert requests_in_records(replay) == 0
 
 
