@@ -164,6 +164,7 @@ def test_readme_parameter_table_lists_every_field() -> None:
         assert f"`{name}`" in table, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
 def test_readme_python_examples_run(
     index: int, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -142,6 +142,7 @@ def test_parallel_workers_give_the_same_results(tmp_path: Path) -> None:
     assert {r["engine"] for r in parallel} == {"aec"}
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_to_the_same_results(tmp_path: Path) -> None:
     """SIGKILL a real `eq-env sweep` midway, start it again, compare with an uninterrupted one."""
     args = ["--grid", "q=0,0.2,0.4,0.6,0.8,1", "--proposer", "honest", "--proposer", "strategic",

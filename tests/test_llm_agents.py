@@ -403,6 +403,7 @@ def test_server_threads_are_cleaned_up() -> None:
 # ---------------------------------------------------------------------------
 # End to end: eq-env reproduce --proposer llm, every failure mode, then its replay
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exactly(tmp_path: Path) -> None:
     import csv
 

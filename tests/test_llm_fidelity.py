@@ -97,6 +97,7 @@ def test_a_failure_is_shared_by_both_regimes_and_replayed(tmp_path: Path) -> Non
     assert main(["rerun", str(live / "results.jsonl"), key]) == 0
 
 
+@pytest.mark.slow
 def test_a_hostile_endpoint_is_recorded_and_replayed_exactly(tmp_path: Path) -> None:
     """Done-when of issue 8: a server failing about a third of its requests in every way it can; the
     run and its replay give byte-identical tables and the same failed episodes, the replay asks
@@ -276,6 +277,7 @@ def test_specs_read_back_exactly_and_refuse_repeated_keys() -> None:
 # ---------------------------------------------------------------------------
 # 5. No secret reaches a file
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_no_secret_from_a_flag_a_url_or_the_environment_reaches_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

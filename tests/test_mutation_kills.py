@@ -369,6 +369,7 @@ VALIDATOR_CHANGES = [
 ]
 
 
+@pytest.mark.slow
 def test_proposer_best_response_seeded_run_is_pinned() -> None:
     br = proposer_best_response(TEMPTED, episodes=4000, seed=0)
     assert int((br.table >= 0).sum()) == DEVIATING_CELLS

@@ -95,6 +95,7 @@ def test_reproduce_again_resumes_and_gives_identical_tables(reproduced: tuple[Pa
     assert again["table1"] == result["table1"]
 
 
+@pytest.mark.slow
 def test_reproduce_through_the_aec_engine_matches(tmp_path: Path) -> None:
     opts = ReproduceOptions(seeds=2, episodes=60)
     batch = reproduce(tmp_path / "b", opts, progress=False)

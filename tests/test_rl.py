@@ -196,6 +196,7 @@ def _random_proposer_payoff(config: ExchangeAuditConfig, seeds: range, episodes:
     return np.array(payoffs)
 
 
+@pytest.mark.slow
 def test_ppo_proposer_beats_random_after_a_few_thousand_steps(tempted_proposer: Path) -> None:
     seeds = range(2000, 2005)
     trained = evaluate(TEMPTATION, f"sb3:path={tempted_proposer}", "rule", episodes=300, seeds=seeds).per_seed
@@ -205,6 +206,7 @@ def test_ppo_proposer_beats_random_after_a_few_thousand_steps(tempted_proposer: 
     assert learned.mean() - chance.mean() > 10 * max(learned.std(ddof=1), chance.std(ddof=1), 0.01)
 
 
+@pytest.mark.slow
 def test_trained_validator_learns_to_block_a_liar(tmp_path: Path) -> None:
     liar = "strategic:p=1.0"
     config = PAPER.replace(q=0.2)
@@ -233,6 +235,7 @@ def test_trained_policy_plays_everywhere_a_policy_goes(tempted_proposer: Path) -
         SB3Policy(tempted_proposer.parent)
 
 
+@pytest.mark.slow
 def test_temptation_learns_to_misreport_and_audits_stop_it(tempted_proposer: Path, tmp_path: Path) -> None:
     assert misreport_rate(TEMPTATION, f"sb3:path={tempted_proposer}", episodes=3000) > 0.8
     audited = TEMPTATION.replace(q=0.9)
@@ -241,6 +244,7 @@ def test_temptation_learns_to_misreport_and_audits_stop_it(tempted_proposer: Pat
     assert misreport_rate(audited, f"sb3:path={tmp_path}", episodes=3000) < 0.2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["maskable_ppo", "dqn"])
 def test_other_algorithms_train_and_load(algo: str, tmp_path: Path) -> None:
     result = train("proposer", tmp_path, algo=algo, timesteps=600, seed=1, config=PAPER, eval_episodes=50,
@@ -248,6 +252,7 @@ def test_other_algorithms_train_and_load(algo: str, tmp_path: Path) -> None:
     assert SB3Policy.load(tmp_path).meta["algo"] == algo and result.curve is not None
 
 
+@pytest.mark.slow
 def test_selfplay_alternates_roles_and_resumes(tmp_path: Path) -> None:
     kwargs: dict[str, Any] = {"rounds": 1, "timesteps": 4000, "seed": 0, "config": TEMPTATION.replace(q=0.1),
                               "eval_episodes": 100}  # fmt: skip
@@ -265,6 +270,7 @@ def test_selfplay_alternates_roles_and_resumes(tmp_path: Path) -> None:
     assert model.stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_selfplay_skips_a_round_with_nothing_to_learn(tmp_path: Path) -> None:
     # with V = 1 the trained proposer learns never to ask (NO_TRADE pays as much): nothing for a validator to learn
     quiet = selfplay(tmp_path, rounds=1, timesteps=1500, seed=0, config=PAPER, eval_episodes=100)
@@ -309,6 +315,7 @@ def test_expected_payoffs_are_exact_over_the_audit() -> None:
     assert abs((total / draws).mean() - exact.mean()) < 0.01
 
 
+@pytest.mark.slow
 def test_best_response_finds_the_profitable_lie_and_no_other() -> None:
     tempted = proposer_best_response(TEMPTATION, episodes=16_000)
     assert tempted.misreport_rate > 0.9 and tempted.gap_ci[0] > 0
@@ -332,6 +339,7 @@ def test_best_response_needs_bulk_policies() -> None:
         proposer_best_response(PAPER, "llm:model=m,base_url=http://127.0.0.1:9/v1", episodes=100)
 
 
+@pytest.mark.slow
 def test_frontier_quick(tmp_path: Path) -> None:
     scenarios = [Scenario("baseline", 1.0, 2.0, 4), Scenario("temptation", 2.0, 1.0, 4)]
     rows = frontier(tmp_path, scenarios=scenarios, qs=[0.0, 0.25, 0.5, 0.75, 1.0], episodes=6000, train_ppo=False,
@@ -358,6 +366,7 @@ def test_frontier_explains_where_ppo_differs() -> None:
     assert "q = 0.7" not in text and "q = 0.5" not in text  # under the tolerance, or not above the frontier
 
 
+@pytest.mark.slow
 def test_equilibrium_cli(capsys: pytest.CaptureFixture[str]) -> None:
     from eq_env.cli import main
 

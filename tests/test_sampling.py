@@ -218,6 +218,7 @@ def spec(ep) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------
 # Ambiguity and limits
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.5, 0.4])
 def test_ambiguous_fraction_matches_rate(rate):
     # Spec: "Each episode is ambiguous with probability ambiguous_rate".
