@@ -425,9 +425,9 @@ def llm_report(
 
     ``prompt_tokens``, ``completion_tokens`` and ``cost_usd`` (at ``prices`` dollars per million
     prompt and completion tokens) are what the condition's samples cost when drawn — what running it
-    alone, from scratch, costs. ``billed_*`` is what the run that wrote the record paid: less when
-    answers came from the cache or were shared with another condition (the two regimes of a state),
-    more when failed episodes were attempted. ``usage_estimated`` counts calls whose endpoint reported
+    alone, from scratch, costs. ``billed_*`` is what playing it cost: less when answers came from the
+    cache or were shared with another condition (the two regimes of a state), more when failed episodes
+    were attempted, in this run or in an earlier one that this run resumed. ``usage_estimated`` counts calls whose endpoint reported
     no usage (tokens estimated at four characters a token).
     """
     if prices is None:  # the LLM settings' (see agents.client.configure)
