@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.policy import Role, make_policy, new_run, parse_policy_spec, policy_entry
-from eq_env.redact import redact
+from eq_env.redact import mask_urls
 from eq_env.report import from_json_number, json_number
 from eq_env.runner import (
     METRICS,
@@ -107,10 +107,10 @@ class Condition:
             raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
         make_policy(self.proposer, "proposer")  # fail now, not in a worker an hour later
         make_policy(self.validator, "validator")
-        # specs are written into results and tables: never with a credential in them (making the
-        # policies registered any, and the process keeps the real endpoint in memory)
-        object.__setattr__(self, "proposer", redact(self.proposer))
-        object.__setattr__(self, "validator", redact(self.validator))
+        # specs are written into results and tables: never with a credential in them (the process
+        # keeps the real endpoint in memory, see agents.client.register_endpoint)
+        object.__setattr__(self, "proposer", mask_urls(self.proposer))
+        object.__setattr__(self, "validator", mask_urls(self.validator))
 
     def label(self, name: str, default: Any = None) -> Any:
         return dict(self.labels).get(name, default)

@@ -3,8 +3,9 @@
 Credentials reach the package three ways: an API key (``--api-key``,
 ``OPENAI_API_KEY``), the userinfo of an endpoint URL
 (``http://user:SECRET@host/v1``) and secret-looking query parameters
-(``?api-key=SECRET``). None of them may reach a file: results, tables, cost
-reports, cache files and error messages all pass through :func:`redact`.
+(``?api-key=SECRET``). None of them may reach a file: the specs written into
+results, tables and cost reports pass through :func:`mask_urls`, endpoints
+through :func:`public_url`, error messages through :func:`redact`.
 
 :func:`public_url` is an endpoint as it may be recorded: userinfo and secret
 query values replaced by ``***``; the secrets it removed are registered, so
@@ -19,7 +20,7 @@ import re
 import threading
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["MASK", "public_url", "redact", "register_secret", "split_query"]
+__all__ = ["MASK", "mask_urls", "public_url", "redact", "register_secret", "split_query"]
 
 MASK = "***"
 # query parameters whose values are credentials (api-key, access_token, sig, X-Amz-Signature, password...)
@@ -38,12 +39,20 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret, and the credentials of any URL in it, replaced by ``***``."""
+    """``text`` with every registered secret, and the credentials of any URL in it, replaced by ``***``:
+    for free text that may hold anything, such as a server's error message."""
     if _secrets:
         # longest first: a secret that contains another is masked whole
         for secret in sorted(_secrets, key=len, reverse=True):
             if secret in text:
                 text = text.replace(secret, MASK)
+    return mask_urls(text)
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it masked, and nothing else changed: for text with
+    a structure, such as a policy spec, where a registered secret that happens to be a common word
+    (a local server's dummy key, ``test``) must not mask a model name."""
     return _URL.sub(lambda m: public_url(m.group(0), register=False), text) if "://" in text else text
 
 

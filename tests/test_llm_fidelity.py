@@ -317,6 +317,13 @@ def test_a_spec_typed_with_credentials_is_recorded_without_them(tmp_path: Path) 
     assert not [p for p in settings().cache_dir.rglob("*.json") if b"TYPED-SECRET" in p.read_bytes()]
 
 
+def test_a_dummy_key_that_is_a_common_word_masks_no_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test")  # what local servers are often given
+    settings().key()
+    condition = Condition(PAPER, "llm:model=test-model,base_url=http://127.0.0.1:9/v1", "rule", 1)
+    assert "model=test-model" in condition.proposer  # specs are masked structurally, not word by word
+
+
 def test_credentials_are_masked_in_every_recorded_endpoint() -> None:
     from eq_env.redact import public_url, redact
 
