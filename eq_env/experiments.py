@@ -427,8 +427,8 @@ def llm_report(
     prompt and completion tokens) are what the condition's samples cost when drawn — what running it
     alone, from scratch, costs. ``billed_*`` is what playing it cost: less when answers came from the
     cache or were shared with another condition (the two regimes of a state), more when failed episodes
-    were attempted, in this run or in an earlier one that this run resumed. ``usage_estimated`` counts calls whose endpoint reported
-    no usage (tokens estimated at four characters a token).
+    were attempted, in this run or in an earlier one that this run resumed. ``usage_estimated``
+    counts calls whose endpoint reported no usage (tokens estimated at four characters a token).
     """
     if prices is None:  # the LLM settings' (see agents.client.configure)
         from agents.client import settings
