@@ -149,8 +149,18 @@ class EpisodeStore:
         self._results = ResultsStore(path)
 
     def load(self) -> dict[int, Episode]:
-        """The latest episode recorded under each index (a failure retried later is replaced)."""
-        return {int(r["episode"]): episode_from_dict(r) for r in self._results.load().values()}
+        """The latest episode recorded under each index (a failure retried later is replaced).
+
+        A line that is not an episode record is an error naming the file, the line and the field.
+        """
+        episodes: dict[int, Episode] = {}
+
+        def add(record: dict[str, Any]) -> None:
+            episode = episode_from_dict(record)
+            episodes[episode.episode] = episode
+
+        self._results.load(check=add)
+        return episodes
 
     def append(self, episode: Episode) -> None:
         self._results.append({"key": str(episode.episode), **episode.to_dict()})
@@ -216,8 +226,14 @@ class ResultsStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
-    def load(self) -> dict[str, dict[str, Any]]:
-        """Records by run key. A torn last line (a kill mid-write) is dropped and cut from the file."""
+    def load(self, check: Any = None) -> dict[str, dict[str, Any]]:
+        """Records by run key.
+
+        A torn last line (a kill mid-write: it does not end in a newline) is dropped and cut from the file.
+        A complete line that is not a record — a JSON object with a string ``"key"`` — is an error naming
+        the file and line, as is a record for which ``check`` (a callable, given each record) raises ValueError.
+        Blank lines are skipped.
+        """
         if not self.path.exists():
             return {}
         records: dict[str, dict[str, Any]] = {}
@@ -225,18 +241,28 @@ class ResultsStore:
         with self.path.open("rb") as fh:
             lines = fh.readlines()
         for i, raw in enumerate(lines):
+            if not raw.endswith(b"\n"):  # only the last line can: the write never finished
+                with self.path.open("r+b") as fh:
+                    fh.truncate(good_bytes)
+                break
+            good_bytes += len(raw)
+            if not raw.strip():
+                continue
             try:
                 record = json.loads(raw)
-                if not raw.endswith(b"\n") or "key" not in record:
-                    raise ValueError("incomplete")
             except ValueError:
-                if i == len(lines) - 1:
-                    with self.path.open("r+b") as fh:
-                        fh.truncate(good_bytes)
-                    break
-                raise ValueError(f"{self.path}:{i + 1} is not a run record; remove or fix that line") from None
+                record = None
+            if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+                raise ValueError(
+                    f"{self.path}:{i + 1} is not a run record (expected a JSON object with a string 'key'); "
+                    "remove or fix that line"
+                )
+            if check is not None:
+                try:
+                    check(record)
+                except ValueError as err:
+                    raise ValueError(f"{self.path}:{i + 1}: {err}") from None
             records[record["key"]] = record
-            good_bytes += len(raw)
         return records
 
     def append(self, record: Mapping[str, Any]) -> None:
