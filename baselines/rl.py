@@ -170,9 +170,10 @@ class TrainResult:
     evaluation: dict[str, tuple[float, float]]
 
     def table(self) -> str:
+        from eq_env.report import no_negative_zeros
         from eq_env.runner import format_metrics_table
 
-        return format_metrics_table(self.evaluation)
+        return no_negative_zeros(format_metrics_table(self.evaluation))
 
 
 def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
@@ -186,6 +187,14 @@ def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
                 "ent_coef": 0.01, "gamma": 0.0, "gae_lambda": 1.0}  # fmt: skip
     return {"learning_rate": 5e-4, "buffer_size": 50_000, "learning_starts": min(1000, timesteps // 10),
             "exploration_fraction": 0.5, "gamma": 0.0, "train_freq": 4, "target_update_interval": 500}  # fmt: skip
+
+
+def _steps_run(algo: str, timesteps: int, n_envs: int) -> int:
+    """The environment steps ``learn(total_timesteps=timesteps)`` really takes: it stops at the end of the
+    rollout (PPO: ``n_steps`` per environment; DQN: ``train_freq`` steps per environment) that reaches it."""
+    hyper = _hyperparameters(algo, timesteps, n_envs)
+    chunk = (hyper["n_steps"] if "n_steps" in hyper else hyper["train_freq"]) * n_envs
+    return -(-timesteps // chunk) * chunk
 
 
 def _action_encoding(role: str, algo: str) -> str:
@@ -261,7 +270,8 @@ def train(
     class Curve(BaseCallback):
         def __init__(self) -> None:
             super().__init__()
-            self.bar = tqdm(total=timesteps, desc=f"train {role} ({algo})", unit="step",
+            # SB3 collects whole rollouts, so it runs past ``timesteps`` to the end of the last one
+            self.bar = tqdm(total=_steps_run(algo, timesteps, n_envs), desc=f"train {role} ({algo})", unit="step",
                             disable=None if progress is None else not progress)  # fmt: skip
 
         def _on_step(self) -> bool:
@@ -295,7 +305,8 @@ def train(
     trained = SB3Policy(out)
     proposer: Any = trained if role == "proposer" else opponent
     validator: Any = opponent if role == "proposer" else trained
-    ev = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=list(eval_seeds))
+    # the held-out evaluation plays every episode through the environment: seconds, so it has its own bars
+    ev = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=list(eval_seeds), progress=progress)
     summary = ev.summary
     (out / "eval.json").write_text(json.dumps({
         "seeds": list(eval_seeds), "episodes": eval_episodes,

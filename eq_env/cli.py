@@ -15,23 +15,49 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from eq_env.exchange_audit.config import COST_MODELS, PRESETS, ExchangeAuditConfig
-from eq_env.report import from_json_number, json_number
+from eq_env.report import from_json_number, json_number, no_negative_zeros
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
 
-def _budget(text: str) -> int | None:
-    if text.lower() in ("all", "none"):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"B must be an integer or 'all', got {text!r}") from None
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (the house rule for bad input); the usage is one --help away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _shown(text: str, quoted: bool = True) -> str:
+    """A flag's text for an error message, a huge one shortened so the message stays one readable line."""
+    if len(text) > 40:
+        return f"{text[:12]!r}... ({len(text)} characters)"
+    return repr(text) if quoted else text
+
+
+def _field_type(name: str) -> Callable[[str], Any]:
+    """An argparse type for a numeric game parameter: refused at parse time, with its range."""
+    rng = dataclasses.fields(ExchangeAuditConfig)[ExchangeAuditConfig.field_names().index(name)].metadata["range"]
+
+    def parse(text: str) -> Any:
+        if name == "B" and text.strip().lower() in ("all", "none"):
+            return None
+        try:
+            value: int | float = int(text) if rng.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be {rng.describe()}{' or all' if name == 'B' else ''}, got {_shown(text)}"
+            ) from None
+        try:
+            return rng.check(name, value)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
 
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
@@ -43,12 +69,12 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         if f.name == "reveal_compliance":
             group.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=doc)
         elif f.name == "B":
-            group.add_argument(flag, type=_budget, default=argparse.SUPPRESS, metavar="N|all", help=doc)
+            group.add_argument(flag, type=_field_type("B"), default=argparse.SUPPRESS, metavar="N|all", help=doc)
         elif f.name == "cost_model":
             group.add_argument(flag, choices=COST_MODELS, default=None, help=doc)
         else:
-            kind = int if f.metadata["range"].integer else float
-            group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(), help=doc)
+            metavar = "INT" if f.metadata["range"].integer else "FLOAT"
+            group.add_argument(flag, type=_field_type(f.name), default=None, metavar=metavar, help=doc)
 
 
 def _number(kind: type, what: str, ok: Any) -> Any:
@@ -57,19 +83,85 @@ def _number(kind: type, what: str, ok: Any) -> Any:
     def parse(text: str) -> Any:
         try:
             value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        except ValueError:  # (int() also refuses more than 4300 digits with a ValueError)
+            raise argparse.ArgumentTypeError(f"expected {what}, got {_shown(text)}") from None
         if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected {what}, got {_shown(str(value), quoted=False)}")
         return value
 
     return parse
+
+
+def _int_in(low: int, high: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high]."""
+    return _number(int, f"an integer in [{low}, {high}]{why}", lambda v: low <= v <= high)  # type: ignore[no-any-return]
 
 
 _positive_int = _number(int, "a positive integer", lambda v: v >= 1)
 _count = _number(int, "a non-negative integer", lambda v: v >= 0)
 _positive_float = _number(float, "a positive number", lambda v: 0 < v < math.inf)
 _non_negative_float = _number(float, "a non-negative number", lambda v: 0 <= v < math.inf)
+
+# Upper bounds of the numeric flags: far beyond any real use, and low enough that nothing overflows, exhausts
+# memory or forks a process per core many times over before saying so.
+MAX_SEED = 2**32 - 1  # Stable-Baselines3 seeds numpy's legacy generator, which takes no larger seed
+MAX_EPISODES = 10_000_000  # per seed (a run keeps every episode's outcome in memory)
+MAX_SEEDS = 100_000
+MAX_TIMESTEPS = 1_000_000_000
+MAX_ROUNDS = 1_000
+MAX_JOBS = 4 * (os.cpu_count() or 1)  # worker processes all start at once; more than a few per CPU only wait
+_seed = _int_in(0, MAX_SEED)
+_seeds = _int_in(1, MAX_SEEDS)
+_episodes = _int_in(1, MAX_EPISODES)
+_jobs = _int_in(1, MAX_JOBS, f" ({MAX_JOBS // 4 or 1} CPU(s) here)")
+_timesteps = _int_in(64, MAX_TIMESTEPS)  # PPO's smallest rollout
+
+
+def _path(text: str) -> Path:
+    """An argparse type: a path, never empty (``Path("")`` is the current directory, which nobody means)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    return Path(text)
+
+
+def _new_file(text: str) -> Path:
+    """An argparse type: a file to write once the run is over. Missing directories above it are created
+    then, as ``--out`` directories are; that they can be is checked now, so no run is lost to a bad path."""
+    path = _path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a directory; expected a file name")
+    existing = path.absolute().parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create a directory under {existing}: it is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write under {existing}: permission denied")
+    return path
+
+
+def _list_of(kind: Callable[[str], Any], what: str, *, distinct: bool = False) -> Callable[[str], list[Any]]:
+    """An argparse type: a non-empty comma-separated list of ``kind`` values."""
+
+    def parse(text: str) -> list[Any]:
+        items = [x.strip() for x in text.split(",")]
+        if not any(items):
+            raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got an empty list")
+        values = []
+        for item in items:
+            try:
+                values.append(kind(item))
+            except argparse.ArgumentTypeError as err:
+                raise argparse.ArgumentTypeError(f"comma-separated {what}: {err}") from None
+        if distinct and len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"expected distinct {what}, got {text!r}")
+        return values
+
+    return parse
+
+
+_q = _number(float, "an audit intensity in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+_qs = _list_of(_q, "audit intensities in [0, 1]", distinct=True)
 
 
 def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
@@ -205,9 +297,7 @@ def config_from_args(args: argparse.Namespace) -> ExchangeAuditConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="eq-env", description="Multi-agent environments with verifiable reasoning (eq_env)."
-    )
+    parser = _Parser(prog="eq-env", description="Multi-agent environments with verifiable reasoning (eq_env).")
     sub = parser.add_subparsers(dest="command", required=True)
 
     play = sub.add_parser(
@@ -223,11 +313,11 @@ def build_parser() -> argparse.ArgumentParser:
         "'strategic:trigger=payoff', 'honest:claims_from=observation,words=18'",
     )
     play.add_argument("--validator", default="rule", help="validator policy spec: 'rule', 'approve', 'block'")
-    play.add_argument("--episodes", type=int, default=200, help="episodes per seed (default 200)")
-    play.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    play.add_argument("--seeds", type=int, default=1, help="number of consecutive seeds (default 1)")
+    play.add_argument("--episodes", type=_episodes, default=200, help="episodes per seed (default 200)")
+    play.add_argument("--seed", type=_seed, default=0, help="first seed (default 0)")
+    play.add_argument("--seeds", type=_seeds, default=1, help="number of consecutive seeds (default 1)")
     play.add_argument("--render", action="store_true", help="print every episode as it finishes")
-    play.add_argument("--records", type=Path, help="write one JSON line per episode to this file")
+    play.add_argument("--records", type=_new_file, help="write one JSON line per episode to this file")
     play.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     _add_config_flags(play)
     _add_llm_flags(play, ".eq_env_cache/llm")
@@ -238,17 +328,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every experiment the paper reports with scripted policies and write table1.csv/.md, "
         "table2.csv/.md, figure4.png, results.jsonl and summary.md into --out. Re-running resumes.",
     )
-    rep.add_argument("--out", type=Path, required=True, help="output directory")
-    rep.add_argument("--seeds", type=int, default=5, help="seeds per condition (default 5, as the paper)")
-    rep.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
-    rep.add_argument("--episodes", type=int, default=200, help="episodes per seed (default 200, as the paper)")
-    rep.add_argument("--words", type=int, default=18,
+    rep.add_argument("--out", type=_path, required=True, help="output directory")
+    rep.add_argument("--seeds", type=_seeds, default=5, help="seeds per condition (default 5, as the paper)")
+    rep.add_argument("--first-seed", type=_seed, default=0, help="first seed (default 0)")
+    rep.add_argument("--episodes", type=_episodes, default=200, help="episodes per seed (default 200, as the paper)")
+    rep.add_argument("--words", type=_int_in(0, 60, " (the paper's max_words is 60)"), default=18,
                      help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
                      "scripted trader wrote 13)")  # fmt: skip
     rep.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto",
                      help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
                      "auto: batch whenever possible")  # fmt: skip
-    rep.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    rep.add_argument("--jobs", type=_jobs, default=1, help="worker processes (default 1)")
     rep.add_argument("--proposer", help="run the paper's experiments with this proposer instead of the scripted "
                      "ones, e.g. 'llm' (its action-only regime strips the same replies)")  # fmt: skip
     rep.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine)")
@@ -262,8 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sweep game parameters and policies. The grid comes from --config (TOML/YAML/JSON) and/or "
         "flags; results are appended to --out/results.jsonl as runs finish, so a killed sweep resumes.",
     )
-    sw.add_argument("--out", type=Path, required=True, help="output directory")
-    sw.add_argument("--config", type=Path, help="sweep spec file (.toml, .yaml, .json)")
+    sw.add_argument("--out", type=_path, required=True, help="output directory")
+    sw.add_argument("--config", type=_path, help="sweep spec file (.toml, .yaml, .json)")
     sw.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                     help="a swept game parameter, e.g. --grid q=0,0.3,1 (repeatable)")  # fmt: skip
     sw.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -271,11 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--proposer", action="append", help="a proposer spec (repeat to sweep several)")
     sw.add_argument("--validator", action="append", help="a validator spec (repeat to sweep several)")
     sw.add_argument("--preset", choices=sorted(PRESETS), help="starting configuration (default paper)")
-    sw.add_argument("--seeds", type=int, help="number of seeds (default 5)")
-    sw.add_argument("--first-seed", type=int, help="first seed (default 0)")
-    sw.add_argument("--episodes", type=int, help="episodes per seed (default 200)")
+    sw.add_argument("--seeds", type=_seeds, help="number of seeds (default 5)")
+    sw.add_argument("--first-seed", type=_seed, help="first seed (default 0)")
+    sw.add_argument("--episodes", type=_episodes, help="episodes per seed (default 200)")
     sw.add_argument("--engine", choices=("auto", "batch", "aec"), help="default auto")
-    sw.add_argument("--jobs", type=int, help="worker processes (default: 1 if every run can use the batch "
+    sw.add_argument("--jobs", type=_jobs, help="worker processes (default: 1 if every run can use the batch "
                     "engine, else the number of CPUs)")  # fmt: skip
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
@@ -287,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Re-run the condition and seed of one results record from its stored configuration and "
         "policies, print both sets of metrics, and exit 1 if they differ.",
     )
-    rr.add_argument("results", type=Path, help="a results.jsonl written by reproduce or sweep")
+    rr.add_argument("results", type=_path, help="a results.jsonl written by reproduce or sweep")
     rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
     rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
     _add_cache_flags(rr.add_argument_group("LLM policies"), "llm_cache next to the results file", "read")
@@ -301,14 +391,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument("--role", choices=("proposer", "validator"), required=True)
     tr.add_argument("--algo", choices=("ppo", "maskable_ppo", "dqn"), default="ppo")
-    tr.add_argument("--timesteps", type=int, default=50_000, help="environment steps (= episodes) to train on")
-    tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--out", type=Path, required=True, help="directory for the model and its reports")
+    tr.add_argument("--timesteps", type=_timesteps, default=50_000,
+                    help="environment steps (= episodes) to train on, at least 64")  # fmt: skip
+    tr.add_argument("--seed", type=_seed, default=0)
+    tr.add_argument("--out", type=_path, required=True, help="directory for the model and its reports")
     tr.add_argument("--opponent", help="the other role's policy spec (default: rule validator / honest proposer)")
     tr.add_argument("--reward-mode", choices=("individual", "welfare"), default="individual")
-    tr.add_argument("--q-values", help="comma-separated audit intensities to draw each episode's q from")
-    tr.add_argument("--eval-seeds", default="1000,1001,1002", help="held-out seeds for the evaluation")
-    tr.add_argument("--eval-episodes", type=int, default=2000)
+    tr.add_argument("--q-values", type=_list_of(_q, "audit intensities in [0, 1]"),
+                    help="comma-separated audit intensities to draw each episode's q from")  # fmt: skip
+    tr.add_argument("--eval-seeds", type=_list_of(_seed, "seeds", distinct=True), default="1000,1001,1002",
+                    help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
+    tr.add_argument("--eval-episodes", type=_episodes, default=2000, help="episodes per evaluation seed (default 2000)")
     _add_config_flags(tr)
 
     sp = sub.add_parser(
@@ -318,11 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(the first proposer faces the rule validator); prints approval, bad approval, welfare and both payoffs "
         "after each training and writes them to --out (selfplay.csv/.md/.png). Re-running resumes.",
     )
-    sp.add_argument("--rounds", type=_positive_int, default=3, help="rounds of proposer-then-validator (default 3)")
-    sp.add_argument("--timesteps", type=int, default=30_000, help="steps per training")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--rounds", type=_int_in(1, MAX_ROUNDS), default=3,
+                    help="rounds of proposer-then-validator (default 3)")  # fmt: skip
+    sp.add_argument("--timesteps", type=_timesteps, default=30_000, help="steps per training, at least 64")
+    sp.add_argument("--seed", type=_seed, default=0)
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
-    sp.add_argument("--out", type=Path, required=True)
+    sp.add_argument("--out", type=_path, required=True)
     _add_config_flags(sp)
 
     eq = sub.add_parser(
@@ -333,8 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     eq.add_argument("--validator", default="rule", help="the validator the proposer responds to (default rule)")
     eq.add_argument("--proposer", help="the proposer the validator responds to (default: the honest proposer)")
-    eq.add_argument("--episodes", type=int, default=100_000)
-    eq.add_argument("--seed", type=int, default=0)
+    eq.add_argument("--episodes", type=_int_in(4, MAX_EPISODES, " (half to choose, half to measure, two each)"),
+                    default=100_000, help="episodes drawn (default 100000)")  # fmt: skip
+    eq.add_argument("--seed", type=_seed, default=0)
     _add_config_flags(eq)
 
     fr = sub.add_parser(
@@ -344,14 +439,15 @@ def build_parser() -> argparse.ArgumentParser:
         "eq. 3, this game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
         "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
     )
-    fr.add_argument("--out", type=Path, required=True)
+    fr.add_argument("--out", type=_path, required=True)
     fr.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
-    fr.add_argument("--qs", default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the q grid (default 0,0.1,...,1)")  # fmt: skip
-    fr.add_argument("--episodes", type=int, default=20_000, help="episodes per best response and per evaluation")
-    fr.add_argument("--timesteps", type=int, default=60_000, help="PPO training steps per scenario")
+    fr.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the q grid: distinct audit intensities in [0, 1] (default 0,0.1,...,1)")  # fmt: skip
+    fr.add_argument("--episodes", type=_int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per best response and per evaluation (default 20000)")  # fmt: skip
+    fr.add_argument("--timesteps", type=_timesteps, default=60_000, help="PPO training steps per scenario")
     fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
-    fr.add_argument("--seed", type=int, default=0)
+    fr.add_argument("--seed", type=_seed, default=0)
 
     sub.add_parser("policies", help="list the available policies and their parameters")
     return parser
@@ -360,10 +456,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_play(args: argparse.Namespace) -> int:
     from eq_env.runner import evaluate, format_metrics_table
 
-    if args.episodes < 1:
-        raise ValueError(f"--episodes must be at least 1, got {args.episodes}")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
     config = config_from_args(args)
     proposer, validator = _llm_spec(args.proposer, "proposer", args), _llm_spec(args.validator, "validator", args)
     if args.dry_run:
@@ -380,7 +472,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         render=(lambda text: print(text)) if args.render else None,
         concurrency=args.concurrency,
     )
-    if args.records:
+    if args.records:  # (checked at parse time: its directory exists or can be created)
         args.records.parent.mkdir(parents=True, exist_ok=True)
         with args.records.open("w") as fh:
             played: list[Any] = [*ev.records, *ev.failed]
@@ -422,7 +514,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         f"run       {len(seeds)} seed(s) {seeds[0]}..{seeds[-1]} x {args.episodes} episodes;"
         " std is over seeds (ddof=1)\n"
     )
-    print(format_metrics_table(summary))
+    print(no_negative_zeros(format_metrics_table(summary)))
     return status
 
 
@@ -468,22 +560,40 @@ def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise ValueError(f"{what} expects NAME=VALUE, got {item!r}")
+        if key.strip() == "preset":  # the starting configuration, not a parameter it has
+            raise ValueError(f"{what} {item}: 'preset' is not a game parameter; use --preset {value.split(',')[0]}")
         pairs.append((key.strip(), value))
     return pairs
+
+
+def _flag_value(flag: str, key: str, text: str) -> Any:
+    """A --grid or --set value, checked against its parameter's range here, so the error names the flag."""
+    from eq_env.sweep import parse_value
+
+    value = parse_value(text)
+    field = next((f for f in dataclasses.fields(ExchangeAuditConfig) if f.name == key), None)
+    if field is not None and "range" in field.metadata and not (key == "B" and value is None):
+        try:
+            field.metadata["range"].check(key, value)
+        except ValueError as err:
+            raise ValueError(f"{flag} {key}: {err}") from None
+    return value  # (an unknown name is refused with the list of names when the spec is checked)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from eq_env.exchange_audit.batch import is_batchable
     from eq_env.policy import make_policy
-    from eq_env.sweep import DEFAULT_PLOT_METRICS, SweepSpec, load_spec_file, parse_value, run_sweep
+    from eq_env.sweep import DEFAULT_PLOT_METRICS, SweepSpec, load_spec_file, run_sweep, spec_table
 
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
-    grid = dict(data.get("grid", {}))
+    try:  # the file's tables are checked before the flags' entries are merged into them
+        grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
+    except ValueError as err:
+        raise ValueError(f"{args.config}: {err}") from None
     for key, values in _key_values(args.grid, "--grid"):
-        grid[key] = [parse_value(v) for v in values.split(",")]
-    fixed = dict(data.get("set", {}))
+        grid[key] = [_flag_value("--grid", key, v) for v in values.split(",")]
     for key, value in _key_values(args.set, "--set"):
-        fixed[key] = parse_value(value)
+        fixed[key] = _flag_value("--set", key, value)
     data = {**data, "grid": grid, "set": fixed}
     for flag, key in (("proposer", "proposers"), ("validator", "validators"), ("preset", "preset"),
                       ("seeds", "seeds"), ("first_seed", "first_seed"), ("episodes", "episodes"),
@@ -535,17 +645,11 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     print(f"{old['proposer']} vs {old['validator']}, seed {old['seed']}, {old['episodes']} episodes, "
           f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
     rows = {m: (from_json_number(old["metrics"][m]), from_json_number(new["metrics"][m])) for m in old["metrics"]}
-    print(format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1))
+    table = format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1)
+    print(no_negative_zeros(table))
     same = old["metrics"] == new["metrics"]
     print("identical" if same else "DIFFERENT")
     return 0 if same else 1
-
-
-def _floats(text: str, what: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{what} must be comma-separated numbers, got {text!r}") from None
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -554,15 +658,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     result = train(
         args.role, args.out, algo=args.algo, timesteps=args.timesteps, seed=args.seed, config=config,
-        opponent=args.opponent, reward_mode=args.reward_mode,
-        q_values=_floats(args.q_values, "--q-values") if args.q_values else None,
-        eval_seeds=[int(x) for x in _floats(args.eval_seeds, "--eval-seeds")], eval_episodes=args.eval_episodes,
-        progress=None,
+        opponent=args.opponent, reward_mode=args.reward_mode, q_values=args.q_values, eval_seeds=args.eval_seeds,
+        eval_episodes=args.eval_episodes, progress=None,
     )  # fmt: skip
     print(f"trained {result.role} ({result.algo}) for {result.timesteps} steps in {result.seconds:.1f} s "
           f"({result.steps_per_second:.0f} steps/s); saved to {result.path}")  # fmt: skip
     print(f"use it anywhere a policy goes: --{result.role} sb3:path={result.path}")
-    print(f"evaluation on held-out seeds {args.eval_seeds}, {args.eval_episodes} episodes each:\n")
+    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
+          "each:\n")  # fmt: skip
     print(result.table())
     return 0
 
@@ -589,31 +692,44 @@ def _cmd_equilibrium(args: argparse.Namespace) -> int:
     proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
     print(f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
           f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n")  # fmt: skip
-    print(proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed).summary())
+    print(proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed,
+                                 progress=None).summary())  # fmt: skip
     print()
     print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
-                                  seed=args.seed).summary())  # fmt: skip
+                                  seed=args.seed, progress=None).summary())  # fmt: skip
     q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
-    game_q = game_threshold(config)
-    print(f"\neq. 3 deters a one-claim lie from q = {q_star:.3f} (inf: never); in this game a lie that shades the "
-          f"numbers and states no false claim pays while q < {game_q:.3f}")  # fmt: skip
+    if math.isinf(q_star):
+        eq3 = "eq. 3 never deters a one-claim lie (no q up to 1 does)"
+    elif q_star == 0:
+        eq3 = "by eq. 3 a one-claim lie never pays"
+    else:
+        eq3 = f"eq. 3 deters a one-claim lie from q = {q_star:.3f}"
+    # the lie earns (1 - q)·V (approved unless audited, never fined) against NO_TRADE's sure payoff
+    V, sure = config.V, config.no_trade_payoff
+    if V <= sure:
+        lie = f"never pays (approved, it earns V = {V:g}, no more than NO_TRADE's sure {sure:g})"
+    elif sure < 0:
+        lie = f"pays at every q (even blocked, its 0 beats NO_TRADE's {sure:g})"
+    else:
+        lie = f"pays while q < {game_threshold(config):.3f}"
+    print(f"\n{eq3}; in this game a lie that shades the numbers and states no false claim {lie}")
     return 0
 
 
 def _cmd_frontier(args: argparse.Namespace) -> int:
     from eq_env.frontier import frontier
 
-    frontier(args.out, preset=args.preset, qs=_floats(args.qs, "--qs"), episodes=args.episodes,
+    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes,
              timesteps=args.timesteps, seed=args.seed, train_ppo=not args.no_ppo, progress=None)  # fmt: skip
     print((args.out / "frontier.md").read_text())
     return 0
 
 
 def _cmd_policies(_: argparse.Namespace) -> int:
-    from eq_env.policy import available_policies
+    from eq_env.policy import REQUIRED, available_policies
 
     for entry in available_policies():
-        params = ", ".join(f"{k}={v!r}" for k, v in entry.parameters().items())
+        params = ", ".join(f"{k} (required)" if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
         print(f"{entry.name:<10} {entry.role:<9} {entry.summary}")
         if params:
             print(f"{'':<20} parameters: {params}")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from eq_env.exchange_audit.batch import (
     ABSENT,
@@ -177,12 +178,14 @@ class ProposerBestResponse:
     def summary(self) -> str:
         lines = [
             f"proposer: best response {self.best_payoff:.4f}, honest {self.honest_payoff:.4f}, gap "
-            f"{self.gap:+.4f} (95% CI {self.gap_ci[0]:+.4f} to {self.gap_ci[1]:+.4f}) per episode; the best "
+            f"{self.gap:+.4f} ({_ci_text(self.gap_ci)}) per episode; the best "
             f"response misreports in {self.misreport_rate:.1%} of non-compliant episodes "
             f"(honest: {self.honest_misreport_rate:.1%})",
         ]
         if self.deviations:
-            lines.append("  deviating strategy found (share of all episodes):")
+            significant = self.gap_ci[0] > 0  # (False for a NaN interval too)
+            lines.append("  deviating strategy found (share of all episodes)" + (":" if significant else
+                         "; its gain is not significant on the measured half:"))  # fmt: skip
             lines += [f"    {share:6.1%}  {text}" for share, text in self.deviations[:5]]
         else:
             lines.append("  no profitable misreport found")
@@ -196,12 +199,14 @@ def proposer_best_response(
     episodes: int = 100_000,
     seed: int = 0,
     honest: Any = None,
+    progress: bool | None = False,
 ) -> ProposerBestResponse:
     """Search the proposer's best response to ``validator`` (see the module docstring).
 
     ``episodes`` are drawn from ``seed``; half choose the response, half measure it.
     ``honest`` (default: the honest proposer that judges compliance from what it knows)
-    is the reference the gap is measured against.
+    is the reference the gap is measured against. ``progress`` shows a bar over the 648
+    artifacts tried (``None``: only on a terminal).
     """
     if honest is None:
         honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
@@ -216,9 +221,13 @@ def proposer_best_response(
     artifacts = all_artifacts()
     sums = np.zeros((n_cells, N_ARTIFACTS))
     counts = np.bincount(fit_cells, minlength=n_cells)
+    bar = tqdm(total=len(artifacts), desc="proposer best response", unit="artifact",
+               disable=None if progress is None else not progress)  # fmt: skip
     for a, choices in enumerate(artifacts):
         payoff, _ = expected_payoffs(config, fit, artifact_submissions(fit_views, choices), validator_policy)
         sums[:, a] = np.bincount(fit_cells, weights=payoff, minlength=n_cells)
+        bar.update(1)
+    bar.close()
     honest_policy.reset(seed=0)
     honest_fit = honest_policy.act_batch(fit_views)
     honest_fit_payoff, _ = expected_payoffs(config, fit, honest_fit, validator_policy)
@@ -336,7 +345,7 @@ class ValidatorBestResponse:
     def summary(self) -> str:
         lines = [
             f"validator: best response {self.best_payoff:.4f}, {self.reference} {self.reference_payoff:.4f}, gap "
-            f"{self.gap:+.4f} (95% CI {self.gap_ci[0]:+.4f} to {self.gap_ci[1]:+.4f}) per episode"
+            f"{self.gap:+.4f} ({_ci_text(self.gap_ci)}) per episode"
         ]
         if self.changes:
             lines.append("  where the best response decides otherwise (share of decisions):")
@@ -369,18 +378,26 @@ def validator_best_response(
     reference: Any = "rule",
     episodes: int = 100_000,
     seed: int = 0,
+    progress: bool | None = False,
 ) -> ValidatorBestResponse:
-    """Search the validator's best response to ``proposer``, measured against ``reference``."""
+    """Search the validator's best response to ``proposer``, measured against ``reference``.
+
+    ``progress`` shows a bar over its steps: each half's proposals and audits, then the decisions
+    (``None``: only on a terminal).
+    """
     proposer_policy, reference_policy = _bulk(proposer, reference)
     half = episodes // 2
     nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
     halves = _split(nature, half)
     batches = []
+    bar = tqdm(total=3, desc="validator best response", unit="step",
+               disable=None if progress is None else not progress)  # fmt: skip
     for part, s in zip(halves, (0, 1), strict=True):
         proposer_policy.reset(seed=s)
         sub = proposer_policy.act_batch(proposer_batch(part, config))
         audit = run_audit_batch(sub, part, config)
         batches.append((part, sub, audit, ValidatorBatch(config, sub, audit, part.ambiguous, part.risk_limit)))
+        bar.update(1)
     (fit, fsub, _, fview), (test, tsub, taudit, tview) = batches
     gain = np.where(fit.compliant, config.V, -config.bad_approval_loss) * fsub.request  # what approving adds
     cells, test_cells = _validator_cells(fview), _validator_cells(tview)
@@ -400,6 +417,8 @@ def validator_best_response(
     decisions = max(int(tsub.request.sum()), 1)
     changes = sorted(((k / decisions, f"{'APPROVE' if b else 'BLOCK'} where: {_describe_validator_cell(c)}")
                       for (c, b), k in counts.items()), reverse=True)  # fmt: skip
+    bar.update(1)
+    bar.close()
     return ValidatorBestResponse(
         config=config,
         proposer=str(proposer),
@@ -411,6 +430,13 @@ def validator_best_response(
         gap_ci=(float(diff.mean() - 1.96 * se), float(diff.mean() + 1.96 * se)),
         changes=changes,
     )
+
+
+def _ci_text(ci: tuple[float, float]) -> str:
+    """A gap's 95% interval, or why there is none (fewer than two measured episodes)."""
+    if math.isnan(ci[0]) or math.isnan(ci[1]):
+        return "no 95% CI: fewer than two measured episodes"
+    return f"95% CI {ci[0]:+.4f} to {ci[1]:+.4f}"
 
 
 # ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,8 +159,11 @@ class EpisodeStore:
 
     def history(self) -> list[Episode]:
         """Every attempt recorded, in the order written: a failure retried later comes before its retry
-        (the file is never compacted: it is the record of what each attempt cost)."""
-        return [episode_from_dict(r) for r in self._results.records()]
+        (the file is never compacted: it is the record of what each attempt cost). A line that is not an
+        episode record is an error naming the file, the line and the field."""
+        episodes: list[Episode] = []
+        self._results.records(check=lambda record: episodes.append(episode_from_dict(record)))
+        return episodes
 
     def append(self, episode: Episode) -> None:
         self._results.append({"key": str(episode.episode), **episode.to_dict()})
@@ -230,9 +233,14 @@ class ResultsStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
 
-    def records(self) -> list[dict[str, Any]]:
-        """Every record, in the order written. A torn last line (a kill mid-write) is dropped and cut
-        from the file."""
+    def records(self, check: Callable[[dict[str, Any]], Any] | None = None) -> list[dict[str, Any]]:
+        """Every record, in the order written.
+
+        A torn last line (a kill mid-write: it does not end in a newline) is dropped and cut from the file.
+        A complete line that is not a record — a JSON object with a string ``"key"`` — is an error naming
+        the file and line, as is a record for which ``check`` (a callable, given each record) raises ValueError.
+        Blank lines are skipped.
+        """
         if not self.path.exists():
             return []
         records: list[dict[str, Any]] = []
@@ -240,18 +248,28 @@ class ResultsStore:
         with self.path.open("rb") as fh:
             lines = fh.readlines()
         for i, raw in enumerate(lines):
+            if not raw.endswith(b"\n"):  # only the last line can: the write never finished
+                with self.path.open("r+b") as fh:
+                    fh.truncate(good_bytes)
+                break
+            good_bytes += len(raw)
+            if not raw.strip():
+                continue
             try:
                 record = json.loads(raw)
-                if not raw.endswith(b"\n") or "key" not in record:
-                    raise ValueError("incomplete")
             except ValueError:
-                if i == len(lines) - 1:
-                    with self.path.open("r+b") as fh:
-                        fh.truncate(good_bytes)
-                    break
-                raise ValueError(f"{self.path}:{i + 1} is not a run record; remove or fix that line") from None
+                record = None
+            if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+                raise ValueError(
+                    f"{self.path}:{i + 1} is not a run record (expected a JSON object with a string 'key'); "
+                    "remove or fix that line"
+                )
+            if check is not None:
+                try:
+                    check(record)
+                except ValueError as err:
+                    raise ValueError(f"{self.path}:{i + 1}: {err}") from None
             records.append(record)
-            good_bytes += len(raw)
         return records
 
     def load(self) -> dict[str, dict[str, Any]]:

@@ -112,11 +112,18 @@ def frontier(
     train_ppo: bool = True,
     progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Measure the frontier for every scenario; write the files of the module docstring; return the summary rows."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    base = ExchangeAuditConfig.from_preset(preset)
+    """Measure the frontier for every scenario; write the files of the module docstring; return the summary rows.
+
+    Without PPO (``train_ppo=False``) the PPO columns, text and plot series are left out, not shown empty.
+    """
     qs = sorted(qs)
+    if not qs or not scenarios:
+        raise ValueError(f"the frontier needs at least one q and one scenario, got qs={qs}, {len(scenarios)} scenarios")
+    out = Path(out)
+    base = ExchangeAuditConfig.from_preset(preset)
+    for q in qs:
+        base.replace(q=q)  # a q outside [0, 1] is refused before anything runs
+    out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     bar = tqdm(total=len(scenarios) * len(qs), desc="frontier", unit="point",
@@ -136,8 +143,9 @@ def frontier(
             ppo_pays.append(ppo_rate > tolerance)
             rows.append({"scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B, "q": q,
                          "br_misreport_rate": br.misreport_rate, "br_gap": br.gap, "br_payoff": br.best_payoff,
-                         "honest_payoff": br.honest_payoff, "ppo_misreport_rate": ppo_rate,
-                         "ppo_payoff": ppo_payoff})  # fmt: skip
+                         "honest_payoff": br.honest_payoff})  # fmt: skip
+            if ppo_spec:
+                rows[-1].update(ppo_misreport_rate=ppo_rate, ppo_payoff=ppo_payoff)
             bar.update(1)
         scenario = sc.config(base, qs[0])  # (B=None means every claim: checks_per_audit resolves it)
         summary.append({
@@ -145,13 +153,13 @@ def frontier(
             "eq3_q_star": analytic_threshold(sc.V, sc.L, scenario.checks_per_audit, lies=1),
             "game_q_star": game_threshold(scenario),
             "br_q_star": _frontier_q(qs, br_pays),
-            "ppo_q_star": _frontier_q(qs, ppo_pays) if ppo_spec else math.nan,
+            **({"ppo_q_star": _frontier_q(qs, ppo_pays)} if ppo_spec else {}),
         })  # fmt: skip
     bar.close()
     write_csv(out / "frontier.csv", rows, list(rows[0]))
     write_csv(out / "frontier_summary.csv", summary, list(summary[0]))
     _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None)
-    _plots(out, summary, rows, scenarios)
+    _plots(out, summary, rows, scenarios, train_ppo)
     return summary
 
 
@@ -183,10 +191,11 @@ def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence
                     qs: Sequence[float], tolerance: float, preset: str, episodes: int,
                     timesteps: int | None) -> None:  # fmt: skip
     step = qs[1] - qs[0] if len(qs) > 1 else 0.0
+    ppo = timesteps is not None
     table = markdown_table(
-        ["scenario", "V", "L", "B", "eq. 3 (paper)", "this game (analytic)", "best response", "PPO"],
+        ["scenario", "V", "L", "B", "eq. 3 (paper)", "this game (analytic)", "best response"] + ["PPO"] * ppo,
         [[r["scenario"], f"{r['V']:g}", f"{r['L']:g}", r["B"], _fmt_q(r["eq3_q_star"]), _fmt_q(r["game_q_star"]),
-          _fmt_q(r["br_q_star"]), _fmt_q(r["ppo_q_star"])] for r in summary],
+          _fmt_q(r["br_q_star"])] + ([_fmt_q(r["ppo_q_star"])] if ppo else []) for r in summary],
     )  # fmt: skip
     agree = [
         r["scenario"] for r in summary
@@ -194,23 +203,26 @@ def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence
     ]  # fmt: skip
     ppo_agree = [
         r["scenario"] for r in summary
-        if not math.isnan(r["ppo_q_star"]) and not math.isinf(r["ppo_q_star"])
-        and abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9
+        if ppo and not math.isinf(r["ppo_q_star"]) and abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9
     ]  # fmt: skip
+    ppo_sentence = (
+        f"; PPO agrees with the best response in {len(ppo_agree)} of {len(summary)} ({', '.join(ppo_agree) or 'none'})."
+        if ppo
+        else "."
+    )
     text = [
         "# The deterrence frontier",
         "",
         f"Smallest audit intensity q from which misreporting stops paying, against the paper's rule validator "
         f"(preset `{preset}`; q grid step {step:g}, so a value means 'between the previous grid point and this "
         f"one'; 'misreporting pays' where more than {tolerance:.0%} of non-compliant episodes are misreported; "
-        f"best response and PPO measured on {episodes} episodes per q"
-        + (f"; PPO trained for {timesteps} steps per scenario across the q grid" if timesteps else "")
+        f"{'best response and PPO' if ppo else 'best response'} measured on {episodes} episodes per q"
+        + (f"; PPO trained for {timesteps} steps per scenario across the q grid" if ppo else "")
         + ").",
         "",
         table,
         f"The best-response frontier agrees with this game's analytic threshold, 1 − no_trade_payoff / V, within "
-        f"the grid step in {len(agree)} of {len(summary)} scenarios ({', '.join(agree) or 'none'}); PPO agrees with "
-        f"the best response in {len(ppo_agree)} of {len(summary)} ({', '.join(ppo_agree) or 'none'}).",
+        f"the grid step in {len(agree)} of {len(summary)} scenarios ({', '.join(agree) or 'none'})" + ppo_sentence,
         "",
         "Why eq. 3 differs: it weighs a lie against an honest request that is blocked (worth 0). Here an honest "
         "proposer that cannot be approved sends NO_TRADE, worth 1, so lying must beat 1, not 0; and audits check "
@@ -218,7 +230,7 @@ def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence
         "never fined L, only blocked when audited, so its payoff is (1 − q)·V and the frontier does not move with L "
         "or B. With V = 1 no lie can beat NO_TRADE at any q.",
         "",
-        *_ppo_disagreements(summary, rows, step, tolerance, len(qs), timesteps),
+        *(_ppo_disagreements(summary, rows, step, tolerance, len(qs), timesteps) if ppo else []),
         "![frontier](frontier.png)",
         "",
         "![misreport vs q](misreport_vs_q.png)",
@@ -255,7 +267,7 @@ def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[st
 
 
 def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]],
-           scenarios: Sequence[Scenario]) -> None:  # fmt: skip
+           scenarios: Sequence[Scenario], ppo: bool) -> None:  # fmt: skip
     names = [r["scenario"] for r in summary]
     x = list(range(len(names)))
 
@@ -267,8 +279,9 @@ def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
          "style": {"fmt": "s", "markersize": 8, "mfc": "white"}},
         {"label": "this game, analytic", "x": x, "y": capped("game_q_star"), "style": {"fmt": "D", "markersize": 7}},
         {"label": "best response", "x": x, "y": capped("br_q_star"), "style": {"fmt": "o", "markersize": 6}},
-        {"label": "PPO", "x": x, "y": capped("ppo_q_star"), "style": {"fmt": "x", "markersize": 9}},
     ]  # fmt: skip
+    if ppo:
+        series.append({"label": "PPO", "x": x, "y": capped("ppo_q_star"), "style": {"fmt": "x", "markersize": 9}})
     labels = [f"{r['scenario']}\nV={r['V']:g} L={r['L']:g} B={r['B']}" for r in summary]
     plot_lines(out / "frontier.png", [{"ylabel": "deterrence frontier q*", "series": series}], xlabel="scenario",
                xticklabels=labels)  # fmt: skip
@@ -277,6 +290,7 @@ def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
         mine = [r for r in rows if r["scenario"] == sc.name]
         panels.append({"ylabel": f"misreport rate ({sc.name})", "series": [
             {"label": "best response", "x": [r["q"] for r in mine], "y": [r["br_misreport_rate"] for r in mine]},
-            {"label": "PPO", "x": [r["q"] for r in mine], "y": [r["ppo_misreport_rate"] for r in mine]},
+            *([{"label": "PPO", "x": [r["q"] for r in mine], "y": [r["ppo_misreport_rate"] for r in mine]}]
+              if ppo else []),
         ]})  # fmt: skip
     plot_lines(out / "misreport_vs_q.png", panels, xlabel="audit intensity q")

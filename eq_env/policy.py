@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 
 __all__ = [
+    "REQUIRED",
     "ROLES",
     "BasePolicy",
     "Policy",
@@ -142,6 +143,16 @@ def new_run() -> Iterator[None]:
         _run_depth -= 1
 
 
+class _Required:
+    """The "default" of a parameter a policy cannot do without (``sb3``'s ``path``)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+
+
 @dataclass(frozen=True)
 class PolicyEntry:
     name: str
@@ -150,10 +161,12 @@ class PolicyEntry:
     summary: str
 
     def parameters(self) -> dict[str, Any]:
-        """The factory's keyword parameters and their defaults."""
+        """The factory's keyword parameters and their defaults (:data:`REQUIRED` for one without)."""
         sig = inspect.signature(self.factory)
         return {
-            p.name: p.default for p in sig.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            p.name: REQUIRED if p.default is p.empty else p.default
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         }
 
 
@@ -294,4 +307,8 @@ def make_policy(spec: str | Policy, role: Role | None = None) -> Policy:
             f"policy {name!r} has no parameter(s) {unknown}; its parameters: "
             + (", ".join(f"{k}={v!r}" for k, v in params.items()) or "none")
         )
+    missing = [k for k, v in params.items() if v is REQUIRED and k not in kwargs]
+    if missing:  # say it in spec terms, not as the factory's TypeError
+        example = ",".join(f"{k}={'runs/ppo' if k == 'path' else k.upper()}" for k in missing)
+        raise ValueError(f"policy {name!r} needs {', '.join(f'{k}=...' for k in missing)}: e.g. {name}:{example}")
     return entry.factory(**kwargs)

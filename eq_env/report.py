@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cell", "from_json_number", "json_number", "label", "markdown_table", "mean_std", "plot_lines", "write_csv"]
+__all__ = [
+    "cell",
+    "fmt_number",
+    "from_json_number",
+    "json_number",
+    "label",
+    "markdown_table",
+    "mean_std",
+    "no_negative_zeros",
+    "plot_lines",
+    "write_csv",
+]
 
 
 def json_number(x: Any) -> Any:
@@ -21,13 +33,31 @@ def from_json_number(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
+def fmt_number(x: float, spec: str) -> str:
+    """``format(x, spec)``, except that a number that rounds to zero never shows a minus sign.
+
+    ``-0.001`` with ``".2f"`` is ``"0.00"`` (``"+0.00"`` with ``"+.2f"``), not ``"-0.00"``: a table
+    reader takes the sign for a real, if small, loss.
+    """
+    text = format(x, spec)
+    if text.startswith("-") and len(text) > 1 and set(text[1:].replace(".", "")) <= {"0"}:
+        return ("+" if "+" in spec else "") + text[1:]
+    return text
+
+
+def no_negative_zeros(text: str) -> str:
+    """A table already formatted as text, with every ``-0.000`` (a tiny negative number rounded) shown as
+    `` 0.000`` (same width, so columns stay aligned); ``-0.0001`` and ``-1.000`` are left alone."""
+    return re.sub(r"(?<![\w.])-(0\.0+)(?![\w.])", r" \1", text)
+
+
 def mean_std(mean: float, std: float, digits: int = 2) -> str:
     """``"1.64 ± 0.01"``; ``"—"`` for an undefined value."""
     if mean is None or math.isnan(mean):
         return "—"
     if std is None or math.isnan(std):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+        return fmt_number(mean, f".{digits}f")
+    return f"{fmt_number(mean, f'.{digits}f')} ± {fmt_number(std, f'.{digits}f')}"
 
 
 def cell(value: Any, digits: int = 3) -> str:
@@ -35,14 +65,14 @@ def cell(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return fmt_number(value, f".{digits}f")
     return str(value)
 
 
 def label(value: Any) -> str:
     """A parameter value for a table: numbers compactly (``0.3``, ``2``), others as text."""
     if isinstance(value, float) and not isinstance(value, bool):
-        return f"{value:g}"
+        return fmt_number(value, "g")
     return str(value)
 
 
@@ -82,7 +112,9 @@ def plot_lines(
 
     A series' ``style`` is passed to matplotlib's ``errorbar`` (e.g. ``{"fmt": "o", "color": "k"}``);
     a series with ``"hline"`` draws a dashed horizontal reference line instead. ``xticklabels``
-    names the x positions 0, 1, 2... (a categorical axis).
+    names the x positions 0, 1, 2... (a categorical axis). When several panels show the same
+    labelled series, one legend below the panels names them (a legend per panel repeats itself
+    and hides points); otherwise each panel has its own. A series labelled ``""`` is not named.
     """
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers
 
@@ -92,19 +124,26 @@ def plot_lines(
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    for ax, panel in zip(axes, panels, strict=False):
+    names = [[s["label"] for s in panel["series"] if s.get("label")] for panel in panels]
+    shared = len(panels) > 1 and bool(names[0]) and all(n == names[0] for n in names)
+    for ax, panel, named in zip(axes, panels, names, strict=False):
         for s in panel["series"]:
+            name = s["label"] or "_unnamed"  # matplotlib leaves "_..." labels out of legends
             if "hline" in s:
-                ax.axhline(s["hline"], linestyle="--", linewidth=1, label=s["label"], **s.get("style", {}))
+                ax.axhline(s["hline"], linestyle="--", linewidth=1, label=name, **s.get("style", {}))
                 continue
             style = {"fmt": "-o", "capsize": 3, "markersize": 4, **s.get("style", {})}
-            ax.errorbar(s["x"], s["y"], yerr=s.get("yerr"), label=s["label"], **style)
+            ax.errorbar(s["x"], s["y"], yerr=s.get("yerr"), label=name, **style)
         ax.set_xlabel(xlabel)
         if xticklabels is not None:
             ax.set_xticks(range(len(xticklabels)), list(xticklabels), rotation=20, ha="right")
         ax.set_ylabel(panel["ylabel"])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        if named and not shared:
+            ax.legend(fontsize=8)
+    if shared:
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
     if title:
         fig.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,7 @@ from eq_env.experiments import (
     run_all,
 )
 from eq_env.policy import format_policy_spec, parse_policy_spec, policy_entry
-from eq_env.report import markdown_table, mean_std, plot_lines, write_csv
+from eq_env.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
 
 __all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
 
@@ -360,7 +360,7 @@ def _figure4(path: Path, rows: Sequence[dict[str, Any]], opts: ReproduceOptions)
 
 
 def _fmt(x: float, spec: str) -> str:
-    return "—" if x is None or math.isnan(x) else format(x, spec)
+    return "—" if x is None or math.isnan(x) else fmt_number(x, spec)
 
 
 def _llm_paragraph(rows: Sequence[dict[str, Any]]) -> str:

@@ -124,10 +124,10 @@ class EpisodeRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeRecord:
-        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        values["audit_checked"] = tuple(values["audit_checked"])
-        values["audit_failed"] = tuple(values["audit_failed"])
-        return cls(**values)
+        """The record ``data`` holds (e.g. a JSON line); a ValueError names a missing or mistyped field."""
+        from eq_env._records import checked_fields
+
+        return cls(**checked_fields(cls, data))
 
     @classmethod
     def from_outcome(
@@ -284,12 +284,13 @@ Episode = EpisodeRecord | FailedEpisode
 
 
 def episode_from_dict(data: Mapping[str, Any]) -> Episode:
-    if data.get("failed"):
-        infos = data.get("infos")
-        if infos is None and data.get("info"):  # written before infos held every role's
-            infos = {str(data["role"]): data["info"]}
-        return FailedEpisode(int(data["seed"]), int(data["episode"]), str(data["role"]), str(data["error"]),
-                             dict(infos or {}))  # fmt: skip
+    """A finished or failed episode from its dict; a ValueError names a missing or mistyped field."""
+    from eq_env._records import checked_fields
+
+    if isinstance(data, Mapping) and data.get("failed"):
+        if "infos" not in data and isinstance(data.get("info"), dict):  # written before infos held every role's
+            data = {**data, "infos": {str(data.get("role")): data["info"]}}
+        return FailedEpisode(**checked_fields(FailedEpisode, data))
     return EpisodeRecord.from_dict(data)
 
 
@@ -642,6 +643,14 @@ def evaluate(
     Episodes that LLM policies fail (see :class:`FailedEpisode`) are kept in ``failed`` and left out
     of the metrics, instead of ending the evaluation.
     """
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be a positive integer, got {episodes!r}")  # 0 would give NaN metrics
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    for seed in seeds:
+        if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seeds must be non-negative integers, got {seed!r}")
     proposer_policy = make_policy(proposer, "proposer")
     validator_policy = make_policy(validator, "validator")
     records: list[EpisodeRecord] = []

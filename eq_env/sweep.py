@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -57,7 +58,7 @@ from eq_env.policy import parse_scalar
 from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.runner import METRICS
 
-__all__ = ["DEFAULT_PLOT_METRICS", "SweepSpec", "load_spec_file", "parse_value", "run_sweep"]
+__all__ = ["DEFAULT_PLOT_METRICS", "SweepSpec", "load_spec_file", "parse_value", "run_sweep", "spec_table"]
 
 DEFAULT_PLOT_METRICS = ("ambiguous_welfare", "ambiguous_approval_rate", "bad_approval_rate", "welfare")
 _SPEC_KEYS = {"preset", "set", "grid", "proposers", "validators", "seeds", "first_seed", "episodes", "engine"}
@@ -83,40 +84,52 @@ class SweepSpec:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, source: str = "sweep spec") -> SweepSpec:
+        """The spec ``data`` describes, validated; every error is a ValueError that starts with ``source``."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{source}: a sweep spec must be a mapping (table) at the top level, got {data!r}")
+        try:
+            spec = cls._from_checked_mapping(data)
+            spec.validate()
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
+        return spec
+
+    @classmethod
+    def _from_checked_mapping(cls, data: Mapping[str, Any]) -> SweepSpec:
         unknown = set(data) - _SPEC_KEYS
         if unknown:
-            raise ValueError(f"{source}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_SPEC_KEYS)}")
+            raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SPEC_KEYS)}")
         seeds = data.get("seeds", 5)
         first = data.get("first_seed", 0)
-        if isinstance(seeds, int) and not isinstance(seeds, bool):
+        if not _is_int(first) or first < 0:
+            raise ValueError(f"first_seed must be a non-negative integer, got {first!r}")
+        if _is_int(seeds):
             if seeds < 1:
-                raise ValueError(f"{source}: seeds must be at least 1, got {seeds}")
+                raise ValueError(f"seeds must be at least 1, got {seeds}")
             seeds = list(range(first, first + seeds))
         elif "first_seed" in data:
-            raise ValueError(f"{source}: first_seed goes with a count of seeds, not with a list of seeds")
-        if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-            raise ValueError(f"{source}: seeds must be a count or a list of integers, got {seeds!r}")
+            raise ValueError("first_seed goes with a count of seeds, not with a list of seeds")
+        if not isinstance(seeds, list) or not all(_is_int(s) and s >= 0 for s in seeds):
+            raise ValueError(f"seeds must be a count or a list of non-negative integers, got {seeds!r}")
         if len(set(seeds)) != len(seeds):
-            raise ValueError(f"{source}: seeds repeat: {seeds}")
-        grid, fixed = data.get("grid", {}), data.get("set", {})
-        if not isinstance(grid, Mapping):
-            raise ValueError(f"{source}: grid must be a table of parameter = [values], got {grid!r}")
-        if not isinstance(fixed, Mapping):
-            raise ValueError(f"{source}: set must be a table of parameter = value, got {fixed!r}")
-        spec = cls(
-            preset=data.get("preset", "paper"),
+            raise ValueError(f"seeds repeat: {seeds}")
+        episodes = data.get("episodes", 200)
+        if not _is_int(episodes) or episodes < 1:
+            raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+        preset = data.get("preset", "paper")
+        if not isinstance(preset, str) or preset not in PRESETS:  # (a list is no key of PRESETS: say so first)
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+        grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
+        return cls(
+            preset=preset,
             set={k: _config_value(v) for k, v in fixed.items()},
             grid={k: [_config_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in grid.items()},
-            proposers=_as_list(data.get("proposers", ["honest"])),
-            validators=_as_list(data.get("validators", ["rule"])),
+            proposers=_as_list(data.get("proposers", ["honest"]), "proposers"),
+            validators=_as_list(data.get("validators", ["rule"]), "validators"),
             seeds=seeds,
-            episodes=data.get("episodes", 200),
+            episodes=episodes,
             engine=data.get("engine", "auto"),
         )
-        spec.validate()
-        return spec
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
@@ -154,8 +167,29 @@ class SweepSpec:
         return dims + [d for d, v in (("proposer", self.proposers), ("validator", self.validators)) if len(v) > 1]
 
 
-def _as_list(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def spec_table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The spec's ``grid`` or ``set`` table (empty if absent), checked to be a table of game parameters."""
+    table = data.get(key, {})
+    shape = "parameter = [values]" if key == "grid" else "parameter = value"
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{key} must be a table of {shape}, got {table!r}")
+    if "preset" in table:  # not a game parameter: the starting configuration the parameters change
+        raise ValueError(
+            f"{key}: 'preset' is not a game parameter; choose the starting configuration with --preset "
+            "(or the spec's top-level preset key)"
+        )
+    return dict(table)
+
+
+def _as_list(value: Any, key: str) -> list[str]:
+    specs = [value] if isinstance(value, str) else value
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(v, str) for v in specs):
+        raise ValueError(f"{key} must be a policy spec or a list of policy specs, got {value!r}")
+    return list(specs)
 
 
 def _config_value(value: Any) -> Any:
@@ -164,25 +198,52 @@ def _config_value(value: Any) -> Any:
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
-    """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping."""
-    text = path.read_text()
+    """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping.
+
+    Every error names the file, and the line where the format tells it.
+    """
     suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ValueError(f"{path}: unknown spec format {suffix!r}; use .toml, .yaml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a UTF-8 text file ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read the sweep spec: {err.strerror or err}") from None
+    data: Any
     if suffix == ".toml":
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover - Python 3.10
             import tomli as tomllib
-        return tomllib.loads(text)
-    if suffix in (".yaml", ".yml"):
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            # the message ends "(at line L, column C)": lead with file:line like the other formats
+            at = re.search(r"\(at line (\d+), column \d+\)$", str(err))
+            message = str(err)[: at.start()].strip() if at else str(err)
+            raise ValueError(f"{path}{':' + at.group(1) if at else ''}: invalid TOML: {message}") from None
+    elif suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+    else:
         import yaml
 
-        data = yaml.safe_load(text)
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{path}: a sweep spec must be a mapping at the top level")
-        return dict(data)
-    if suffix == ".json":
-        return json.loads(text)
-    raise ValueError(f"{path}: unknown spec format {suffix!r}; use .toml, .yaml or .json")
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            where = f":{mark.line + 1}" if mark is not None else ""
+            raise ValueError(f"{path}{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"{path}: a sweep spec must be a mapping (table) of keys at the top level, got {type(data).__name__}"
+        )
+    return dict(data)
 
 
 def run_sweep(
@@ -283,7 +344,7 @@ def _plot(
         for key, points in groups.items():
             name = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) if x else ""
             series.append({
-                "label": name or metric, "x": [p[0] for p in points],
+                "label": name, "x": [p[0] for p in points],  # unnamed when alone: the y label says it
                 "y": [p[1][metric][0] for p in points],
                 "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
             })  # fmt: skip

@@ -131,8 +131,9 @@ def test_reproduce_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "net gain" in out and "wrote" in out
     assert not (tmp_path / "table1_text_length.csv").exists()  # 13 words is the paper's script already
-    assert main(["reproduce", "--out", str(tmp_path), "--words", "61"]) == 2
-    assert "words must be an integer in [0, 60]" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):  # refused while parsing the flags
+        main(["reproduce", "--out", str(tmp_path), "--words", "61"])
+    assert "--words: expected an integer in [0, 60]" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------

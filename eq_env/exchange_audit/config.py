@@ -56,6 +56,10 @@ class FieldRange:
         above = value > self.low if self.low_open else value >= self.low
         return above and value <= self.high
 
+    def check(self, name: str, value: Any) -> int | float:
+        """``value`` as the field ``name`` stores it, or a ValueError naming ``name`` and this range."""
+        return _checked_number(name, value, self)
+
 
 def _param(default: Any, low: float, high: float, doc: str, integer: bool = False, low_open: bool = False) -> Any:
     return field(default=default, metadata={"range": FieldRange(low, high, integer, low_open), "doc": doc})
@@ -131,8 +135,11 @@ class ExchangeAuditConfig:
 
     # -- construction ----------------------------------------------------------
     @classmethod
-    def from_preset(cls, preset: str = "paper", **overrides: Any) -> ExchangeAuditConfig:
-        """The named preset, with ``overrides`` applied (validated)."""
+    def from_preset(cls, preset: str = "paper", /, **overrides: Any) -> ExchangeAuditConfig:
+        """The named preset, with ``overrides`` applied (validated).
+
+        ``preset`` is positional-only, so an override named ``preset`` is an unknown parameter, not a clash.
+        """
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
         return PRESETS[preset].replace(**overrides)
@@ -165,24 +172,32 @@ def _checked_number(name: str, value: Any, rng: FieldRange) -> int | float:
     booleans and strings are not. Types are normalised so that equal configs
     hash and serialise identically.
     """
-    error = ValueError(f"{name} must be {rng.describe()}, got {value!r}")
+    error = ValueError(f"{name} must be {rng.describe()}, got {_shown(value)}")
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise error
-    if rng.integer:
-        if isinstance(value, numbers.Integral):
-            number: int | float = int(value)
-        else:
-            try:
+    try:
+        if rng.integer:
+            if isinstance(value, numbers.Integral):
+                number: int | float = int(value)
+            else:
                 if not float(value).is_integer():
                     raise error
-            except OverflowError:
-                raise error from None
-            number = int(float(value))
-    else:
-        number = float(value)
+                number = int(float(value))
+        else:
+            number = float(value)
+    except OverflowError:  # an integer no float can hold: out of every range we have
+        raise error from None
     if (isinstance(number, float) and math.isnan(number)) or number not in rng:
         raise error
     return number
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, with a huge integer shortened so the error stays one readable line."""
+    text = repr(value)
+    if len(text) > 40 and isinstance(value, numbers.Integral):
+        return f"{text[:12]}... (an integer of {len(text.lstrip('-'))} digits)"
+    return text
 
 
 PRESETS: dict[str, ExchangeAuditConfig] = {

@@ -135,15 +135,16 @@ and the private state.
 
 ## Arguments
 
-`exchange_audit_v0.env(config=None, *, preset="paper", reward_mode="welfare",
+`exchange_audit_v0.env(config=None, *, preset=None, reward_mode="welfare",
 render_mode=None, **overrides)`: `config` is an `ExchangeAuditConfig`;
-otherwise the preset with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
+otherwise the preset (default `"paper"`) — giving both is a `ValueError` —
+with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
 `delta_limit`, `risk_limit_low`, `risk_limit_high`, `safe_margin`,
 `no_trade_payoff`, `bad_approval_loss`, `max_text_chars`, `cost_model`,
 `max_artifact_tokens`, `reveal_compliance`). Invalid values raise `ValueError`.
 
-`reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
+`reset(seed=s)` starts episode 0 of seed `s` (a non-negative integer); each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`. Every
 episode consumes a fixed block of random numbers, so episode `i` of seed `s`
 has the same position, noise and audit coin under every `q`, `B`, `V`, `L`,
@@ -176,7 +177,7 @@ from eq_env.exchange_audit.game import (
 from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.spaces import BLOCK_ONLY_MASK, ActionError, ExchangeAuditSpaces
 
-__all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "raw_env", "resolve_config"]
+__all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "UnknownAgentError", "raw_env", "resolve_config"]
 
 PROPOSER = "proposer_0"
 VALIDATOR = "validator_0"
@@ -190,13 +191,33 @@ METADATA: dict[str, Any] = {
 }
 
 
-def resolve_config(config: ExchangeAuditConfig | None, preset: str, overrides: dict[str, Any]) -> ExchangeAuditConfig:
-    """The configuration an environment is built from (validated)."""
+def resolve_config(
+    config: ExchangeAuditConfig | None, preset: str | None, overrides: dict[str, Any]
+) -> ExchangeAuditConfig:
+    """The configuration an environment is built from (validated): ``config`` or the preset (default
+    ``"paper"``), with ``overrides``. Both at once is refused: one of them would be silently ignored."""
     if config is not None:
         if not isinstance(config, ExchangeAuditConfig):
             raise TypeError(f"config must be an ExchangeAuditConfig, got {type(config).__name__}")
+        if preset is not None:
+            raise ValueError(
+                f"give config or preset={preset!r}, not both: a config is complete already "
+                "(start from a preset with ExchangeAuditConfig.from_preset(name, **overrides))"
+            )
         return config.replace(**overrides)
-    return ExchangeAuditConfig.from_preset(preset, **overrides)
+    return ExchangeAuditConfig.from_preset("paper" if preset is None else preset, **overrides)
+
+
+class UnknownAgentError(KeyError, ValueError):
+    """An agent name the environment does not have (a KeyError for dict-like lookups, a ValueError for
+    bad input); its message is plain text, not a repr."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _unknown_agent(agent: Any) -> UnknownAgentError:
+    return UnknownAgentError(f"unknown agent {agent!r}; agents: {PROPOSER}, {VALIDATOR}")
 
 
 class _Episode:
@@ -227,6 +248,10 @@ class _Episode:
         self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        if seed is not None and (
+            isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):  # numpy would take True as 1 and fail on 1.5 with its own words
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
         index = None
         if options and "episode" in options:
             index = options["episode"]
@@ -252,7 +277,10 @@ class _Episode:
         cached = self._cache.get(agent)
         if cached is not None and cached[0] is game.phase:
             return cached[1]
-        assert game.proposer_view is not None
+        if agent != PROPOSER and agent != VALIDATOR:  # (checked off the cached path: it costs nothing there)
+            raise _unknown_agent(agent)
+        if game.proposer_view is None:
+            raise RuntimeError("call reset() before observe()")
         phase = np.int64(game.phase)
         if agent == PROPOSER and cached is not None:
             # the proposer's view never changes within an episode (its arrays are already read-only)
@@ -370,7 +398,7 @@ class _Adapter:
         self,
         config: ExchangeAuditConfig | None = None,
         *,
-        preset: str = "paper",
+        preset: str | None = None,
         reward_mode: str = "welfare",
         render_mode: str | None = None,
         **overrides: Any,
@@ -387,14 +415,14 @@ class _Adapter:
     def observation_space(self, agent: str) -> spaces.Space:
         try:
             return self._episode.observation_spaces[agent]
-        except KeyError:
-            raise KeyError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+        except (KeyError, TypeError):  # (TypeError: an unhashable name)
+            raise _unknown_agent(agent) from None
 
     def action_space(self, agent: str) -> spaces.Space:
         try:
             return self._episode.action_spaces[agent]
-        except KeyError:
-            raise KeyError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+        except (KeyError, TypeError):
+            raise _unknown_agent(agent) from None
 
     @property
     def game(self) -> ExchangeAuditGame:
@@ -434,6 +462,11 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def observe(self, agent: str) -> dict[str, Any]:
         return dict(self._episode.observe(agent))
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not hasattr(self, "agent_selection"):  # AECEnv.last would fail on the missing attribute
+            raise RuntimeError("call reset() before last()")
+        return super().last(observe)
 
     def step(self, action: Any) -> None:
         if not hasattr(self, "agent_selection"):

@@ -1,0 +1,89 @@
+"""Checking a stored record (a JSON object) against the dataclass it is read back into.
+
+A record file is edited by hand, truncated or written by another version; reading one back must say which
+field is wrong and what was expected, not fail inside ``int()`` or a constructor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["checked_fields"]
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError("a non-negative integer")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("a number")
+    return float(value)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError("true or false")
+    return value
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError("a string")
+    return value
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise TypeError("a list of strings")
+    return tuple(value)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError("an object")
+    return value
+
+
+# the annotations the record dataclasses use (as strings: their modules use postponed annotations)
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "int": _integer,
+    "float": _number,
+    "bool": _boolean,
+    "str": _string,
+    "tuple[str, ...]": _strings,
+    "dict[str, Any]": _object,
+}
+
+
+def checked_fields(cls: type, data: Any) -> dict[str, Any]:
+    """The constructor arguments of dataclass ``cls`` found in ``data``, each checked against its annotation.
+
+    A field without a default must be present. Raises ValueError naming the field and what it must be.
+    Keys that are not fields are ignored; a field whose annotation is not one of the simple types above is
+    passed through unchecked.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"an episode record must be a JSON object, got {data!r}")
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"missing field {f.name!r}")
+            continue
+        value = data[f.name]
+        kind = str(f.type)
+        optional = kind.endswith(" | None")
+        check = _CHECKS.get(kind.removesuffix(" | None"))
+        if check is None or (optional and value is None):
+            values[f.name] = value
+            continue
+        try:
+            values[f.name] = check(value)
+        except TypeError as err:
+            raise ValueError(f"{f.name} must be {err}{' or null' if optional else ''}, got {value!r}") from None
+    return values
