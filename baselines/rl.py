@@ -163,11 +163,12 @@ class TrainResult:
     path: Path
     role: str
     algo: str
-    timesteps: int
+    timesteps: int  # asked for; SB3 runs to the end of its last rollout, ``steps_run`` in all
     seconds: float
     steps_per_second: float
     curve: list[tuple[int, float]]
     evaluation: dict[str, tuple[float, float]]
+    steps_run: int = 0
 
     def table(self) -> str:
         from eq_env.report import no_negative_zeros
@@ -312,7 +313,8 @@ def train(
         "seeds": list(eval_seeds), "episodes": eval_episodes,
         "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
     }, indent=2) + "\n")  # fmt: skip
-    return TrainResult(out, role, algo, timesteps, seconds, timesteps / seconds, curve, summary)
+    run = int(model.num_timesteps)
+    return TrainResult(out, role, algo, timesteps, seconds, run / seconds, curve, summary, run)
 
 
 def _write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:

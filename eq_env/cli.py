@@ -188,13 +188,14 @@ def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
     group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
     group.add_argument("--temperature", type=_number(float, "a number in [0, 2]", lambda v: 0 <= v <= 2),
                        help="sampling temperature (default 0)")  # fmt: skip
-    group.add_argument("--max-tokens", type=_positive_int, help="completion token limit per request")
-    group.add_argument("--llm-seed", type=_count, help="the 'seed' sampling parameter sent with requests")
+    group.add_argument("--max-tokens", type=_int_in(1, 10_000_000), help="completion token limit per request")
+    group.add_argument("--llm-seed", type=_seed, help="the 'seed' sampling parameter sent with requests")
     group.add_argument("--max-reasks", type=_count,
                        help="invalid replies sent back with the error before the fallback (default 2)")  # fmt: skip
-    group.add_argument("--concurrency", type=_positive_int, default=8, help="episodes in flight at once (default 8)")
+    group.add_argument("--concurrency", type=_int_in(1, 4096), default=8,
+                       help="episodes in flight at once (default 8)")  # fmt: skip
     _add_cache_flags(group, cache_default, "readwrite")
-    group.add_argument("--max-retries", type=_count, default=5,
+    group.add_argument("--max-retries", type=_int_in(0, 100), default=5,
                        help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)")  # fmt: skip
     group.add_argument("--backoff", type=_non_negative_float, default=0.5,
                        help="first retry delay in seconds, doubled per retry, with jitter (default 0.5)")  # fmt: skip
@@ -661,7 +662,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         opponent=args.opponent, reward_mode=args.reward_mode, q_values=args.q_values, eval_seeds=args.eval_seeds,
         eval_episodes=args.eval_episodes, progress=None,
     )  # fmt: skip
-    print(f"trained {result.role} ({result.algo}) for {result.timesteps} steps in {result.seconds:.1f} s "
+    asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
+    print(f"trained {result.role} ({result.algo}) for {result.steps_run} steps{asked} in {result.seconds:.1f} s "
           f"({result.steps_per_second:.0f} steps/s); saved to {result.path}")  # fmt: skip
     print(f"use it anywhere a policy goes: --{result.role} sb3:path={result.path}")
     print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "

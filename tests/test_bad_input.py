@@ -262,6 +262,24 @@ BAD_FLAGS = [
     (["frontier", "--out", OUT], "--episodes", "0"),
     (["frontier", "--out", OUT], "--timesteps", "0"),
     (["frontier", "--out", OUT], "--seed", "-1"),
+    # the LLM flags
+    (["play"], "--model", ""),
+    (["play"], "--temperature", "-5"),
+    (["play"], "--temperature", "nan"),
+    (["play"], "--temperature", "2.5"),
+    (["play"], "--max-tokens", "0"),
+    (["play"], "--max-tokens", "100000000000"),
+    (["play"], "--llm-seed", "-1"),
+    (["play"], "--max-reasks", "-1"),
+    (["play"], "--concurrency", "0"),
+    (["play"], "--concurrency", "100000"),
+    (["reproduce", "--out", OUT], "--max-retries", "-1"),
+    (["reproduce", "--out", OUT], "--max-retries", "1000"),
+    (["reproduce", "--out", OUT], "--backoff", "-1"),
+    (["reproduce", "--out", OUT], "--backoff", "inf"),
+    (["reproduce", "--out", OUT], "--timeout", "0"),
+    (["sweep", "--out", OUT], "--price-prompt", "-1"),
+    (["sweep", "--out", OUT], "--price-completion", "nan"),
 ]
 
 
