@@ -168,7 +168,7 @@ def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default=mode_default,
                        help="record and replay: read = replay only (no request is made), write = always ask and "
                        f"record, readwrite = replay hits and record misses (default {mode_default})")  # fmt: skip
-    group.add_argument("--cache-dir", type=Path, help=f"where answers are recorded (default: {cache_default})")
+    group.add_argument("--cache-dir", type=_path, help=f"where answers are recorded (default: {cache_default})")
 
 
 def _model_name(text: str) -> str:

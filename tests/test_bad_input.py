@@ -280,6 +280,7 @@ BAD_FLAGS = [
     (["reproduce", "--out", OUT], "--timeout", "0"),
     (["sweep", "--out", OUT], "--price-prompt", "-1"),
     (["sweep", "--out", OUT], "--price-completion", "nan"),
+    (["sweep", "--out", OUT], "--cache-dir", " "),
 ]
 
 
