@@ -498,22 +498,21 @@ class LLMClient:
         be written, and — unless ``check_endpoint`` is off — the endpoint answers, accepts the key and
         lists the model. Raises :class:`LLMSetupError` naming what is wrong."""
         s = settings()
+        if s.check_endpoint:  # first: a run that cannot be served leaves nothing behind, not even a directory
+            what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
+            if what not in self._checked:
+                loop = asyncio.get_running_loop()
+                entry = self._check_locks.get(id(loop))
+                if entry is None or entry[0] is not loop:
+                    entry = self._check_locks[id(loop)] = (loop, asyncio.Lock())
+                async with entry[1]:  # concurrent first requests wait for one check
+                    if what not in self._checked:
+                        self._checked[what] = await self._check_endpoint()
+            problem = self._checked[what]
+            if problem is not None:
+                raise LLMSetupError(problem)
         if s.cache in ("write", "readwrite"):
             self._check_once(("cache", str(s.cache_dir)), ResponseCache(s.cache_dir).check_writable)
-        if not s.check_endpoint:
-            return
-        what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
-        if what not in self._checked:
-            loop = asyncio.get_running_loop()
-            entry = self._check_locks.get(id(loop))
-            if entry is None or entry[0] is not loop:
-                entry = self._check_locks[id(loop)] = (loop, asyncio.Lock())
-            async with entry[1]:  # concurrent first requests wait for one check
-                if what not in self._checked:
-                    self._checked[what] = await self._check_endpoint()
-        problem = self._checked[what]
-        if problem is not None:
-            raise LLMSetupError(problem)
 
     async def _check_endpoint(self) -> str | None:
         """What stops this endpoint from serving the model (None: nothing we can see)."""
