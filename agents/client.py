@@ -56,6 +56,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from eq_env.policy import PolicySetupError
 from eq_env.redact import public_url, redact, register_secret, split_query
@@ -145,7 +146,7 @@ class LLMSettings:
 
     def key(self) -> str | None:
         """The API key requests carry: ``api_key``, else ``$OPENAI_API_KEY`` (registered as a secret)."""
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or None
+        key = (self.api_key or os.environ.get("OPENAI_API_KEY") or "").strip() or None  # a blank key is none
         register_secret(key)
         return key
 
@@ -199,6 +200,20 @@ class Completion:
 class UnreadableCacheEntryError(ValueError):
     """A recording exists but cannot be read (corrupted, truncated, not of a recording's shape, or a
     directory where a file should be). ``readwrite`` records over it; a replay reports it."""
+
+
+_BASE_URL_SCHEMES = ("http", "https")
+
+
+def check_base_url(url: str) -> None:
+    """Raise ValueError unless ``url`` is an http(s) URL with a host (and a valid port, if any)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as err:
+        raise ValueError(f"base_url must be an http(s) URL, got {public_url(url)!r} ({err})") from None
+    if parts.scheme not in _BASE_URL_SCHEMES or not parts.hostname:
+        raise ValueError(f"base_url must be an http(s) URL such as http://localhost:8000/v1, got {public_url(url)!r}")
 
 
 class ResponseCache:
@@ -265,12 +280,34 @@ class ResponseCache:
 
     def check_readable(self) -> None:
         """Raise :class:`LLMSetupError` unless there is a recording to replay here."""
+        hint = (
+            "(--cache read replays a recording: point --cache-dir at a run's llm_cache, or record with "
+            "--cache readwrite)"
+        )
         if not self.directory.is_dir():
             what = "is not a directory" if self.directory.exists() else "does not exist"
-            raise LLMSetupError(
-                f"nothing to replay: the cache directory {self.directory} {what} (--cache read replays a "
-                "recording; point --cache-dir at one, or record with --cache readwrite)"
-            )
+            raise LLMSetupError(f"nothing to replay: the cache directory {self.directory} {what} {hint}")
+        if next(self.directory.glob("*/*.json"), None) is None:
+            raise LLMSetupError(f"nothing to replay: {self.directory} holds no recording {hint}")
+
+    def check_holds(self, model: str, base_url: str) -> None:
+        """Raise :class:`LLMSetupError` unless some recording here was made with ``model`` at ``base_url``
+        (a replay with another model or endpoint than the run it replays would miss every request)."""
+        seen: set[tuple[str, str]] = set()
+        for path in self.directory.glob("*/*.json"):
+            try:
+                request = json.loads(path.read_text()).get("request") or {}
+                made = (str(request.get("model")), str(request.get("base_url")))
+            except (OSError, ValueError, AttributeError):
+                continue
+            if made == (model, base_url):
+                return
+            seen.add(made)
+        held = "; ".join(f"model {m!r} at {u}" for m, u in sorted(seen)[:5]) or "nothing readable"
+        raise LLMSetupError(
+            f"nothing to replay for model {model!r} at {base_url} in {self.directory}: it holds {held}; "
+            "pass the --model and --base-url the recorded run used"
+        )
 
 
 def request_key(identity: dict[str, Any]) -> str:
@@ -330,13 +367,23 @@ class LLMClient:
     _inflight: ClassVar[dict[tuple[int, str], asyncio.Future[tuple[str, Any]]]] = {}
     # the outcome of each check made before a first request (None: fine), and a lock per event loop
     _checked: ClassVar[dict[tuple[str, ...], str | None]] = {}
+    _warned: ClassVar[set[str]] = set()  # cache directories already warned about in this run
     _check_locks: ClassVar[dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Lock]]] = {}
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string, got {model!r}")
+            hint = f' (in a spec, quote a name that reads as a number or none: model="{model}")' if model != "" else ""
+            raise ValueError(f"model must be a non-empty string, got {model!r}{hint}")
+        try:
+            model.encode()
+        except UnicodeEncodeError:
+            raise ValueError(f"model must be text a request can carry (UTF-8), got {model!r}") from None
+        if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
+            raise ValueError(f"base_url must be a URL or None (for $OPENAI_BASE_URL, else OpenAI's), got {base_url!r}")
+        full = resolve_base_url(base_url)
+        check_base_url(full)
         self.model = model
-        self.base_url = register_endpoint(resolve_base_url(base_url))
+        self.base_url = register_endpoint(full)
         self._url = _ENDPOINTS.get(self.base_url, self.base_url)
         self._mode_index = 0
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
@@ -362,6 +409,7 @@ class LLMClient:
         checks made; the next request goes to disk or the endpoint, and a failure is asked again."""
         cls._memory.clear()
         cls._checked.clear()
+        cls._warned.clear()
 
     async def aclose(self) -> None:
         """Close the connections opened in the running event loop (before the loop itself closes)."""
@@ -411,6 +459,8 @@ class LLMClient:
                 raise LLMUnavailableError(stored["error"])
             return Completion.from_record(stored)
         if s.cache == "read":
+            self._check_once(("holds", str(s.cache_dir), self.model, self.base_url),
+                             lambda: cache.check_holds(self.model, self.base_url))  # fmt: skip
             raise LLMUnavailableError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
 
         loop = asyncio.get_running_loop()
@@ -442,8 +492,9 @@ class LLMClient:
             failure = {"error": str(err), "request": _describe(identity)}
             self._memory[key] = failure  # the rest of this run sees the same failure
             settle(("error", str(err)))
-            if writes and cache.lookup(key) is None:
-                # recorded so that a replay fails the same way; never over a recorded answer
+            recorded = cache.lookup(key) if writes else None
+            if writes and (recorded is None or "error" in recorded):
+                # recorded so that a replay fails the same way (as it failed last); never over an answer
                 self._store(cache, key, failure)
             raise
         except BaseException:  # cancelled, a setup error (or a bug): whoever waits asks for itself
@@ -471,14 +522,16 @@ class LLMClient:
         stored = cache.lookup(key)
         return None if stored is not None and "error" in stored else stored
 
-    @staticmethod
-    def _store(cache: ResponseCache, key: str, record: dict[str, Any]) -> None:
+    @classmethod
+    def _store(cls, cache: ResponseCache, key: str, record: dict[str, Any]) -> None:
         """Record; a recording that cannot be written costs the replay of this answer, never the answer."""
         try:
             cache.put(key, record)
         except OSError as err:
-            log.warning("eq_env: could not record an answer in %s (%s); the run goes on, but a replay will "
-                        "miss it", cache.directory, err)  # fmt: skip
+            if str(cache.directory) not in cls._warned:  # once a run: a full disk fails every write
+                cls._warned.add(str(cache.directory))
+                log.warning("eq_env: could not record an answer in %s (%s); the run goes on, but a replay will "
+                            "miss what is not recorded", cache.directory, err)  # fmt: skip
 
     @classmethod
     def _check_once(cls, what: tuple[str, ...], check: Any) -> None:
@@ -494,10 +547,18 @@ class LLMClient:
             raise LLMSetupError(problem)
 
     async def check(self) -> None:
-        """Before a first request (once per process, endpoint, model and key): the cache directory can
-        be written, and — unless ``check_endpoint`` is off — the endpoint answers, accepts the key and
-        lists the model. Raises :class:`LLMSetupError` naming what is wrong."""
+        """Before a first request (once per run, endpoint, model and key): unless ``check_endpoint`` is
+        off, the endpoint answers, accepts the key and lists the model; the cache directory can be
+        written. In a replay (``cache="read"``): there is a recording of this model at this endpoint.
+        Raises :class:`LLMSetupError` naming what is wrong. The runners call it (through the policy's
+        ``check``) before a run's first episode; :meth:`complete` before a first request."""
         s = settings()
+        if s.cache == "read":  # a replay asks nothing: there must be a recording of this model and endpoint
+            cache = ResponseCache(s.cache_dir)
+            self._check_once(("read", str(s.cache_dir)), cache.check_readable)
+            self._check_once(("holds", str(s.cache_dir), self.model, self.base_url),
+                             lambda: cache.check_holds(self.model, self.base_url))  # fmt: skip
+            return
         if s.check_endpoint:  # first: a run that cannot be served leaves nothing behind, not even a directory
             what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
             if what not in self._checked:
@@ -514,13 +575,19 @@ class LLMClient:
         if s.cache in ("write", "readwrite"):
             self._check_once(("cache", str(s.cache_dir)), ResponseCache(s.cache_dir).check_writable)
 
+    def _rejected(self, status: int) -> str:
+        if "@" in urlsplit(self._url).netloc:  # an HTTP client sends userinfo as Basic auth, not the key
+            return (f"the endpoint {self.base_url} rejected the credentials in the URL ({status}; they are sent as "
+                    "HTTP Basic auth, in place of the API key)")  # fmt: skip
+        return f"the endpoint {self.base_url} rejected the API key ({status}): set OPENAI_API_KEY or pass --api-key"
+
     async def _check_endpoint(self) -> str | None:
         """What stops this endpoint from serving the model (None: nothing we can see)."""
         import openai
 
         s = settings()
         where = f"the endpoint {self.base_url}"
-        if s.key() is None and "api.openai.com" in self.base_url:
+        if s.key() is None and (urlsplit(self._url).hostname or "").lower() == "api.openai.com":
             return f"no API key for {where}: set OPENAI_API_KEY or pass --api-key"
         try:
             raw = await self._client().get("/models", cast_to=_raw(), options={"timeout": min(s.timeout, 10.0)})
@@ -528,7 +595,7 @@ class LLMClient:
             return f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the network"
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
-                return f"{where} rejected the API key ({err.status_code}): set OPENAI_API_KEY or pass --api-key"
+                return self._rejected(err.status_code)
             return None  # no model list here (404...), or a busy server: the requests will tell
         try:
             listed = [m["id"] for m in json.loads(raw.content)["data"] if isinstance(m.get("id"), str)]
@@ -586,8 +653,13 @@ class LLMClient:
                 errors.append(_short(err))
                 retryable = err
             except openai.APIStatusError as err:
+                if err.status_code in (401, 403):  # no request of this run can succeed: stop it
+                    raise LLMSetupError(f"{self._rejected(err.status_code)}: {_short(err)}") from None
+                if err.status_code == 404:
+                    raise LLMSetupError(f"the endpoint {self.base_url} does not serve this request "
+                                        f"(404: {_short(err)}); check --model and --base-url") from None  # fmt: skip
                 if err.status_code not in RETRY_STATUSES and err.status_code < 500:
-                    # 401, 403, 404, 422...: asking again will not help
+                    # 422...: asking again will not help
                     raise LLMUnavailableError(f"request failed ({err.status_code}): {_short(err)}",
                                               requests=requests, retries=retries,
                                               errors=[*errors, _short(err)]) from None  # fmt: skip

@@ -60,6 +60,7 @@ __all__ = ["PROMPT_DIR", "LLMProposer", "LLMValidator", "render_proposer_prompt"
 PROMPT_DIR = Path(__file__).parent / "prompts"
 _PROPOSER_SCHEMA_TEXT = json.dumps(PROPOSER_SCHEMA)
 _VALIDATOR_SCHEMA_TEXT = json.dumps(VALIDATOR_SCHEMA)
+MAX_REASKS = 20  # each re-ask is a paid request: more than a few only repeats the same mistake
 SYSTEM = "You are a careful agent in a multi-agent trading game. You answer with one JSON object only."
 
 
@@ -221,8 +222,10 @@ class _LLMPolicy(BasePolicy):
         max_reasks: int,
     ) -> None:
         super().__init__()
-        if isinstance(max_reasks, bool) or not isinstance(max_reasks, int) or max_reasks < 0:
-            raise ValueError(f"max_reasks must be a non-negative integer, got {max_reasks!r}")
+        if isinstance(max_reasks, bool) or not isinstance(max_reasks, int) or not 0 <= max_reasks <= MAX_REASKS:
+            raise ValueError(f"max_reasks must be an integer in [0, {MAX_REASKS}], got {max_reasks!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+            raise ValueError(f"seed must be a non-negative integer or none, got {seed!r}")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 10_000_000:
             raise ValueError(f"max_tokens must be an integer in [1, 10000000], got {max_tokens!r}")
         if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
@@ -259,6 +262,10 @@ class _LLMPolicy(BasePolicy):
     async def aclose(self) -> None:
         """Release the connections of the running event loop (the runners call it when a run ends)."""
         await self.client.aclose()
+
+    async def check(self) -> None:
+        """Before a run's first episode: can this policy be served at all? (See :meth:`LLMClient.check`.)"""
+        await self.client.check()
 
     async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], parse: Any
                    ) -> tuple[Any, dict[str, Any]]:  # fmt: skip

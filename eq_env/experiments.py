@@ -20,12 +20,13 @@ sees the same positions, noise and audit coins (common random numbers), so
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,6 +296,28 @@ class ResultsStore:
         finally:
             tmp.unlink(missing_ok=True)
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the file for one run: a second run writing into the same results at once (its appends, and
+        the compaction's rewrite) would lose records, so it is refused with one line instead."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock, as before
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with (self.path.parent / f".{self.path.name}.lock").open("a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ValueError(
+                    f"another run is writing to {self.path} right now; wait for it to finish, or choose another --out"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
     def append(self, record: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, allow_nan=False) + "\n"
@@ -331,6 +354,19 @@ def run_all(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
     wanted = [(c, s) for c in conditions for s in seeds]
+    with store.exclusive():
+        return _run_all(store, wanted, engine, jobs, progress, desc, concurrency)
+
+
+def _run_all(
+    store: ResultsStore,
+    wanted: list[tuple[Condition, int]],
+    engine: str,
+    jobs: int,
+    progress: bool | None,
+    desc: str,
+    concurrency: int,
+) -> list[dict[str, Any]]:
     store.compact()
     done = store.load()
     episode_dir = store.path.parent / "episodes"

@@ -16,8 +16,12 @@ required: the runner, ``reproduce`` and ``sweep`` know only this interface.
 Two optional methods: ``async aact(observation) -> (action, info)``, which
 the concurrent runner awaits (LLM policies: ``info`` holds tokens, fallbacks,
 transport, and ends up in the episode record), and ``act_batch``, for the batch
-engine (:mod:`eq_env.exchange_audit.batch`). A policy that cannot act at all
-raises :class:`PolicyError`.
+engine (:mod:`eq_env.exchange_audit.batch`). A policy that cannot act in one
+episode raises :class:`PolicyError` (that episode fails, the run goes on); one
+that cannot act at all in this run raises :class:`PolicySetupError` (the run
+stops). An optional ``async check()``, awaited by the concurrent runner before
+a run's first episode, raises it up front (LLM policies: the endpoint answers,
+accepts the key, serves the model; a replay has a recording).
 
 Policies are also made from short specs, ``"name"`` or
 ``"name:key=value,key=value"`` (``"honest:claims_from=observation,words=18"``),

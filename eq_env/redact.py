@@ -16,15 +16,18 @@ lives in this process's memory only.
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = ["MASK", "mask_urls", "public_url", "redact", "register_secret", "split_query"]
 
 MASK = "***"
 # query parameters whose values are credentials (api-key, access_token, sig, X-Amz-Signature, password...)
-_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|credential|signature|^sig$|session", re.I)
+_SECRET_PARAM = re.compile(
+    r"key|token|secret|pass|pwd|^pw$|auth|credential|signature|^sig$|session|jwt|bearer|cookie|^code$", re.I
+)
 _MIN_SECRET = 4  # shorter strings would redact ordinary words; URLs are still masked structurally
 
 _secrets: set[str] = set()
@@ -66,10 +69,13 @@ def split_query(url: str) -> tuple[str, dict[str, str]]:
 
 
 def public_url(url: str, *, register: bool = True) -> str:
-    """``url`` as it may be written down: userinfo and secret-looking query values masked.
+    """``url`` as it may be written down: userinfo, secret-looking query and path parameters and any
+    fragment masked.
 
-    The masked values are registered as secrets (unless ``register`` is false), so :func:`redact`
-    removes them from any other text too. A URL without credentials comes back unchanged.
+    The masked values are registered as secrets (unless ``register`` is false) in every form they may
+    travel in — as typed, percent-decoded, percent-encoded, and userinfo as the HTTP Basic credentials
+    it becomes — so :func:`redact` removes them from any other text too (a server echoing a header or
+    the request line). A URL without credentials comes back unchanged.
     """
     try:
         parts = urlsplit(url)
@@ -79,22 +85,45 @@ def public_url(url: str, *, register: bool = True) -> str:
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         if register:
-            register_secret(userinfo)
-            user, _, password = userinfo.partition(":")
-            register_secret(password or user)
+            _register_userinfo(userinfo)
         netloc = f"{MASK}@{hostport}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(_SECRET_PARAM.search(k) and v for k, v in pairs):
-            masked = []
-            for k, v in pairs:
-                if _SECRET_PARAM.search(k) and v:
-                    if register:
-                        register_secret(v)
-                    v = MASK
-                masked.append((k, v))
-            query = urlencode(masked, safe="*")
-    if netloc == parts.netloc and query == parts.query:
+    query = _masked_params(parts.query, "&", register)
+    path = _masked_params(parts.path, ";", register) if ";" in parts.path else parts.path
+    fragment = parts.fragment
+    if fragment:  # never sent to a server, so nothing needs it in a record
+        if register:
+            _masked_params(fragment, "&", register, every=True)
+        fragment = MASK
+    if (netloc, query, path, fragment) == (parts.netloc, parts.query, parts.path, parts.fragment):
         return url
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+
+
+def _register_variants(value: str) -> None:
+    decoded = unquote_plus(value)
+    for form in {value, unquote(value), decoded, quote(decoded, safe=""), quote_plus(decoded)}:
+        register_secret(form)
+
+
+def _register_userinfo(userinfo: str) -> None:
+    _register_variants(userinfo)
+    user, _, password = userinfo.partition(":")
+    _register_variants(password or user)
+    basic = f"{unquote(user)}:{unquote(password)}".encode()  # what an HTTP client sends for it
+    register_secret(base64.b64encode(basic).decode())
+
+
+def _masked_params(text: str, sep: str, register: bool, every: bool = False) -> str:
+    """``text`` (a query, or a path with ``;name=value`` parameters) with secret-looking values masked."""
+    if not text or "=" not in text:
+        return text
+    out, changed = [], False
+    for i, item in enumerate(text.split(sep)):
+        name, eq, value = item.partition("=")
+        secret = eq and value and (every or _SECRET_PARAM.search(unquote_plus(name))) and not (sep == ";" and i == 0)
+        if secret:
+            if register:
+                _register_variants(value)
+            item, changed = f"{name}={MASK}", True
+        out.append(item)
+    return sep.join(out) if changed else text

@@ -379,9 +379,15 @@ async def aplay(
         bar.update(1)
         return result
 
-    tasks = [asyncio.ensure_future(one(i)) for i in todo]
+    tasks: list[asyncio.Future[Episode]] = []
     try:
         with new_run():  # (inside a longer run, e.g. run_all's, this is part of it)
+            if todo:  # a policy that cannot be served stops the run before any episode is paid for
+                for policy in policies.values():
+                    check = getattr(policy, "check", None)
+                    if callable(check):
+                        await check()
+            tasks = [asyncio.ensure_future(one(i)) for i in todo]
             results = await asyncio.gather(*tasks)
     except BaseException:  # a setup error or an interrupt: nothing else may be played or recorded
         for task in tasks:

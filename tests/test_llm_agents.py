@@ -24,7 +24,7 @@ from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import Decision, Intent, ProposerAction, rule_decision
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
 from eq_env.policy import PolicyError, make_policy
-from eq_env.runner import FailedEpisode, compute_metrics, play, play_concurrent
+from eq_env.runner import EpisodeRecord, FailedEpisode, compute_metrics, play, play_concurrent
 
 PAPER = ExchangeAuditConfig()
 GOOD = {
@@ -285,10 +285,14 @@ def _no_transport(info: dict | None) -> dict | None:
 
 
 def test_replay_without_a_recording_fails_the_episode() -> None:
-    configure(cache="read")
-    settings().cache_dir.mkdir(parents=True)  # a recording, without this request in it
-    out = play_concurrent(PAPER, "llm:model=m,base_url=http://127.0.0.1:9/v1", "rule", episodes=2, seed=0)
-    assert all(isinstance(e, FailedEpisode) and "no recorded answer" in e.error for e in out)
+    with ScriptedLLMServer() as server:
+        spec = f"llm:model=m,base_url={server.url}"
+        play_concurrent(PAPER, spec, "rule", episodes=1, seed=0)  # a recording of episode 0 only
+        configure(cache="read")
+        out = play_concurrent(PAPER, spec, "rule", episodes=3, seed=0)
+        assert len(server.requests) == 1
+    assert isinstance(out[0], EpisodeRecord)
+    assert all(isinstance(e, FailedEpisode) and "no recorded answer" in e.error for e in out[1:])
 
 
 def test_regimes_share_one_sample_per_state() -> None:

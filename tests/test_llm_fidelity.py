@@ -210,12 +210,14 @@ def test_a_directory_where_a_recording_goes_costs_the_recording_not_the_answer(t
 def test_a_corrupt_recording_is_named_in_a_replay(tmp_path: Path) -> None:
     with ScriptedLLMServer() as server:
         spec = f"llm:model=m,base_url={server.url}"
-        assert isinstance(play_concurrent(PAPER, spec, "rule", episodes=1, seed=0)[0], EpisodeRecord)
-        (recorded,) = list(settings().cache_dir.rglob("*.json"))
-        recorded.write_text('{"content": "trunc')
+        assert all(isinstance(e, EpisodeRecord) for e in play_concurrent(PAPER, spec, "rule", episodes=2, seed=0))
+        recorded = sorted(settings().cache_dir.rglob("*.json"))
+        assert len(recorded) == 2
+        recorded[0].write_text('{"content": "trunc')
         configure(cache="read")
-        (out,) = play_concurrent(PAPER, spec, "rule", episodes=1, seed=0)
-    assert isinstance(out, FailedEpisode) and "unreadable" in out.error and str(recorded) in out.error
+        out = play_concurrent(PAPER, spec, "rule", episodes=2, seed=0)
+    (bad,) = [e for e in out if isinstance(e, FailedEpisode)]  # the other episode replays as recorded
+    assert "unreadable" in bad.error and str(recorded[0]) in bad.error
 
 
 def test_replaying_from_a_missing_cache_directory_is_refused_at_once(tmp_path: Path, capsys: Any) -> None:
@@ -457,3 +459,131 @@ def test_backoff_is_capped_and_jittered() -> None:
     waits = [_backoff(RuntimeError("x"), attempt, s) for attempt in (0, 3, 10, 60) for _ in range(20)]
     assert max(waits) <= 2.0 and min(waits[:20]) >= 0.25 and min(waits[-20:]) >= 1.0
     assert len(set(waits[-20:])) > 1  # jitter
+
+
+# ---------------------------------------------------------------------------
+# A second hostile pass: secrets in other encodings, replays of nothing, checks before the first episode
+# ---------------------------------------------------------------------------
+def test_secrets_are_masked_in_every_encoding_a_server_may_echo(tmp_path: Path) -> None:
+    import base64
+
+    basic = base64.b64encode(b"usr:pw@SECRET1").decode()  # (holds no "SECRET": looked for by itself below)
+
+    def echo(request: dict, n: int) -> Reply:
+        if n % 3 == 2:  # the request line and the Authorization header, as a proxy's error page shows them
+            page = f"GET /v1?api-key=SECRET2%2Bplus&tok=1 Authorization: Basic {basic} user usr%3Apw%40SECRET1"
+            return Reply(status=500, body={"error": {"message": page}})
+        return honest_script(request, n)
+
+    with ScriptedLLMServer(echo) as server:
+        url = server.url.replace("http://", "http://usr:pw%40SECRET1@") + "?api-key=SECRET2%2Bplus"
+        status = reproduce(tmp_path / "out", url, "--max-retries", "1", episodes=3)
+        assert status in (0, INCOMPLETE) and len(server.requests) > 0
+    assert any(f["error"] for r in results(tmp_path / "out") for f in r.get("failed", []))  # (errors were stored)
+    files = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    assert not [f for f in files if b"SECRET" in f or basic.encode() in f]
+    from eq_env.redact import public_url
+
+    masked = public_url("http://h/v1;api-key=SECRET3xyz?pass=SECRET5&jwt=SECRET6&pw=SECRET7#token=SECRET4xyz")
+    assert "SECRET" not in masked and masked.startswith("http://h/v1;api-key=***?")
+
+
+def test_credentials_in_the_url_rejected_say_how_they_were_sent(capsys: Any, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    with ScriptedLLMServer(api_key="k", models=["m"]) as server:
+        url = server.url.replace("http://", "http://user:pass@")
+        assert main(["play", "--proposer", "llm", "--model", "m", "--base-url", url, "--api-key", "k"]) == 2
+    line = one_line_error(capsys)
+    assert "rejected the credentials in the URL (401; they are sent as HTTP Basic auth" in line
+
+
+@pytest.mark.parametrize("where", ["empty", "run_dir", "other_endpoint"])
+def test_a_replay_of_nothing_is_refused_at_once(where: str, tmp_path: Path, capsys: Any) -> None:
+    live = tmp_path / "live"
+    with ScriptedLLMServer() as server:
+        assert reproduce(live, server.url, episodes=2) == 0
+        sent = len(server.requests)
+        cache = {"empty": tmp_path / "empty", "run_dir": live, "other_endpoint": live / "llm_cache"}[where]
+        cache.mkdir(exist_ok=True)
+        url = server.url.replace("127.0.0.1", "localhost") if where == "other_endpoint" else server.url
+        status = reproduce(tmp_path / "replay", url, "--cache", "read", "--cache-dir", str(cache), episodes=2)
+        assert len(server.requests) == sent
+    line = one_line_error(capsys)
+    assert status == 2 and "nothing to replay" in line
+    if where == "other_endpoint":  # says what the recording holds
+        assert f"model 'm' at {server.url}" in line
+    else:
+        assert f"{cache} holds no recording" in line
+    assert not (tmp_path / "replay" / "results.jsonl").exists()
+
+
+def test_every_llm_policy_is_checked_before_the_first_episode(tmp_path: Path) -> None:
+    with ScriptedLLMServer(models=["m"]) as server:
+        with pytest.raises(PolicySetupError, match="does not serve the model 'nope'"):
+            play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", f"llm:model=nope,base_url={server.url}",
+                            episodes=8, seed=0)  # fmt: skip
+        assert len(server.requests) == 0  # not one proposer request was paid for
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [("llm:max_reasks=100000", "max_reasks must be an integer in"), ("llm:seed=1.5", "seed must be"),
+     ('llm:seed="abc"', "seed must be"), ("llm:model=007", 'quote a name .*model="7"'),
+     ("llm:base_url=", "base_url must be a URL"), ('llm:base_url="http://[::1"', "base_url must be an http"),
+     ("llm:base_url=ftp://h/v1", "base_url must be an http"), ('llm:model="\\udcff"', "UTF-8")],
+)  # fmt: skip
+def test_absurd_llm_parameters_are_refused(spec: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        make_policy(spec if "base_url" in spec else spec + ",base_url=http://127.0.0.1:9/v1", "proposer")
+
+
+@pytest.mark.parametrize("key", [None, " "])
+def test_no_key_for_openai_is_caught_whatever_the_case(key: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    configure(api_key=key)
+    with pytest.raises(PolicySetupError, match="no API key"):
+        play_concurrent(PAPER, "llm:model=gpt-4.1,base_url=https://API.OpenAI.com/v1", "rule", episodes=1, seed=0)
+
+
+def test_a_failure_recorded_again_replays_as_it_failed_last() -> None:
+    spec = "llm:model=m,base_url={}"
+    configure(max_retries=0)
+    with ScriptedLLMServer([Reply(status=500)]) as first:
+        play_concurrent(PAPER, spec.format(first.url), "rule", episodes=1, seed=0)
+    from agents import client as client_module
+
+    with ScriptedLLMServer([Reply(status=429, headers={"Retry-After": "0"})]) as second:
+        client_module._ENDPOINTS[first.url] = second.url  # (the same key, another outcome)
+        try:
+            (again,) = play_concurrent(PAPER, spec.format(first.url), "rule", episodes=1, seed=0)
+        finally:
+            del client_module._ENDPOINTS[first.url]
+    configure(cache="read")
+    (replayed,) = play_concurrent(PAPER, spec.format(first.url), "rule", episodes=1, seed=0)
+    assert isinstance(again, FailedEpisode) and "429" in again.error
+    assert isinstance(replayed, FailedEpisode) and replayed.error == again.error
+
+
+def test_an_unwritable_recording_is_warned_about_once_a_run(caplog: pytest.LogCaptureFixture,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from agents.client import ResponseCache
+
+    def full_disk(self: ResponseCache, key: str, value: dict) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResponseCache, "put", full_disk)
+    with ScriptedLLMServer() as server:
+        out = play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=6, seed=0)
+    assert all(isinstance(e, EpisodeRecord) for e in out)  # every answer kept
+    assert len([r for r in caplog.records if "could not record" in r.getMessage()]) == 1
+
+
+def test_two_runs_cannot_write_into_the_same_results_at_once(tmp_path: Path) -> None:
+    from eq_env.experiments import run_all
+
+    store = ResultsStore(tmp_path / "results.jsonl")
+    with store.exclusive():  # another run holds the file
+        with pytest.raises(ValueError, match=r"another run is writing to .*results\.jsonl"):
+            run_all([Condition(PAPER, "honest", "rule", 5)], [0], ResultsStore(tmp_path / "results.jsonl"))
+    assert len(run_all([Condition(PAPER, "honest", "rule", 5)], [0], store, progress=False)) == 1  # free again

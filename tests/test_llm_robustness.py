@@ -30,7 +30,7 @@ from agents.client import (
 from agents.fake_server import Reply, ScriptedLLMServer, honest_script, reply_json
 from agents.policies import LLMProposer
 from eq_env.exchange_audit.game import ProposerAction
-from eq_env.policy import PolicyError
+from eq_env.policy import PolicyError, PolicySetupError
 from eq_env.runner import EpisodeRecord, FailedEpisode, play_concurrent
 
 
@@ -112,13 +112,22 @@ class TestRetries:
             _, info = play_one(LLMProposer(model="m", base_url=server.url), proposer_obs())
         assert info["transport"]["retries"] == 1 and str(status) in info["transport"]["errors"][0]
 
-    @pytest.mark.parametrize("status", [401, 403, 404, 422])
-    def test_permanent_statuses_fail_at_once(self, status: int) -> None:
-        with ScriptedLLMServer([Reply(status=status), reply_json(GOOD)]) as server:
+    def test_a_permanent_status_fails_the_episode_at_once(self) -> None:
+        with ScriptedLLMServer([Reply(status=422), reply_json(GOOD)]) as server:
             out = play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=1, seed=0)
             assert len(server.requests) == 1
-        assert isinstance(out[0], FailedEpisode) and f"request failed ({status})" in out[0].error
+        assert isinstance(out[0], FailedEpisode) and "request failed (422)" in out[0].error
         assert out[0].info is not None and out[0].info["transport"]["requests"] == 1
+
+    @pytest.mark.parametrize("status", [401, 403, 404])
+    def test_a_status_no_request_can_pass_stops_the_run(self, status: int) -> None:
+        # a rejected key or an unknown model fails every request alike: stop, instead of failing each episode
+        saved: list[Any] = []
+        with ScriptedLLMServer([Reply(status=status), reply_json(GOOD)]) as server:
+            with pytest.raises(PolicySetupError, match=f"\\({status}"):
+                play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=6, seed=0,
+                                on_episode=saved.append)  # fmt: skip
+            assert len(server.requests) <= 8 and saved == []  # (the episodes in flight at once, at most)
 
     def test_settings_are_validated(self) -> None:
         for bad in ({"timeout": 0}, {"timeout": -1}, {"backoff": float("nan")}, {"max_retries": 1.5},
