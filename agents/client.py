@@ -592,7 +592,9 @@ class LLMClient:
         try:
             raw = await self._client().get("/models", cast_to=_raw(), options={"timeout": min(s.timeout, 10.0)})
         except (openai.APITimeoutError, openai.APIConnectionError) as err:
-            return f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the network"
+            offline = "; to replay a recording without it, pass --cache read" if s.cache == "readwrite" else ""
+            return (f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the "
+                    f"network{offline}")  # fmt: skip
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 return self._rejected(err.status_code)

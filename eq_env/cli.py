@@ -10,17 +10,21 @@ policies and their parameters. Every game parameter is a flag of ``play``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from eq_env.exchange_audit.config import COST_MODELS, PRESETS, ExchangeAuditConfig
 from eq_env.report import from_json_number, json_number, no_negative_zeros
+
+if TYPE_CHECKING:
+    from eq_env.policy import Role
 
 __all__ = ["build_parser", "config_from_args", "main"]
 
@@ -124,12 +128,9 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-def _new_file(text: str) -> Path:
-    """An argparse type: a file to write once the run is over. Missing directories above it are created
-    then, as ``--out`` directories are; that they can be is checked now, so no run is lost to a bad path."""
-    path = _path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a directory; expected a file name")
+def _writable_under(path: Path) -> None:
+    """Check that ``path`` and the missing directories above it can be created: its nearest existing
+    ancestor is a directory we may write in."""
     existing = path.absolute().parent
     while not existing.exists():
         existing = existing.parent
@@ -137,6 +138,37 @@ def _new_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"cannot create a directory under {existing}: it is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise argparse.ArgumentTypeError(f"cannot write under {existing}: permission denied")
+
+
+def _new_file(text: str) -> Path:
+    """An argparse type: a file to write once the run is over. Missing directories above it are created
+    then, as ``--out`` directories are; that they can be is checked now, so no run is lost to a bad path."""
+    path = _path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a directory; expected a file name")
+    _writable_under(path)
+    return path
+
+
+def _out_dir(text: str) -> Path:
+    """An argparse type: an output directory, existing or to be created. A file in its place is refused
+    now (``mkdir`` would say only "File exists", after the options were checked)."""
+    path = _path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} exists and is not a directory")  # (argparse names --out)
+    if not path.exists():
+        _writable_under(path)
+    return path
+
+
+def _results_file(text: str) -> Path:
+    """An argparse type: an existing results file to read."""
+    path = _path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{path} does not exist; expected a results.jsonl written by reproduce "
+                                         "or sweep")  # fmt: skip
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a directory; expected a results.jsonl (e.g. {path}/results.jsonl)")
     return path
 
 
@@ -171,6 +203,20 @@ def _add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
     group.add_argument("--cache-dir", type=_path, help=f"where answers are recorded (default: {cache_default})")
 
 
+def _url(text: str) -> str:
+    """An argparse type: an endpoint URL (an empty one, from an unset shell variable, must not quietly mean
+    $OPENAI_BASE_URL or OpenAI's)."""
+    from agents.client import check_base_url
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected an endpoint URL such as http://localhost:8000/v1, got ''")
+    try:
+        check_base_url(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _model_name(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a model name, got an empty string")
@@ -183,7 +229,8 @@ def _add_llm_flags(parser: argparse.ArgumentParser, cache_default: str) -> None:
     )
     group.add_argument("--model", type=_model_name,
                        help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
-    group.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI's); "
+    group.add_argument("--base-url", type=_url, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else "
+                       "OpenAI's); "
                        "credentials in it are used, never recorded")  # fmt: skip
     group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
     group.add_argument("--temperature", type=_number(float, "a number in [0, 2]", lambda v: 0 <= v <= 2),
@@ -240,6 +287,14 @@ def _llm_spec(spec: str, role: str, args: argparse.Namespace) -> str:
     if isinstance(kwargs.get("base_url"), str):
         kwargs["base_url"] = register_endpoint(kwargs["base_url"])
     return format_policy_spec(name, kwargs)
+
+
+def _filled_spec(spec: str, role: str, args: argparse.Namespace) -> str:
+    """:func:`_llm_spec`, or ``spec`` as given if it does not parse (the spec check says why, later)."""
+    try:
+        return _llm_spec(spec, role, args)
+    except ValueError:
+        return spec
 
 
 def _configure_llm(args: argparse.Namespace, cache_dir: Path) -> None:
@@ -329,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every experiment the paper reports with scripted policies and write table1.csv/.md, "
         "table2.csv/.md, figure4.png, results.jsonl and summary.md into --out. Re-running resumes.",
     )
-    rep.add_argument("--out", type=_path, required=True, help="output directory")
+    rep.add_argument("--out", type=_out_dir, required=True, help="output directory")
     rep.add_argument("--seeds", type=_seeds, default=5, help="seeds per condition (default 5, as the paper)")
     rep.add_argument("--first-seed", type=_seed, default=0, help="first seed (default 0)")
     rep.add_argument("--episodes", type=_episodes, default=200, help="episodes per seed (default 200, as the paper)")
@@ -353,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sweep game parameters and policies. The grid comes from --config (TOML/YAML/JSON) and/or "
         "flags; results are appended to --out/results.jsonl as runs finish, so a killed sweep resumes.",
     )
-    sw.add_argument("--out", type=_path, required=True, help="output directory")
+    sw.add_argument("--out", type=_out_dir, required=True, help="output directory")
     sw.add_argument("--config", type=_path, help="sweep spec file (.toml, .yaml, .json)")
     sw.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
                     help="a swept game parameter, e.g. --grid q=0,0.3,1 (repeatable)")  # fmt: skip
@@ -378,10 +433,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Re-run the condition and seed of one results record from its stored configuration and "
         "policies, print both sets of metrics, and exit 1 if they differ.",
     )
-    rr.add_argument("results", type=_path, help="a results.jsonl written by reproduce or sweep")
+    rr.add_argument("results", type=_results_file, help="a results.jsonl written by reproduce or sweep")
     rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
     rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
-    _add_cache_flags(rr.add_argument_group("LLM policies"), "llm_cache next to the results file", "read")
+    rr_llm = rr.add_argument_group("LLM policies")
+    _add_cache_flags(rr_llm, "llm_cache next to the results file", "read")
+    rr_llm.add_argument("--base-url", type=_url,
+                        help="the record's endpoint with its credentials, which records hold masked "
+                        "(http://***@host/v1); needed to ask it again (--cache readwrite or write)")  # fmt: skip
+    rr_llm.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
 
     tr = sub.add_parser(
         "train",
@@ -395,7 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--timesteps", type=_timesteps, default=50_000,
                     help="environment steps (= episodes) to train on, at least 64")  # fmt: skip
     tr.add_argument("--seed", type=_seed, default=0)
-    tr.add_argument("--out", type=_path, required=True, help="directory for the model and its reports")
+    tr.add_argument("--out", type=_out_dir, required=True, help="directory for the model and its reports")
     tr.add_argument("--opponent", help="the other role's policy spec (default: rule validator / honest proposer)")
     tr.add_argument("--reward-mode", choices=("individual", "welfare"), default="individual")
     tr.add_argument("--q-values", type=_list_of(_q, "audit intensities in [0, 1]"),
@@ -417,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--timesteps", type=_timesteps, default=30_000, help="steps per training, at least 64")
     sp.add_argument("--seed", type=_seed, default=0)
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
-    sp.add_argument("--out", type=_path, required=True)
+    sp.add_argument("--out", type=_out_dir, required=True)
     _add_config_flags(sp)
 
     eq = sub.add_parser(
@@ -440,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
         "eq. 3, this game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
         "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
     )
-    fr.add_argument("--out", type=_path, required=True)
+    fr.add_argument("--out", type=_out_dir, required=True)
     fr.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
     fr.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
                     help="the q grid: distinct audit intensities in [0, 1] (default 0,0.1,...,1)")  # fmt: skip
@@ -487,6 +547,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         print(f"eq-env play: {len(ev.failed)} of {len(seeds) * args.episodes} episodes failed and are left out "
               "of the metrics", file=sys.stderr)  # fmt: skip
     summary = ev.summary
+    llm = _llm_costs(ev, proposer, validator, (args.price_prompt, args.price_completion))
     if args.json:
         print(
             json.dumps(
@@ -497,6 +558,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
                     "seeds": seeds,
                     "episodes": args.episodes,
                     "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
+                    **({"llm": llm} if llm is not None else {}),
                 },
                 indent=2,
                 allow_nan=False,
@@ -516,7 +578,68 @@ def _cmd_play(args: argparse.Namespace) -> int:
         " std is over seeds (ddof=1)\n"
     )
     print(no_negative_zeros(format_metrics_table(summary)))
+    if llm is not None:
+        print("\n" + _format_llm_costs(llm))
     return status
+
+
+_LLM_COUNTS = (
+    "calls", "requests", "retries", "cache_hits", "transport_errors", "prompt_tokens", "completion_tokens",
+    "billed_prompt_tokens", "billed_completion_tokens", "usage_estimated", "fallbacks", "reasks", "gated",
+)  # fmt: skip
+
+
+def _llm_costs(ev: Any, proposer: str, validator: str, prices: tuple[float, float]) -> dict[str, Any] | None:
+    """What the LLM policies of a ``play`` cost, per role and in all (None when none took part).
+
+    Tokens are :func:`~eq_env.runner.llm_summary`'s; dollars are priced as ``llm_costs.csv`` prices
+    them (:func:`eq_env.experiments.llm_report`): ``cost_usd`` is what the samples cost when drawn,
+    ``billed_usd`` what this run paid (nothing for answers from the cache).
+    """
+    from eq_env.policy import make_policy
+    from eq_env.runner import is_async, llm_summary
+
+    specs: dict[Role, str] = {"proposer": proposer, "validator": validator}
+    roles = [role for role, spec in specs.items() if is_async(make_policy(spec, role))]
+    if not roles:
+        return None
+    summary = llm_summary(ev.records, ev.failed)
+
+    def usd(prompt: int, completion: int) -> float:
+        return (prompt * prices[0] + completion * prices[1]) / 1e6
+
+    out: dict[str, Any] = {"failed_episodes": summary["failed_episodes"],
+                           "prices": {"prompt": prices[0], "completion": prices[1]}}  # fmt: skip
+    for role in roles:  # (a role asked nothing when, say, every proposal was a NO_TRADE: zeros)
+        part = summary.get(role, {})
+        transport = part.get("transport", {})
+        row = {k: part.get(k, transport.get(k, 0)) for k in _LLM_COUNTS}
+        row["transport_errors"] = transport.get("errors", 0)
+        row["cost_usd"] = usd(row["prompt_tokens"], row["completion_tokens"])
+        row["billed_usd"] = usd(row["billed_prompt_tokens"], row["billed_completion_tokens"])
+        out[role] = row
+    for total in ("prompt_tokens", "completion_tokens", "cost_usd", "billed_usd"):
+        out[total] = sum(out[r][total] for r in roles)
+    return out
+
+
+def _format_llm_costs(llm: dict[str, Any]) -> str:
+    """``play``'s LLM block: a line per LLM role, then failures and dollars."""
+    lines = ["LLM policies"]
+    for role in ("proposer", "validator"):
+        if role in llm:
+            r = llm[role]
+            lines.append(f"  {role:<9}  {r['requests']} requests, {r['retries']} retries, {r['cache_hits']} cache "
+                         f"hits; {r['prompt_tokens']} prompt + {r['completion_tokens']} completion tokens; "
+                         f"{r['fallbacks']} fallbacks, {r['reasks']} re-asks")  # fmt: skip
+    prices = llm["prices"]
+    if prices["prompt"] or prices["completion"]:
+        cost = (f"cost ${llm['cost_usd']:.4f} at ${prices['prompt']:g}/M prompt and ${prices['completion']:g}/M "
+                f"completion tokens (billed by this run: ${llm['billed_usd']:.4f})")  # fmt: skip
+    else:
+        cost = "no dollars: give --price-prompt and --price-completion (per million tokens)"
+    lines.append(f"  failed episodes {llm['failed_episodes']}; {cost}")
+    return "\n".join(lines)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
@@ -536,22 +659,27 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     print((args.out / "table1.md").read_text())
     print((args.out / "table2.md").read_text())
     print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
-    return _failures(args.command, result["failed"])
+    return _failures(args.command, result["failed"], args.cache)
 
 
-INCOMPLETE = 3  # exit status: finished, but some episodes failed (rerunning the command retries them)
+INCOMPLETE = 3  # exit status: finished, but some episodes failed (rerunning the command retries them, unless
+# it replays a recording: see _failures)
 
 
-def _failures(command: str, failed: Sequence[tuple[str, int, int]]) -> int:
+def _failures(command: str, failed: Sequence[tuple[str, int, int]], cache: str) -> int:
     """Say which runs lost episodes (the endpoint stayed down...) and how to retry them."""
     if not failed:
         return 0
     lost = sum(n for _, n, _ in failed)
     empty = [k for k, n, total in failed if n == total]
+    if cache == "read":  # a replay asks nothing: run again, it fails the same episodes the same way
+        retry = ("this replay (--cache read) fails what the recording failed; run without --cache read "
+                 "(readwrite, the default) to ask them again")  # fmt: skip
+    else:
+        retry = "run the same command again to retry them"
     print(f"eq-env {command}: {lost} episode(s) failed in {len(failed)} run(s) and are left out of the metrics"
           + (f"; {len(empty)} run(s) have no episode at all, e.g. {empty[0]}" if empty else "")
-          + "; the errors are in results.jsonl ('failed'); run the same command again to retry them",
-          file=sys.stderr)  # fmt: skip
+          + f"; the errors are in results.jsonl ('failed'); {retry}", file=sys.stderr)  # fmt: skip
     return INCOMPLETE
 
 
@@ -581,20 +709,66 @@ def _flag_value(flag: str, key: str, text: str) -> Any:
     return value  # (an unknown name is refused with the list of names when the spec is checked)
 
 
+def _check_spec_limits(data: Mapping[str, Any], path: Path) -> None:
+    """A spec file's episodes and seeds within the limits of the flags that set them (a value that is not an
+    integer is refused when the spec is read, with its key)."""
+
+    for key, low, high in (("episodes", 1, MAX_EPISODES), ("first_seed", 0, MAX_SEED)):
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+            raise ValueError(f"{path}: {key} must be an integer in [{low}, {high}], got {value}")
+    seeds = data.get("seeds")
+    if isinstance(seeds, int) and not isinstance(seeds, bool) and not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"{path}: seeds must be a count in [1, {MAX_SEEDS}] or a list of seeds, got {seeds}")
+    if isinstance(seeds, list):
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"{path}: seeds lists {len(seeds)} seeds; at most {MAX_SEEDS}")
+        big = next((s for s in seeds if isinstance(s, int) and s > MAX_SEED), None)
+        if big is not None:
+            raise ValueError(f"{path}: seeds must be integers in [0, {MAX_SEED}], got {big}")
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from eq_env.exchange_audit.batch import is_batchable
     from eq_env.policy import make_policy
-    from eq_env.sweep import DEFAULT_PLOT_METRICS, SweepSpec, load_spec_file, run_sweep, spec_table
+    from eq_env.sweep import (
+        DEFAULT_PLOT_METRICS,
+        SweepSpec,
+        first_repeat,
+        load_spec_file,
+        repeated_policy,
+        run_sweep,
+        spec_table,
+    )
 
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
+    if args.config:
+        _check_spec_limits(data, args.config)
     try:  # the file's tables are checked before the flags' entries are merged into them
         grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
     except ValueError as err:
         raise ValueError(f"{args.config}: {err}") from None
+    given: set[tuple[str, str]] = set()  # a flag's name given twice would silently keep only the last
+    for flag, pairs in (("--grid", _key_values(args.grid, "--grid")), ("--set", _key_values(args.set, "--set"))):
+        for key, _ in pairs:
+            if (flag, key) in given:
+                raise ValueError(f"{flag} {key} given twice; give it once" + (
+                    f", with all its values: {flag} {key}=V1,V2,..." if flag == "--grid" else ""))  # fmt: skip
+            given.add((flag, key))
     for key, values in _key_values(args.grid, "--grid"):
         grid[key] = [_flag_value("--grid", key, v) for v in values.split(",")]
+        repeated = first_repeat(grid[key])
+        if repeated is not None:
+            raise ValueError(f"--grid {key}={values} repeats {repeated[1]!r}: each value is one condition, run once")
     for key, value in _key_values(args.set, "--set"):
         fixed[key] = _flag_value("--set", key, value)
+    for flag, role in (("--proposer", "proposer"), ("--validator", "validator")):
+        specs = getattr(args, role) or []
+        same = repeated_policy([_filled_spec(spec, role, args) for spec in specs], role)
+        if same is not None:
+            first, second = specs[same[0]], specs[same[1]]
+            raise ValueError(f"{flag} {second!r} given twice" if first == second else
+                             f"{flag} {second!r} is the same policy as {flag} {first!r}")  # fmt: skip
     data = {**data, "grid": grid, "set": fixed}
     for flag, key in (("proposer", "proposers"), ("validator", "validators"), ("preset", "preset"),
                       ("seeds", "seeds"), ("first_seed", "first_seed"), ("episodes", "episodes"),
@@ -624,24 +798,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
     stored = ResultsStore(args.out / "results.jsonl").load()
-    return _failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored))
+    return _failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored), args.cache)
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:
     from eq_env.experiments import ResultsStore, rerun
     from eq_env.runner import format_metrics_table
 
-    records = ResultsStore(args.results).load()
+    records = ResultsStore(args.results).load()  # (its existence was checked at parse time)
     if not records:
         raise ValueError(f"{args.results} holds no run records")
     if args.key not in records:
         sample = ", ".join(list(records)[:3])
         raise ValueError(f"no record with key {args.key!r} in {args.results} (keys look like: {sample})")
     old = records[args.key]
+    _rerun_endpoints(old, args)
     from agents.client import configure
 
     # an LLM run is replayed from its recordings by default: same answers, no request
-    configure(cache=args.cache, cache_dir=args.cache_dir or args.results.parent / "llm_cache")
+    configure(cache=args.cache, cache_dir=args.cache_dir or args.results.parent / "llm_cache",
+              **({"api_key": args.api_key} if args.api_key is not None else {}))  # fmt: skip
     new = rerun(old, args.engine)
     print(f"{old['proposer']} vs {old['validator']}, seed {old['seed']}, {old['episodes']} episodes, "
           f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
@@ -651,6 +827,55 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     same = old["metrics"] == new["metrics"]
     print("identical" if same else "DIFFERENT")
     return 0 if same else 1
+
+
+def _rerun_endpoints(record: Mapping[str, Any], args: argparse.Namespace) -> None:
+    """Make the LLM endpoints of ``record`` reachable as recorded, or refuse with one line.
+
+    Records hold endpoints with their credentials masked (``http://***@host/v1``). ``--base-url`` gives
+    the real one: it must be the record's once masked, and requests to the masked form then go to it.
+    Without it, only a replay (``--cache read``) may use a masked endpoint: a request would
+    authenticate as the literal mask.
+    """
+    from agents.client import register_endpoint, resolve_base_url
+    from eq_env.policy import parse_policy_spec
+    from eq_env.redact import public_url
+
+    endpoints = []
+    for role in ("proposer", "validator"):
+        name, kwargs = parse_policy_spec(str(record.get(role, "")))
+        if name == "llm":  # (an endpoint left out of the spec is the one $OPENAI_BASE_URL names now)
+            endpoints.append(str(kwargs.get("base_url") or resolve_base_url(None)))
+    endpoints = list(dict.fromkeys(endpoints))
+    given = None
+    if args.base_url is not None:
+        url = resolve_base_url(args.base_url)
+        given = public_url(url)
+        if not endpoints:
+            raise ValueError(f"--base-url: record {args.key!r} has no LLM policy, so no endpoint to give")
+        if given not in endpoints:
+            raise ValueError(f"--base-url {given} does not match the record's endpoint {' or '.join(endpoints)} "
+                             "(credentials masked)")  # fmt: skip
+        register_endpoint(url)
+    if args.cache != "read":
+        masked = [e for e in endpoints if e != given and _has_masked_credentials(e)]
+        if masked:
+            raise ValueError(f"the record's endpoint {masked[0]} has masked credentials; give them with "
+                             "--base-url (the full URL), or replay with --cache read")  # fmt: skip
+
+
+def _has_masked_credentials(url: str) -> bool:
+    """``url`` is an endpoint as records hold it, its userinfo or a query value masked."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from eq_env.redact import MASK
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return True  # (public_url records an unreadable URL as the mask alone)
+    userinfo = parts.netloc.rpartition("@")[0]
+    return userinfo == MASK or any(v == MASK for _, v in parse_qsl(parts.query, keep_blank_values=True))
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -746,24 +971,30 @@ INTERRUPTED = {  # what an interrupted command kept
 }
 
 
+# Exit status when whoever reads our output closes the pipe early (`eq-env play | head -1`): 128 + SIGPIPE,
+# what a shell reports for a tool that SIGPIPE killed (Python ignores the signal and gets an EPIPE
+# instead). Python's docs exit with 1; here 1 means that `rerun` found different results.
+BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    commands = {"play": _cmd_play, "policies": _cmd_policies, "reproduce": _cmd_reproduce, "sweep": _cmd_sweep,
+                "rerun": _cmd_rerun, "train": _cmd_train, "selfplay": _cmd_selfplay,
+                "equilibrium": _cmd_equilibrium, "frontier": _cmd_frontier}  # fmt: skip
+    if args.command not in commands:
+        parser.error(f"unknown command {args.command!r}")
     try:
-        if args.command == "play":
-            return _cmd_play(args)
-        if args.command == "policies":
-            return _cmd_policies(args)
-        if args.command == "reproduce":
-            return _cmd_reproduce(args)
-        if args.command == "sweep":
-            return _cmd_sweep(args)
-        if args.command == "rerun":
-            return _cmd_rerun(args)
-        commands = {"train": _cmd_train, "selfplay": _cmd_selfplay, "equilibrium": _cmd_equilibrium,
-                    "frontier": _cmd_frontier}  # fmt: skip
-        if args.command in commands:
-            return commands[args.command](args)
+        status = commands[args.command](args)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # as Python's docs advise (library/signal.html, "Note on SIGPIPE"): point stdout at devnull so the
+        # interpreter's last flush cannot fail again, and end without a word, as `head` wanted
+        with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor has no fd to move)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
     except (ValueError, TypeError, OSError) as err:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2
@@ -771,8 +1002,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"eq-env {args.command}: interrupted; {INTERRUPTED.get(args.command, 'nothing was saved')}",
               file=sys.stderr)  # fmt: skip
         return 130
-    parser.error(f"unknown command {args.command!r}")
-    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -63,6 +63,7 @@ __all__ = [
     "ResultsStore",
     "aggregate",
     "canonical_spec",
+    "check_runs",
     "failed_runs",
     "llm_report",
     "paired_difference",
@@ -327,6 +328,17 @@ class ResultsStore:
             os.fsync(fh.fileno())
 
 
+def check_runs(conditions: Sequence[Condition], engine: str, jobs: int) -> None:
+    """Refuse, before anything is created, what :func:`~eq_env.experiments.run_all` would refuse once
+    running: a bad engine or job count, or the batch engine for policies that cannot act in bulk."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    for proposer, validator in dict.fromkeys((c.proposer, c.validator) for c in conditions):
+        _engine_for(make_policy(proposer, "proposer"), make_policy(validator, "validator"), engine)
+
+
 @new_run()
 def run_all(
     conditions: Sequence[Condition],
@@ -349,10 +361,7 @@ def run_all(
     ask for twice). A recorded run with failed episodes counts as unfinished:
     run again, it plays those episodes again (and only those).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    check_runs(conditions, engine, jobs)
     wanted = [(c, s) for c in conditions for s in seeds]
     with store.exclusive():
         return _run_all(store, wanted, engine, jobs, progress, desc, concurrency)

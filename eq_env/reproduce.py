@@ -37,6 +37,7 @@ from eq_env.experiments import (
     Condition,
     ResultsStore,
     aggregate,
+    check_runs,
     failed_runs,
     llm_report,
     paired_difference,
@@ -154,10 +155,11 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     """Run everything and write the files listed in the module docstring; returns the table rows, the
     time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes)."""
     opts = opts or ReproduceOptions()
+    started = time.perf_counter()
+    conds = conditions(opts)  # (checks every policy spec) before --out is made: a refused run leaves nothing
+    check_runs(conds, opts.engine, opts.jobs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    conds = conditions(opts)
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
     records = run_all(
         conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,

@@ -651,12 +651,18 @@ def evaluate(
     """
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")  # 0 would give NaN metrics
+    wanted = "seeds must be a non-empty sequence of distinct non-negative integers"
+    if isinstance(seeds, (str, bytes, Mapping)) or not isinstance(seeds, Iterable):  # ("01" would be seeds 0, 1)
+        raise ValueError(f"{wanted}, got {seeds!r}")
     seeds = list(seeds)
     if not seeds:
-        raise ValueError("seeds must hold at least one seed, got none")
+        raise ValueError(f"{wanted}, got none")
     for seed in seeds:
         if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seeds must be non-negative integers, got {seed!r}")
+            raise ValueError(f"{wanted}, got {seed!r}")
+    if len(set(seeds)) != len(seeds):  # a seed twice is the same episodes twice, counted as two seeds
+        repeated = next(s for i, s in enumerate(seeds) if s in seeds[:i])
+        raise ValueError(f"{wanted}, got {repeated!r} more than once")
     proposer_policy = make_policy(proposer, "proposer")
     validator_policy = make_policy(validator, "validator")
     records: list[EpisodeRecord] = []

@@ -33,6 +33,7 @@ coins), ``sweep.png`` and ``sweep.json`` (the resolved spec).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -40,6 +41,8 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from json.decoder import JSONObject  # type: ignore[attr-defined]  # (the pure-Python object parser)
+from json.scanner import py_make_scanner  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,7 @@ from eq_env.experiments import (
     Condition,
     ResultsStore,
     aggregate,
+    check_runs,
     llm_report,
     paired_difference,
     run_all,
@@ -58,7 +62,16 @@ from eq_env.policy import parse_scalar
 from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.runner import METRICS
 
-__all__ = ["DEFAULT_PLOT_METRICS", "SweepSpec", "load_spec_file", "parse_value", "run_sweep", "spec_table"]
+__all__ = [
+    "DEFAULT_PLOT_METRICS",
+    "SweepSpec",
+    "first_repeat",
+    "load_spec_file",
+    "parse_value",
+    "repeated_policy",
+    "run_sweep",
+    "spec_table",
+]
 
 DEFAULT_PLOT_METRICS = ("ambiguous_welfare", "ambiguous_approval_rate", "bad_approval_rate", "welfare")
 _SPEC_KEYS = {"preset", "set", "grid", "proposers", "validators", "seeds", "first_seed", "episodes", "engine"}
@@ -143,6 +156,15 @@ class SweepSpec:
         for name, values in self.grid.items():
             if not values:
                 raise ValueError(f"grid parameter {name!r} has no values")
+            repeated = first_repeat(values)
+            if repeated is not None:  # the same condition twice: one run, two rows, a paired difference of 0
+                raise ValueError(f"grid parameter {name!r} repeats the value {repeated[1]!r}")
+        for key, specs in (("proposers", self.proposers), ("validators", self.validators)):
+            same = repeated_policy(specs, key[:-1])
+            if same is not None:
+                first, second = specs[same[0]], specs[same[1]]
+                raise ValueError(f"{key} repeat {first!r}" if first == second else
+                                 f"{key}: {second!r} is the same policy as {first!r}")  # fmt: skip
         both = set(self.set) & set(self.grid)
         if both:
             raise ValueError(f"{sorted(both)} are both fixed (set) and swept (grid); choose one")
@@ -165,6 +187,34 @@ class SweepSpec:
         """The dimensions that take more than one value, in label order."""
         dims = [n for n, v in self.grid.items() if len(v) > 1]
         return dims + [d for d, v in (("proposer", self.proposers), ("validator", self.validators)) if len(v) > 1]
+
+
+def first_repeat(values: Sequence[Any]) -> tuple[int, Any] | None:
+    """(index, value) of the first value equal to an earlier one (``0`` and ``0.0`` are, ``0`` and ``False``
+    are not), or None."""
+    for i, value in enumerate(values):
+        if any(value == e and isinstance(value, bool) == isinstance(e, bool) for e in values[:i]):
+            return i, value
+    return None
+
+
+def repeated_policy(specs: Sequence[str], role: str) -> tuple[int, int] | None:
+    """Indices (first, second) of two specs of the same policy (``honest`` and ``honest:words=13``), or None.
+
+    A spec that does not name a policy is compared as written: the spec check refuses it, with its reason.
+    """
+    from eq_env.experiments import canonical_spec
+
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        try:
+            key = canonical_spec(spec, role)  # type: ignore[arg-type]
+        except ValueError:
+            key = spec
+        if key in seen:
+            return seen[key], i
+        seen[key] = i
+    return None
 
 
 def _is_int(value: Any) -> bool:
@@ -197,6 +247,53 @@ def _config_value(value: Any) -> Any:
     return parse_value(value) if isinstance(value, str) else value
 
 
+class _UniqueKeyJSONDecoder(json.JSONDecoder):
+    """JSON that refuses an object with a key given twice (``json`` silently keeps the last one).
+
+    Objects are parsed by the pure-Python scanner, which lets us see each one's pairs and where it
+    opens (spec files are small)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any, pairs_hook: Any,
+                         memo: Any = None) -> tuple[dict[str, Any], int]:  # fmt: skip
+            text, start = s_and_end
+            pairs, end = JSONObject(s_and_end, strict, scan_once, None, list, memo)
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:  # (the position is the object's opening brace: the scanner knows no more)
+                    raise json.JSONDecodeError(f"duplicate key {key!r} in the object opening here", text, start - 1)
+                seen.add(key)
+            return dict(pairs), end
+
+        self.parse_object = parse_object
+        self.scan_once = py_make_scanner(self)
+
+
+@functools.cache
+def _unique_key_yaml_loader() -> type:
+    """A SafeLoader that refuses a mapping with a key given twice (PyYAML silently keeps the last one),
+    naming the line of the second."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: list[Any] = []
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base": its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.append(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
 def load_spec_file(path: Path) -> dict[str, Any]:
     """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping.
 
@@ -226,14 +323,14 @@ def load_spec_file(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}{':' + at.group(1) if at else ''}: invalid TOML: {message}") from None
     elif suffix == ".json":
         try:
-            data = json.loads(text)
+            data = _UniqueKeyJSONDecoder().decode(text)
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
     else:
         import yaml
 
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_unique_key_yaml_loader())  # a SafeLoader
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             problem = getattr(err, "problem", None) or str(err).splitlines()[0]
@@ -263,9 +360,12 @@ def run_sweep(
         raise ValueError(f"unknown metric(s) {unknown}; metrics: {', '.join(METRICS)}")
     if plot_x is not None and plot_x not in spec.grid:
         raise ValueError(f"plot x {plot_x!r} is not a grid parameter; grid: {list(spec.grid)}")
+    # everything that can be refused is refused before --out is made or sweep.json written
+    spec.validate()
+    conds = spec.conditions()
+    check_runs(conds, spec.engine, jobs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    conds = spec.conditions()
     (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
     records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
                       progress=progress, desc="sweep", concurrency=concurrency)  # fmt: skip

@@ -281,6 +281,9 @@ BAD_FLAGS = [
     (["sweep", "--out", OUT], "--price-prompt", "-1"),
     (["sweep", "--out", OUT], "--price-completion", "nan"),
     (["sweep", "--out", OUT], "--cache-dir", " "),
+    (["play"], "--base-url", ""),
+    (["play"], "--base-url", "http://[::1"),
+    (["reproduce", "--out", OUT], "--base-url", "localhost:8000/v1"),
 ]
 
 
@@ -351,9 +354,9 @@ def test_env_refuses_a_config_with_a_preset() -> None:
     [
         ({"episodes": 0, "seeds": [0]}, "episodes must be a positive integer, got 0"),
         ({"episodes": True, "seeds": [0]}, "episodes must be a positive integer, got True"),
-        ({"episodes": 5, "seeds": []}, "seeds must hold at least one seed"),
-        ({"episodes": 5, "seeds": [-1]}, "seeds must be non-negative integers, got -1"),
-        ({"episodes": 5, "seeds": [0.5]}, "seeds must be non-negative integers, got 0.5"),
+        ({"episodes": 5, "seeds": []}, "a non-empty sequence of distinct non-negative integers, got none"),
+        ({"episodes": 5, "seeds": [-1]}, "non-negative integers, got -1"),
+        ({"episodes": 5, "seeds": [0.5]}, "non-negative integers, got 0.5"),
     ],
 )
 def test_evaluate_refuses_nothing_to_measure(kwargs: dict[str, Any], needle: str) -> None:

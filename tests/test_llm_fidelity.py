@@ -354,7 +354,8 @@ def test_an_unreachable_endpoint_fails_fast_and_records_nothing(tmp_path: Path, 
     status = main(["play", "--proposer", "llm", "--base-url", f"http://127.0.0.1:{closed_port()}/v1",
                    "--max-retries", "5"])  # fmt: skip
     assert status == 2 and time.perf_counter() - started < 10
-    assert "cannot reach the endpoint" in one_line_error(capsys)
+    line = one_line_error(capsys)
+    assert "cannot reach the endpoint" in line and "to replay a recording without it, pass --cache read" in line
     assert list(tmp_path.iterdir()) == []  # no recorded failure left behind, not even a cache directory
 
 

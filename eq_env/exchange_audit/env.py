@@ -145,7 +145,9 @@ with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `max_artifact_tokens`, `reveal_compliance`). Invalid values raise `ValueError`.
 
 `reset(seed=s)` starts episode 0 of seed `s` (a non-negative integer); each later `reset()` the next
-episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`. Every
+episode; `reset(seed=s, options={"episode": i})` jumps to episode `i` (`"episode"` is the only
+option; any other key is a `ValueError`, not ignored). `last()` or `step()` before `reset()`, or
+`last()` once the episode is over, is a `RuntimeError` saying to call `reset()`. Every
 episode consumes a fixed block of random numbers, so episode `i` of seed `s`
 has the same position, noise and audit coin under every `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost` or `max_words` (parameters of the distribution itself —
@@ -161,6 +163,7 @@ policy that wants to modify one must copy it first.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -208,6 +211,29 @@ def resolve_config(
     return ExchangeAuditConfig.from_preset("paper" if preset is None else preset, **overrides)
 
 
+RESET_OPTIONS = ("episode",)
+# PettingZoo's api_test and parallel_api_test call reset(options={"options": 1}) to check that reset takes
+# an options argument; that probe is accepted (and ignored), every other unknown key is refused.
+_PETTINGZOO_PROBE = "options"
+
+
+def _check_options(options: Any) -> None:
+    """Refuse reset options that would otherwise be ignored without a word (a typo, a game parameter)."""
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise ValueError(
+            f"options must be a dict (or None), got {type(options).__name__} {options!r}; "
+            f"reset takes {', '.join(map(repr, RESET_OPTIONS))}"
+        )
+    for key in options:
+        if key not in RESET_OPTIONS and key != _PETTINGZOO_PROBE:
+            hint = ""
+            if key in ExchangeAuditConfig.field_names():
+                hint = f" ({key} is a game parameter: make an environment with {key}=...)"
+            raise ValueError(f"unknown reset option {key!r}; reset takes {', '.join(map(repr, RESET_OPTIONS))}{hint}")
+
+
 class UnknownAgentError(KeyError, ValueError):
     """An agent name the environment does not have (a KeyError for dict-like lookups, a ValueError for
     bad input); its message is plain text, not a repr."""
@@ -252,6 +278,7 @@ class _Episode:
             isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
         ):  # numpy would take True as 1 and fail on 1.5 with its own words
             raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        _check_options(options)
         index = None
         if options and "episode" in options:
             index = options["episode"]
@@ -466,11 +493,15 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if not hasattr(self, "agent_selection"):  # AECEnv.last would fail on the missing attribute
             raise RuntimeError("call reset() before last()")
+        if not self.agents:  # every agent has stepped out: AECEnv.last would fail on a KeyError
+            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
         return super().last(observe)
 
     def step(self, action: Any) -> None:
         if not hasattr(self, "agent_selection"):
             raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
+        if not self.agents:  # (the order-enforcing wrapper warns instead, and never gets here)
+            raise RuntimeError("step() after the episode ended; call reset()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
