@@ -377,3 +377,13 @@ def test_evaluate_takes_ranges_and_numpy_seeds() -> None:
     a = evaluate(ExchangeAuditConfig(), "honest", "rule", episodes=3, seeds=range(2))
     b = evaluate(ExchangeAuditConfig(), "honest", "rule", episodes=3, seeds=np.array([0, 1]))
     assert a.per_seed == b.per_seed and a.seeds == [0, 1]
+
+
+@pytest.mark.parametrize("view", ["eq_env/ExchangeAuditProposer-v0", "eq_env/ExchangeAuditValidator-v0"])
+def test_the_gymnasium_views_refuse_reset_options_they_would_ignore(view: str) -> None:
+    import gymnasium
+
+    env = gymnasium.make(view)
+    env.reset(seed=0, options={})  # (Gymnasium's own checker passes an empty dict)
+    with pytest.raises(ValueError, match="takes no reset options"):
+        env.reset(seed=0, options={"q": 0.5})

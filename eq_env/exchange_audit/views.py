@@ -58,6 +58,13 @@ _ARTIFACTS = all_artifacts()
 FEATURE_BOUND = 1e6  # the configuration's own ranges keep every feature within it
 
 
+def _no_options(options: Any) -> None:
+    """The views take no reset options: refuse any rather than ignore it (a game parameter belongs in the
+    constructor: ``gymnasium.make(id, q=0.5)``)."""
+    if options:
+        raise ValueError(f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}")
+
+
 class NothingToLearnError(RuntimeError, ValueError):
     """The other role never gives this one a decision to make (a proposer that never asks for approval)."""
 
@@ -160,6 +167,7 @@ class ExchangeAuditProposerEnv(_View):
         self._features: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        _no_options(options)
         super().reset(seed=seed)
         self._start_episode(seed)
         self._view = decode_proposer_observation(self._env.observe(PROPOSER))
@@ -227,6 +235,7 @@ class ExchangeAuditValidatorEnv(_View):
         self._features: np.ndarray | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        _no_options(options)
         super().reset(seed=seed)
         for _ in range(self.max_skips):
             self._start_episode(seed)
