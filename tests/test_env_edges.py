@@ -13,8 +13,9 @@ from eq_env import exchange_audit_v0
 AGENTS = "agents: proposer_0, validator_0"
 
 
-def test_last_and_observe_before_reset_say_to_reset_first() -> None:
-    env = exchange_audit_v0.raw_env()
+@pytest.mark.parametrize("make", [exchange_audit_v0.raw_env, exchange_audit_v0.env])  # the wrapped one too
+def test_last_and_observe_before_reset_say_to_reset_first(make: Any) -> None:
+    env = make()
     with pytest.raises(RuntimeError, match=r"call reset\(\) before last\(\)"):
         env.last()
     for agent in ("proposer_0", "validator_0"):

@@ -297,17 +297,6 @@ def test_rerun_passes_api_key(
 # ---------------------------------------------------------------------------
 # 8. the wrapped environment's edges
 # ---------------------------------------------------------------------------
-def test_the_wrapped_env_says_to_reset_first_like_the_raw_one() -> None:
-    env = exchange_audit_v0.env()
-    with pytest.raises(RuntimeError, match=r"call reset\(\) before last\(\)"):
-        env.last()
-    for agent in ("proposer_0", "validator_0"):
-        with pytest.raises(RuntimeError, match=r"call reset\(\) before observe\(\)"):
-            env.observe(agent)
-    env.reset(seed=0)
-    assert int(env.last()[0]["phase"]) == 0
-
-
 def _play_out(env: Any) -> None:
     for agent in env.agent_iter():
         obs, _, termination, truncation, _ = env.last()
