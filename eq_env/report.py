@@ -143,7 +143,10 @@ def plot_lines(
             ax.legend(fontsize=8)
     if shared:
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
+        # as many columns as fit the figure's width (about 15 characters an inch at this size), so that
+        # long labels wrap onto more rows instead of running off the edges
+        fits = int(5.6 * cols * 15 // (max(len(label) for label in labels) + 6))
+        fig.legend(handles, labels, loc="outside lower center", ncols=max(1, min(len(labels), 4, fits)), fontsize=8)
     if title:
         fig.suptitle(title)
     path.parent.mkdir(parents=True, exist_ok=True)
