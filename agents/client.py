@@ -28,7 +28,7 @@
   the recording exists;
 * **no secret on disk**: the API key never enters a request key or a file;
   an endpoint is recorded and keyed with its credentials masked
-  (:func:`eq_env.redact.public_url`), query parameters of the URL are sent as
+  (:func:`eq_env.core.redact.public_url`), query parameters of the URL are sent as
   such, and error messages are redacted before they are stored.
 
 Within one run (until :meth:`LLMClient.forget`) a request that finally failed
@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from eq_env.core.redact import public_url, redact, register_secret, split_query
 from eq_env.policy import PolicySetupError
-from eq_env.redact import public_url, redact, register_secret, split_query
 
 __all__ = [
     "CACHE_MODES",

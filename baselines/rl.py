@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from eq_env.core.report import from_json_number, json_number
 from eq_env.exchange_audit.batch import ProposerBatch, SubmissionBatch, ValidatorBatch
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
@@ -47,7 +48,6 @@ from eq_env.exchange_audit.features import (
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.exchange_audit.views import NothingToLearnError
 from eq_env.policy import Role
-from eq_env.report import from_json_number, json_number
 
 __all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay", "train"]
 
@@ -171,7 +171,7 @@ class TrainResult:
     steps_run: int = 0
 
     def table(self) -> str:
-        from eq_env.report import no_negative_zeros
+        from eq_env.core.report import no_negative_zeros
         from eq_env.runner import format_metrics_table
 
         return no_negative_zeros(format_metrics_table(self.evaluation))
@@ -318,7 +318,7 @@ def train(
 
 
 def _write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:
-    from eq_env.report import plot_lines, write_csv
+    from eq_env.core.report import plot_lines, write_csv
 
     write_csv(out / "learning_curve.csv", [{"timesteps": t, "mean_reward": r} for t, r in curve],
               ["timesteps", "mean_reward"])  # fmt: skip
@@ -407,7 +407,7 @@ def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, confi
 
 
 def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:
-    from eq_env.report import markdown_table, plot_lines, write_csv
+    from eq_env.core.report import markdown_table, plot_lines, write_csv
 
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "selfplay.csv", history, [*SELFPLAY_COLUMNS, "proposer", "validator"])

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from eq_env.core.report import from_json_number, json_number, no_negative_zeros
 from eq_env.exchange_audit.config import COST_MODELS, PRESETS, ExchangeAuditConfig
-from eq_env.report import from_json_number, json_number, no_negative_zeros
 
 if TYPE_CHECKING:
     from eq_env.policy import Role
@@ -838,8 +838,8 @@ def _rerun_endpoints(record: Mapping[str, Any], args: argparse.Namespace) -> Non
     authenticate as the literal mask.
     """
     from agents.client import register_endpoint, resolve_base_url
+    from eq_env.core.redact import public_url
     from eq_env.policy import parse_policy_spec
-    from eq_env.redact import public_url
 
     endpoints = []
     for role in ("proposer", "validator"):
@@ -868,7 +868,7 @@ def _has_masked_credentials(url: str) -> bool:
     """``url`` is an endpoint as records hold it, its userinfo or a query value masked."""
     from urllib.parse import parse_qsl, urlsplit
 
-    from eq_env.redact import MASK
+    from eq_env.core.redact import MASK
 
     try:
         parts = urlsplit(url)

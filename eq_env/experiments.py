@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from eq_env.core.redact import mask_urls
+from eq_env.core.report import from_json_number, json_number
 from eq_env.exchange_audit.batch import is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.policy import Role, make_policy, new_run, parse_policy_spec, policy_entry
-from eq_env.redact import mask_urls
-from eq_env.report import from_json_number, json_number
 from eq_env.runner import (
     METRICS,
     Episode,

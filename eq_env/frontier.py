@@ -37,6 +37,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from eq_env.core.report import markdown_table, plot_lines, write_csv
 from eq_env.equilibrium import (
     _misreports,
     analytic_threshold,
@@ -47,7 +48,6 @@ from eq_env.equilibrium import (
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import DrawStream
-from eq_env.report import markdown_table, plot_lines, write_csv
 
 __all__ = ["DEFAULT_QS", "DEFAULT_SCENARIOS", "Scenario", "frontier", "misreport_rate"]
 

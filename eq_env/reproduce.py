@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env import paper
+from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.experiments import (
     LLM_COLUMNS,
@@ -44,7 +45,6 @@ from eq_env.experiments import (
     run_all,
 )
 from eq_env.policy import format_policy_spec, parse_policy_spec, policy_entry
-from eq_env.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
 
 __all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
 

@@ -125,7 +125,7 @@ class EpisodeRecord:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EpisodeRecord:
         """The record ``data`` holds (e.g. a JSON line); a ValueError names a missing or mistyped field."""
-        from eq_env._records import checked_fields
+        from eq_env.core.records import checked_fields
 
         return cls(**checked_fields(cls, data))
 
@@ -285,7 +285,7 @@ Episode = EpisodeRecord | FailedEpisode
 
 def episode_from_dict(data: Mapping[str, Any]) -> Episode:
     """A finished or failed episode from its dict; a ValueError names a missing or mistyped field."""
-    from eq_env._records import checked_fields
+    from eq_env.core.records import checked_fields
 
     if isinstance(data, Mapping) and data.get("failed"):
         if "infos" not in data and isinstance(data.get("info"), dict):  # written before infos held every role's

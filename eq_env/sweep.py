@@ -46,6 +46,7 @@ from json.scanner import py_make_scanner  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 from eq_env.experiments import (
     ENGINES,
@@ -59,7 +60,6 @@ from eq_env.experiments import (
     run_all,
 )
 from eq_env.policy import parse_scalar
-from eq_env.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.runner import METRICS
 
 __all__ = [

@@ -16,9 +16,9 @@ import pytest
 
 from eq_env import exchange_audit_v0
 from eq_env.cli import build_parser, main
+from eq_env.core.report import cell, label, mean_std
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.experiments import EpisodeStore, ResultsStore
-from eq_env.report import cell, label, mean_std
 from eq_env.runner import EpisodeRecord, episode_from_dict, evaluate, play
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -387,7 +387,7 @@ def test_records_path_is_checked_before_playing(
 # 14. output that misleads
 # ---------------------------------------------------------------------------
 def test_negative_zero_prints_as_zero() -> None:
-    from eq_env.report import no_negative_zeros
+    from eq_env.core.report import no_negative_zeros
 
     assert mean_std(-0.001, 0.04) == "0.00 ± 0.04"
     assert mean_std(-0.004, -0.0) == "0.00 ± 0.00"
@@ -492,7 +492,7 @@ def test_panels_that_share_their_series_share_one_legend_outside(
 ) -> None:
     from matplotlib.figure import Figure
 
-    from eq_env.report import plot_lines
+    from eq_env.core.report import plot_lines
 
     saved: list[Figure] = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: saved.append(self))

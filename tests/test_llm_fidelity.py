@@ -327,7 +327,7 @@ def test_a_dummy_key_that_is_a_common_word_masks_no_model_name(monkeypatch: pyte
 
 
 def test_credentials_are_masked_in_every_recorded_endpoint() -> None:
-    from eq_env.redact import public_url, redact
+    from eq_env.core.redact import public_url, redact
 
     assert public_url("http://u:pw1234@h:8/v1") == "http://***@h:8/v1"
     assert public_url("https://h/v1?api-key=abcd1234&api-version=1") == "https://h/v1?api-key=***&api-version=1"
@@ -483,7 +483,7 @@ def test_secrets_are_masked_in_every_encoding_a_server_may_echo(tmp_path: Path) 
     assert any(f["error"] for r in results(tmp_path / "out") for f in r.get("failed", []))  # (errors were stored)
     files = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
     assert not [f for f in files if b"SECRET" in f or basic.encode() in f]
-    from eq_env.redact import public_url
+    from eq_env.core.redact import public_url
 
     masked = public_url("http://h/v1;api-key=SECRET3xyz?pass=SECRET5&jwt=SECRET6&pw=SECRET7#token=SECRET4xyz")
     assert "SECRET" not in masked and masked.startswith("http://h/v1;api-key=***?")

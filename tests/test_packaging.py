@@ -43,8 +43,8 @@ env.reset(seed=0)
 view = decode_proposer_observation(env.observe("proposer_0"))
 env.step(encode_submission(HonestProposer(request="always").submission(view)))
 validator_view = env.unwrapped.game.validator_view
-import eq_env.redact, agents.client  # (modules the templates do not need, from the wheel too)
-assert Path(eq_env.redact.__file__).resolve().is_relative_to(target), eq_env.redact.__file__
+import eq_env.core.redact, agents.client  # (modules the templates do not need, from the wheel too)
+assert Path(eq_env.core.redact.__file__).resolve().is_relative_to(target), eq_env.core.redact.__file__
 templates = sorted(PROMPT_DIR.glob("*.txt"))
 assert templates, f"no prompt template in {PROMPT_DIR}"
 for path in templates:

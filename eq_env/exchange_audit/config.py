@@ -25,48 +25,23 @@ Presets:
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import numbers
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import numpy as np
+from eq_env.core.config import FieldRange, GameConfig, checked_number, choice, flag, number
 
 __all__ = ["COST_MODELS", "PRESETS", "ExchangeAuditConfig", "FieldRange"]
 
 COST_MODELS = ("words", "tokens")
 
 
-@dataclass(frozen=True)
-class FieldRange:
-    """Closed range ``[low, high]`` a numeric field must lie in."""
-
-    low: float
-    high: float
-    integer: bool = False
-    low_open: bool = False  # the range is (low, high]
-
-    def describe(self) -> str:
-        kind = "an integer" if self.integer else "a number"
-        high = "inf)" if math.isinf(self.high) else f"{self.high:g}]"
-        return f"{kind} in {'(' if self.low_open else '['}{self.low:g}, {high}"
-
-    def __contains__(self, value: float) -> bool:
-        above = value > self.low if self.low_open else value >= self.low
-        return above and value <= self.high
-
-    def check(self, name: str, value: Any) -> int | float:
-        """``value`` as the field ``name`` stores it, or a ValueError naming ``name`` and this range."""
-        return _checked_number(name, value, self)
-
-
 def _param(default: Any, low: float, high: float, doc: str, integer: bool = False, low_open: bool = False) -> Any:
-    return field(default=default, metadata={"range": FieldRange(low, high, integer, low_open), "doc": doc})
+    return number(default, low, high, doc, integer=integer, low_open=low_open)
 
 
 @dataclass(frozen=True)
-class ExchangeAuditConfig:
+class ExchangeAuditConfig(GameConfig):
     """Parameters of one exchange–audit game (the paper preset by default).
 
     Use :meth:`from_preset` or :meth:`replace` to derive variants; the
@@ -74,8 +49,12 @@ class ExchangeAuditConfig:
     sweep results.
     """
 
+    NAME: ClassVar[str] = "exchange-audit"
+    DEFAULT_PRESET: ClassVar[str] = "paper"
+
     q: float = _param(0.3, 0.0, 1.0, "audit intensity: probability an episode is audited")
-    B: int | None = _param(4, 0, math.inf, "audit budget: claim types checked per audit (None or >= 4: all four)", True)
+    B: int | None = number(4, 0, math.inf, "audit budget: claim types checked per audit (None or >= 4: all four)",
+                           integer=True, none="all")  # fmt: skip
     V: float = _param(1.0, 0.0, 1e6, "approval reward (proposer, and validator if compliant)")
     L: float = _param(2.0, 0.0, 1e6, "penalty to the proposer for a failed audit")
     alpha: float = _param(0.02, 0.0, 1e3, "cost per word of free text, charged to the proposer")
@@ -95,33 +74,16 @@ class ExchangeAuditConfig:
     max_artifact_tokens: int = _param(
         4096, 0, 1_000_000, "largest token count a proposer may declare for its artifact", True
     )
-    cost_model: str = field(
-        default="words",
-        metadata={"doc": "what alpha is charged per: 'words' of free text (the paper) or 'tokens' of the artifact"},
+    cost_model: str = choice(
+        "words", COST_MODELS, "what alpha is charged per: 'words' of free text (the paper) or 'tokens' of the artifact"
     )
-    reveal_compliance: bool = field(
-        default=False,
-        metadata={
-            "doc": "the proposer also observes whether its true risk and net delta are within the limits "
-            "(the paper's scripted trader read this from the state)"
-        },
+    reveal_compliance: bool = flag(
+        False,
+        "the proposer also observes whether its true risk and net delta are within the limits "
+        "(the paper's scripted trader read this from the state)",
     )
 
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.name == "reveal_compliance":
-                if not isinstance(value, (bool, np.bool_)):
-                    raise ValueError(f"reveal_compliance must be True or False, got {value!r}")
-                object.__setattr__(self, f.name, bool(value))
-                continue
-            if f.name == "B" and value is None:
-                continue
-            if f.name == "cost_model":
-                if value not in COST_MODELS:
-                    raise ValueError(f"cost_model must be one of {COST_MODELS}, got {value!r}")
-                continue
-            object.__setattr__(self, f.name, _checked_number(f.name, value, f.metadata["range"]))
+    def validate(self) -> None:
         if self.risk_limit_low > self.risk_limit_high:
             raise ValueError(
                 f"risk_limit_low ({self.risk_limit_low:g}) must not exceed risk_limit_high ({self.risk_limit_high:g})"
@@ -133,71 +95,9 @@ class ExchangeAuditConfig:
         """Number of claim types an audit checks (B capped at the pool of four)."""
         return 4 if self.B is None else min(self.B, 4)
 
-    # -- construction ----------------------------------------------------------
-    @classmethod
-    def from_preset(cls, preset: str = "paper", /, **overrides: Any) -> ExchangeAuditConfig:
-        """The named preset, with ``overrides`` applied (validated).
-
-        ``preset`` is positional-only, so an override named ``preset`` is an unknown parameter, not a clash.
-        """
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-        return PRESETS[preset].replace(**overrides)
-
-    def replace(self, **overrides: Any) -> ExchangeAuditConfig:
-        """A copy with some fields changed; unknown names raise ``ValueError``."""
-        unknown = set(overrides) - set(self.field_names())
-        if unknown:
-            raise ValueError(
-                f"unknown exchange-audit parameter(s) {sorted(unknown)}; valid names: {', '.join(self.field_names())}"
-            )
-        return dataclasses.replace(self, **overrides)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExchangeAuditConfig:
-        return cls().replace(**data)
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _checked_number(name: str, value: Any, rng: FieldRange) -> int | float:
-    """``value`` as a plain int or float if it lies in ``rng``, else a ValueError naming ``name``.
-
-    numpy scalars are accepted (sweeps often iterate over ``np.linspace``);
-    booleans and strings are not. Types are normalised so that equal configs
-    hash and serialise identically.
-    """
-    error = ValueError(f"{name} must be {rng.describe()}, got {_shown(value)}")
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise error
-    try:
-        if rng.integer:
-            if isinstance(value, numbers.Integral):
-                number: int | float = int(value)
-            else:
-                if not float(value).is_integer():
-                    raise error
-                number = int(float(value))
-        else:
-            number = float(value)
-    except OverflowError:  # an integer no float can hold: out of every range we have
-        raise error from None
-    if (isinstance(number, float) and math.isnan(number)) or number not in rng:
-        raise error
-    return number
-
-
-def _shown(value: Any) -> str:
-    """``repr(value)``, with a huge integer shortened so the error stays one readable line."""
-    text = repr(value)
-    if len(text) > 40 and isinstance(value, numbers.Integral):
-        return f"{text[:12]}... (an integer of {len(text.lstrip('-'))} digits)"
-    return text
+_checked_number = checked_number  # (the name the tests and older code use)
 
 
 PRESETS: dict[str, ExchangeAuditConfig] = {
@@ -205,3 +105,4 @@ PRESETS: dict[str, ExchangeAuditConfig] = {
     "paper_main_script": ExchangeAuditConfig(ambiguous_rate=0.4),
     "paper_scripted": ExchangeAuditConfig(reveal_compliance=True),
 }
+ExchangeAuditConfig.PRESETS = PRESETS
