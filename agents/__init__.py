@@ -1,24 +1,21 @@
-"""LLM agents for eq_env: proposer and validator policies on any OpenAI-compatible endpoint.
+"""LLM agents for eq_env: the generic machinery, and one package per game.
 
-========================  ==========  ====================================================
-name                      role        policy
-========================  ==========  ====================================================
-``llm``                   proposer    :class:`~agents.policies.LLMProposer`
-``llm``                   validator   :class:`~agents.policies.LLMValidator` (gated by the rule engine)
-========================  ==========  ====================================================
+* :mod:`agents.client` — chat completions on any OpenAI-compatible endpoint: structured output, retries,
+  a replayable cache, fail-fast checks, costs; :func:`configure` sets its runtime settings;
+* :mod:`agents.llm` — the base of every game's LLM policies (asking, re-asking, falling back);
+* :mod:`agents.replies` — JSON replies checked against a schema;
+* :mod:`agents.fake_server` — a local scripted OpenAI-compatible server for tests and benchmarks;
+* :mod:`agents.exchange_audit` — the exchange–audit game's LLM proposer and validator (policy ``llm``).
 
 Endpoint, model and sampling parameters are the policies' parameters
 (``llm:model=gpt-4.1,base_url=http://localhost:8000/v1``); the API key comes
 from ``OPENAI_API_KEY``; cache, retries and prices from :func:`agents.client.configure`.
-:mod:`agents.fake_server` is a local scripted endpoint for tests and benchmarks.
 """
 
 from agents.client import LLMClient, LLMSettings, configure
-from agents.policies import LLMProposer, LLMValidator
-from eq_env.policy import on_new_run, register_policy
+from agents.exchange_audit import LLMProposer, LLMValidator
+from eq_env.core.policy import on_new_run
 
 __all__ = ["LLMProposer", "LLMSettings", "LLMValidator", "configure"]
 
-register_policy("llm", "proposer", LLMProposer)
-register_policy("llm", "validator", LLMValidator)
 on_new_run(LLMClient.forget)  # a new run asks again what the previous one failed to get

@@ -14,9 +14,8 @@ repeats). A :class:`Reply` sets the status, headers, delay and content of one
 answer, so a script can produce good replies, malformed JSON, replies that
 break the schema, 429s with ``Retry-After``, 500s and slow replies.
 
-:func:`honest_script` plays the game sensibly: it reads the observation the
-prompt embeds (between ``<observation>`` tags) and answers as the honest
-scripted proposer, or as the paper's rule validator, would.
+The default script is the exchange–audit game's honest participant
+(:func:`agents.exchange_audit.scripts.honest_script`); other games pass their own.
 
 ``POST /v1/chat/completions`` is served, and ``GET /v1/models`` when the server
 is given ``models`` (a list of model ids; without it, 404 as on a minimal
@@ -30,36 +29,17 @@ import asyncio
 import hashlib
 import itertools
 import json
-import re
 import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.schema import claims_from_json
-from eq_env.exchange_audit.game import (
-    Artifact,
-    AuditOutcome,
-    AuditRecord,
-    Intent,
-    Proposal,
-    ProposerAction,
-    PublicInfo,
-    Submission,
-    ValidatorView,
-    rule_decision,
-)
-
 __all__ = [
     "ChaosScript",
     "Reply",
     "ScriptedLLMServer",
-    "honest_script",
-    "observation_in",
     "reply_json",
-    "text_in",
-    "view_from_observation",
 ]
 
 
@@ -82,67 +62,6 @@ def reply_json(payload: dict[str, Any], **kw: Any) -> Reply:
     return Reply(content=json.dumps(payload), **kw)
 
 
-def observation_in(request: dict[str, Any]) -> dict[str, Any] | None:
-    """The observation JSON a prompt embeds between ``<observation>`` tags (None if absent)."""
-    for message in request.get("messages", []):
-        content = message.get("content") or ""
-        m = re.search(r"<observation>\s*(\{.*?\})\s*</observation>", content, re.S)
-        if m:
-            return json.loads(m.group(1))
-    return None
-
-
-def text_in(request: dict[str, Any]) -> str:
-    """The proposer's text a validator prompt fences between ``<proposer_text>`` tags ("" if absent)."""
-    for message in request.get("messages", []):
-        m = re.search(r"<proposer_text>\n?(.*?)\n?</proposer_text>", message.get("content") or "", re.S)
-        if m:
-            return "" if m.group(1) == "(no text)" else m.group(1)
-    return ""
-
-
-def honest_script(request: dict[str, Any], n: int) -> Reply:
-    """Answer as a sensible, honest participant, from the embedded observation."""
-    obs = observation_in(request)
-    if obs is None:
-        return Reply(status=400, body={"error": {"message": "no <observation> in the prompt"}})
-    if obs.get("role") == "validator":
-        return reply_json({"decision": rule_decision(view_from_observation(obs, text_in(request))).name,
-                           "reason": "follows the audit and the typed claims"})  # fmt: skip
-    seen = obs["observed"]
-    limits = obs["limits"]
-    risk_ok = seen["risk"] <= limits["risk_limit"]
-    delta_ok = abs(seen["net_delta"]) <= limits["delta_limit"]
-    known = obs.get("known_compliance") or {}
-    risk_ok = known.get("risk_within_limit", risk_ok)
-    delta_ok = known.get("net_delta_bounded", delta_ok)
-    ok = bool(risk_ok and delta_ok)
-    return reply_json({
-        "action": "REQUEST_APPROVAL" if ok else "NO_TRADE",
-        "proposal": {"intent": obs["intent"], "risk": seen["risk"], "net_delta": seen["net_delta"],
-                     "hedge_size": seen["hedge_size"]},
-        "claims": {"intent": obs["intent"], "risk_within_limit": bool(risk_ok), "net_delta_bounded": bool(delta_ok),
-                   "risk_metric": seen["risk"], "confidence": 0.9},
-        "text": "Position reported as observed; both limit checks stated plainly for the auditor to verify.",
-    })  # fmt: skip
-
-
-def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
-    """The :class:`ValidatorView` a validator prompt's embedded observation describes (the text is
-    fenced apart in the prompt, not in the observation: pass it from :func:`text_in`)."""
-    sub, audit = obs["submission"], obs["audit"]
-    p = sub["proposal"]
-    claims = claims_from_json(sub["claims"])
-    submission = Submission(
-        ProposerAction[sub["action"]],
-        Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
-        Artifact(claims, text, sub["words"], sub["tokens"]),
-    )
-    record = AuditRecord(AuditOutcome[audit["outcome"]], tuple(audit["checked"]), tuple(audit["failed"]),
-                         audit["revealed_compliant"])  # fmt: skip
-    return ValidatorView(submission, record, PublicInfo(**obs["public"]), obs["ambiguous"])
-
-
 class ChaosScript:
     """Every failure mode at once, decided per request so that concurrency cannot reorder it.
 
@@ -151,14 +70,16 @@ class ChaosScript:
     and single twentieths are first answered with malformed JSON, with a reply breaking the
     schema, with a 429 carrying ``Retry-After``, with a 500, too slowly (past the client's
     timeout) — each time fine afterwards — or always with malformed JSON (a fallback).
-    ``delay`` is how slow "too slowly" is.
+    ``delay`` is how slow "too slowly" is; ``answer`` answers the good ones (default: the exchange–audit
+    game's :func:`~agents.exchange_audit.scripts.honest_script`).
     """
 
     FATES = ("down", "malformed_once", "schema_once", "rate_limited_once", "error_once", "slow_once",
              "always_malformed")  # fmt: skip
 
-    def __init__(self, delay: float = 1.0) -> None:
+    def __init__(self, delay: float = 1.0, answer: Script | None = None) -> None:
         self.delay = delay
+        self.answer = answer
         self.seen: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -186,7 +107,7 @@ class ChaosScript:
             return Reply(status=502, body={"error": {"message": "bad gateway"}})
         if first and fate == "slow_once":
             return Reply(content="{}", delay=self.delay)
-        return honest_script(request, n)
+        return (self.answer or _default_script())(request, n)
 
 
 def _tokens(text: str) -> int:
@@ -339,7 +260,7 @@ class ScriptedLLMServer:
         api_key: str | None = None,
     ) -> None:
         if script is None:
-            script = honest_script
+            script = _default_script()
         elif not callable(script):
             replies = list(script)
             if not replies:
@@ -386,6 +307,26 @@ class ScriptedLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _default_script() -> Script:
+    """The exchange–audit game's honest participant: the default game's, as the CLI's default is."""
+    from agents.exchange_audit.scripts import honest_script
+
+    return honest_script
+
+
+_MOVED = {"honest_script", "observation_in", "text_in", "view_from_observation"}
+
+
+def __getattr__(name: str) -> Any:
+    # the exchange–audit scripts lived here: still importable from here, without this generic module
+    # importing the game
+    if name in _MOVED:
+        from agents.exchange_audit import scripts
+
+        return getattr(scripts, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _sequence(replies: list[Reply]) -> Script:

@@ -1,23 +1,14 @@
-"""Scripted and RL baselines for eq_env, registered as named policies.
+"""Scripted and RL baselines for eq_env: one package per game, plus the generic RL plumbing.
 
-=================  ==========  ====================================================
-name               role        policy
-=================  ==========  ====================================================
-``honest``         proposer    :class:`~baselines.scripted.HonestProposer`
-``silent``         proposer    :class:`~baselines.scripted.SilentProposer`
-``strategic``      proposer    :class:`~baselines.scripted.StrategicProposer`
-``rule``           validator   :class:`~baselines.scripted.RuleValidator`
-``approve``        validator   :class:`~baselines.scripted.AlwaysApprove`
-``block``          validator   :class:`~baselines.scripted.AlwaysBlock`
-``sb3``            either      :class:`~baselines.rl.SB3Policy` (``sb3:path=DIR``, a model ``eq-env train`` saved)
-=================  ==========  ====================================================
+* :mod:`baselines.exchange_audit` — the exchange–audit game's scripted proposers and validators and its
+  SB3 training (``eq-env train``, ``eq-env selfplay``), registered as its policies (``eq-env policies``);
+* :mod:`baselines.sb3` — Stable-Baselines3 training for any game's single-agent view.
 
-``eq_env.policy.make_policy("honest:claims_from=observation,words=18")`` builds
-one from a spec; ``eq-env policies`` lists them with their parameters.
+The exchange–audit classes are importable from here too (``from baselines import HonestProposer``), as
+they were before the package held several games.
 """
 
-from baselines.rl import sb3_proposer, sb3_validator
-from baselines.scripted import (
+from baselines.exchange_audit import (
     AlwaysApprove,
     AlwaysBlock,
     HonestProposer,
@@ -25,7 +16,6 @@ from baselines.scripted import (
     SilentProposer,
     StrategicProposer,
 )
-from eq_env.policy import register_policy
 
 __all__ = [
     "AlwaysApprove",
@@ -35,12 +25,3 @@ __all__ = [
     "SilentProposer",
     "StrategicProposer",
 ]
-
-register_policy("honest", "proposer", HonestProposer)
-register_policy("silent", "proposer", SilentProposer)
-register_policy("strategic", "proposer", StrategicProposer)
-register_policy("rule", "validator", RuleValidator)
-register_policy("approve", "validator", AlwaysApprove)
-register_policy("block", "validator", AlwaysBlock)
-register_policy("sb3", "proposer", sb3_proposer)
-register_policy("sb3", "validator", sb3_validator)

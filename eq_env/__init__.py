@@ -1,11 +1,14 @@
 """eq_env: multi-agent environments where agents exchange verifiable reasoning.
 
-Importing the package registers its environments with PettingZoo, and the
+Importing the package registers every game with PettingZoo, and the
 single-agent view of each role with Gymnasium::
 
     import eq_env, pettingzoo, gymnasium
     env = pettingzoo.make("aec", "eq_env/exchange-audit-v0", q=0.3)
     proposer_env = gymnasium.make("eq_env/ExchangeAuditProposer-v0", validator="rule", q=0.3)
+
+The games are :mod:`eq_env.core.spec` registrations (``eq_env.core.spec.registered_envs()``);
+the ids and views below are derived from them.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ import gymnasium
 import pettingzoo
 
 from eq_env import exchange_audit_v0
+from eq_env.core.spec import registered_envs
 from eq_env.exchange_audit import ExchangeAuditConfig
+from eq_env.exchange_audit import spec as _exchange_audit  # noqa: F401 - registers the game
 
 __version__ = "0.1.0"
 __all__ = ["ENV_IDS", "GYM_IDS", "ExchangeAuditConfig", "__version__", "exchange_audit_v0"]
 
 # id -> versioned module; tests and tools iterate over this, so a new
 # environment is tested the day it is registered.
-ENV_IDS = {"eq_env/exchange-audit-v0": "eq_env.exchange_audit_v0"}
+ENV_IDS = {spec.id: spec.entry for spec in registered_envs()}
 
 for _id, _module in ENV_IDS.items():
     if _id not in pettingzoo.aec_registry:
@@ -29,10 +34,7 @@ for _id, _module in ENV_IDS.items():
         pettingzoo.register("parallel", _id, entry_point=f"{_module}:parallel_env")
 
 # Single-agent views of one role against fixed policies for the other (for SB3 and other RL libraries).
-GYM_IDS = {
-    "eq_env/ExchangeAuditProposer-v0": "eq_env.exchange_audit.views:ExchangeAuditProposerEnv",
-    "eq_env/ExchangeAuditValidator-v0": "eq_env.exchange_audit.views:ExchangeAuditValidatorEnv",
-}
+GYM_IDS = {view: entry for spec in registered_envs() for view, entry in spec.views.items()}
 for _id, _entry in GYM_IDS.items():
     if _id not in gymnasium.registry:
         gymnasium.register(id=_id, entry_point=_entry)

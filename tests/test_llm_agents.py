@@ -383,7 +383,7 @@ def test_policy_specs_and_parameters() -> None:
     assert isinstance(p, LLMProposer) and p.temperature == 0.7 and isinstance(v, LLMValidator) and v.gate == "none"
     with pytest.raises(ValueError, match="gate must be"):
         LLMValidator(gate="maybe")
-    with pytest.raises(ValueError, match=r"exists for both roles"):
+    with pytest.raises(ValueError, match=r"exists for the proposer and validator"):
         make_policy("llm")
 
 
@@ -438,7 +438,7 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
     failures = [f for r in records for f in r.get("failed", [])]
     assert failures and all("gave up after 2 retries" in f["error"] for f in failures)
     # each failure was asked with its retries, or is the other regime's failure of the same request
-    transports = [f["infos"][f["role"]]["transport"] for f in failures]
+    transports = [f["infos"][f["agent"]]["transport"] for f in failures]
     assert all((t["retries"] >= 2 and t["errors"]) or t["requests"] == 0 for t in transports)
 
     for name in ("table1.csv", "table2.csv"):
@@ -456,7 +456,9 @@ def test_fast_schema_check_agrees_with_jsonschema() -> None:
     import math
     import random
 
-    from agents.schema import _VALIDATORS, PROPOSER_SCHEMA, VALIDATOR_SCHEMA, _conforms
+    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from agents.replies import conforms as _conforms
+    from agents.replies import validator as _validator
 
     rng = random.Random(0)
     oddities = [None, True, 0, -5, 2.5, 99.0, math.nan, "x", "HEDGE", "APPROVE", [], {}, {"a": 1}]
@@ -476,7 +478,7 @@ def test_fast_schema_check_agrees_with_jsonschema() -> None:
         return rng.choice(oddities) if rng.random() < 0.7 else value
 
     for schema, good in ((PROPOSER_SCHEMA, GOOD), (VALIDATOR_SCHEMA, {"decision": "BLOCK", "reason": "r"})):
-        validator = _VALIDATORS[id(schema)]
+        validator = _validator(schema)
         outcomes = {True: 0, False: 0}
         for _ in range(3000):
             data = mutate(copy.deepcopy(good))

@@ -167,7 +167,7 @@ def test_the_proposers_costs_survive_a_failing_validator(tmp_path: Path) -> None
         sent = len(server.requests)
     failed = [e for e in out if isinstance(e, FailedEpisode)]
     assert failed and all(e.role == "validator" for e in failed)
-    assert all(e.infos["proposer"]["completion_tokens"] > 0 for e in failed)  # the proposer's answer, paid for
+    assert all(e.infos["proposer_0"]["completion_tokens"] > 0 for e in failed)  # the proposer's answer, paid for
     counted = sum(i["transport"]["requests"] for e in out if isinstance(e, FailedEpisode) for i in e.infos.values())
     counted += sum(i["transport"]["requests"] for e in out if isinstance(e, EpisodeRecord)
                    for i in (e.proposer_info, e.validator_info) if i)  # fmt: skip

@@ -84,7 +84,7 @@ def test_the_wheel_carries_every_tracked_data_file(wheel: Path) -> None:
         f for f in tracked_files()
         if f.split("/")[0] in PACKAGES and not f.endswith(".py") and "__pycache__" not in f
     )  # fmt: skip
-    assert "agents/prompts/proposer_v1.txt" in data  # (the list is not empty by accident)
+    assert "agents/exchange_audit/prompts/proposer_v1.txt" in data  # (the list is not empty by accident)
     with zipfile.ZipFile(wheel) as zf:
         shipped = set(zf.namelist())
     assert [f for f in data if f not in shipped] == []
@@ -101,4 +101,4 @@ def test_every_prompt_template_renders_from_an_installed_wheel(wheel: Path, tmp_
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     rendered = out.stdout.split()
-    assert rendered == sorted(p.name for p in (ROOT / "agents" / "prompts").glob("*.txt"))
+    assert rendered == sorted(p.name for p in (ROOT / "agents" / "exchange_audit" / "prompts").glob("*.txt"))

@@ -28,7 +28,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.env import SEED_STREAMS
 from eq_env.exchange_audit.game import (
     AMBIGUOUS_HEDGE_SIZE,
     AMBIGUOUS_MARGIN,
@@ -449,12 +451,10 @@ def simulate(
 ) -> dict[str, np.ndarray]:
     """Play ``episodes`` episodes of ``seed`` in bulk; per-episode columns.
 
-    Policies are reset with the same seeds as :func:`eq_env.runner.play`
+    Policies are reset with the same seeds as :func:`eq_env.core.runner.play`
     gives them, and consume their randomness in the same order, so the
     columns equal ``records_to_columns(play(...))``.
     """
-    from eq_env.runner import policy_seed  # the runner's seeding, one source of truth
-
     for policy, role in ((proposer, "proposer"), (validator, "validator")):
         if not is_batchable(policy):
             raise TypeError(f"{policy!r} cannot act in bulk (its class defines no act_batch); use the AEC engine")
@@ -462,8 +462,8 @@ def simulate(
             raise ValueError(f"{policy!r} does not play the {role}")
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 0:
         raise ValueError(f"episodes must be a non-negative integer, got {episodes!r}")
-    proposer.reset(seed=policy_seed(seed, "proposer"))
-    validator.reset(seed=policy_seed(seed, "validator"))
+    proposer.reset(seed=policy_seed(seed, SEED_STREAMS["proposer"]))  # the runner's seeding, one source of truth
+    validator.reset(seed=policy_seed(seed, SEED_STREAMS["validator"]))
     stream = DrawStream(seed)
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, episodes, chunk):

@@ -180,10 +180,21 @@ from eq_env.exchange_audit.game import (
 from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.spaces import BLOCK_ONLY_MASK, ActionError, ExchangeAuditSpaces
 
-__all__ = ["PROPOSER", "VALIDATOR", "ExchangeAuditParallelEnv", "UnknownAgentError", "raw_env", "resolve_config"]
+__all__ = [
+    "PROPOSER",
+    "ROLES",
+    "SEED_STREAMS",
+    "VALIDATOR",
+    "ExchangeAuditParallelEnv",
+    "UnknownAgentError",
+    "raw_env",
+    "resolve_config",
+]
 
 PROPOSER = "proposer_0"
 VALIDATOR = "validator_0"
+ROLES = {"proposer": (PROPOSER,), "validator": (VALIDATOR,)}  # role -> its agents
+SEED_STREAMS = {"proposer": 10, "validator": 11}  # role -> the stream its policy's seed is drawn on
 REWARD_MODES = ("welfare", "individual")
 RENDER_MODES = ("ansi", "human")
 METADATA: dict[str, Any] = {

@@ -36,8 +36,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from eq_env.core.policy import Policy, make_policy
+from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.env import PROPOSER, VALIDATOR, raw_env, resolve_config
+from eq_env.exchange_audit.env import PROPOSER, SEED_STREAMS, VALIDATOR, raw_env, resolve_config
 from eq_env.exchange_audit.features import (
     ARTIFACT_NVEC,
     N_ARTIFACTS,
@@ -50,7 +52,6 @@ from eq_env.exchange_audit.features import (
 )
 from eq_env.exchange_audit.game import ProposerAction
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
-from eq_env.policy import Policy, make_policy
 
 __all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv", "NothingToLearnError"]
 
@@ -107,9 +108,8 @@ class _View(gymnasium.Env):
 
     def _start_episode(self, seed: int | None) -> None:
         if seed is not None:
-            from eq_env.runner import policy_seed  # the runner's seeding, one source of truth
-
-            self.other.reset(seed=policy_seed(seed, self._other_role))  # type: ignore[arg-type]
+            # the runner's seeding, one source of truth
+            self.other.reset(seed=policy_seed(seed, SEED_STREAMS[self._other_role]))
             for k, env in enumerate(self._envs):
                 env.reset(seed=seed + k)
             self._fresh = set(range(len(self._envs)))

@@ -1,0 +1,22 @@
+"""The exchange–audit game's LLM agents: proposer and validator on any OpenAI-compatible endpoint.
+
+========================  ==========  ====================================================
+name                      role        policy
+========================  ==========  ====================================================
+``llm``                   proposer    :class:`~agents.exchange_audit.policies.LLMProposer`
+``llm``                   validator   :class:`~agents.exchange_audit.policies.LLMValidator` (gated by the
+                                      rule engine)
+========================  ==========  ====================================================
+
+Prompts (``prompts/<role>_<version>.txt``), reply schemas (:mod:`.schema`) and a scripted honest
+participant for the local test server (:mod:`.scripts`) live here too.
+"""
+
+from agents.exchange_audit.policies import LLMProposer, LLMValidator
+from eq_env.core.policy import register_policy
+from eq_env.exchange_audit.spec import ID
+
+__all__ = ["LLMProposer", "LLMValidator"]
+
+register_policy("llm", "proposer", LLMProposer, env=ID)
+register_policy("llm", "validator", LLMValidator, env=ID)

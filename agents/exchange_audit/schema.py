@@ -1,0 +1,138 @@
+"""JSON schemas of the LLM replies, derived from the action spaces, and their parsers.
+
+The proposer answers with one JSON object::
+
+    {"action": "REQUEST_APPROVAL" | "NO_TRADE",
+     "proposal": {"intent": "HEDGE" | "SPECULATE", "risk": n, "net_delta": n, "hedge_size": n},
+     "claims": {"intent": "HEDGE" | "SPECULATE" | null, "risk_within_limit": bool | null,
+                "net_delta_bounded": bool | null, "risk_metric": n | null, "confidence": n | null},
+     "text": "..."}
+
+and the validator with ``{"decision": "APPROVE" | "BLOCK", "reason": "..."}``.
+The bounds of every number are those of the action space
+(:data:`eq_env.exchange_audit.spaces.NUMBER_BOUNDS`), so a reply that parses
+is an action the environment accepts. :class:`~agents.replies.ReplyError` says
+precisely what is wrong with a reply; the policies send that message back to
+the model when they ask again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.replies import ReplyError, checked_reply, extract_json
+from eq_env.exchange_audit.game import (
+    Claims,
+    Decision,
+    Intent,
+    Proposal,
+    ProposerAction,
+    Submission,
+    make_artifact,
+    truncate_words,
+)
+from eq_env.exchange_audit.spaces import (
+    CLAIM_VALUE_BOUNDS,
+    CLAIM_VALUE_NAMES,
+    NUMBER_BOUNDS,
+    NUMBER_NAMES,
+    FreeText,
+)
+
+__all__ = [
+    "PROPOSER_SCHEMA",
+    "VALIDATOR_SCHEMA",
+    "ReplyError",
+    "claims_from_json",
+    "clean_text",
+    "extract_json",
+    "parse_proposer_reply",
+    "parse_validator_reply",
+]
+
+
+def _number(low: float, high: float, nullable: bool = False) -> dict[str, Any]:
+    kind: Any = ["number", "null"] if nullable else "number"
+    return {"type": kind, "minimum": low, "maximum": high}
+
+
+def _proposer_schema() -> dict[str, Any]:
+    low, high = (b.tolist() for b in NUMBER_BOUNDS)
+    clow, chigh = (b.tolist() for b in CLAIM_VALUE_BOUNDS)
+    intents = [i.name for i in Intent]
+    proposal = {name: _number(low[i], high[i]) for i, name in enumerate(NUMBER_NAMES)}
+    claim_values = {name: _number(clow[i], chigh[i], nullable=True) for i, name in enumerate(CLAIM_VALUE_NAMES)}
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": [a.name for a in reversed(ProposerAction)]},
+            "proposal": {
+                "type": "object",
+                "properties": {"intent": {"type": "string", "enum": intents}, **proposal},
+                "required": ["intent", *NUMBER_NAMES],
+                "additionalProperties": False,
+            },
+            "claims": {
+                "type": "object",
+                "properties": {
+                    "intent": {"type": ["string", "null"], "enum": [*intents, None]},
+                    "risk_within_limit": {"type": ["boolean", "null"]},
+                    "net_delta_bounded": {"type": ["boolean", "null"]},
+                    **claim_values,
+                },
+                "required": ["intent", "risk_within_limit", "net_delta_bounded", *CLAIM_VALUE_NAMES],
+                "additionalProperties": False,
+            },
+            "text": {"type": "string"},
+        },
+        "required": ["action", "proposal", "claims", "text"],
+        "additionalProperties": False,
+    }
+
+
+PROPOSER_SCHEMA: dict[str, Any] = _proposer_schema()
+VALIDATOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": "string", "enum": [d.name for d in reversed(Decision)]},
+        "reason": {"type": "string"},
+    },
+    "required": ["decision", "reason"],
+    "additionalProperties": False,
+}
+
+
+def clean_text(text: str, max_words: int, max_chars: int) -> str:
+    """Free text as the environment accepts it: control characters become spaces, then at most
+    ``max_words`` words and ``max_chars`` characters."""
+    if FreeText.bad_character(text) is not None:
+        text = "".join(" " if FreeText.bad_character(ch) is not None else ch for ch in text)
+    return truncate_words(text, max_words)[:max_chars]
+
+
+def claims_from_json(c: dict[str, Any]) -> Claims:
+    """The :class:`Claims` of a schema-valid ``claims`` object (null: a claim not made)."""
+    return Claims(
+        intent=None if c["intent"] is None else Intent[c["intent"]],
+        risk_within_limit=c["risk_within_limit"],
+        net_delta_bounded=c["net_delta_bounded"],
+        risk_metric=c["risk_metric"],
+        confidence=c["confidence"],
+    )
+
+
+def parse_proposer_reply(reply: str, max_words: int, max_chars: int, tokens: int = 0) -> Submission:
+    """The :class:`Submission` a proposer reply encodes (its text cleaned by :func:`clean_text`)."""
+    data = checked_reply(reply, PROPOSER_SCHEMA)
+    p = data["proposal"]
+    claims = claims_from_json(data["claims"])
+    return Submission(
+        ProposerAction[data["action"]],
+        Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
+        make_artifact(claims, clean_text(data["text"], max_words, max_chars), max_words, tokens=tokens),
+    )
+
+
+def parse_validator_reply(reply: str) -> tuple[Decision, str]:
+    data = checked_reply(reply, VALIDATOR_SCHEMA)
+    return Decision[data["decision"]], data["reason"]

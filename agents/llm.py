@@ -1,0 +1,171 @@
+"""The generic part of LLM policies: asking, re-asking, falling back, and what it cost.
+
+:class:`LLMPolicy` is the base of every game's LLM policies (the exchange–audit
+game's are :mod:`agents.exchange_audit.policies`); :func:`template` reads a
+versioned prompt template. An endpoint that cannot answer after its retries
+raises :class:`~eq_env.core.policy.PolicyError` (the runner records the
+episode as failed and goes on); one that cannot serve the run at all,
+:class:`~eq_env.core.policy.PolicySetupError` (the run stops).
+
+``act`` is synchronous (it runs one event loop per call); runners that play
+episodes concurrently call ``await policy.aact(observation)``, which returns
+the action and an info dict: tokens (what the samples cost when drawn, the
+same in a replay), fallbacks, re-asks, and under ``transport`` what varies
+from run to run — latency, requests, retries, cache hits, tokens billed by
+this run, transport errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from string import Template
+from typing import Any, ClassVar
+
+from agents.client import LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
+from agents.replies import ReplyError
+from eq_env.core.policy import BasePolicy, PolicyError
+
+__all__ = ["MAX_REASKS", "LLMPolicy", "new_transport", "template"]
+
+MAX_REASKS = 20  # each re-ask is a paid request: more than a few only repeats the same mistake
+
+
+@functools.cache
+def template(directory: Path, role: str, version: str) -> Template:
+    """The prompt template ``<directory>/<role>_<version>.txt``; a ValueError lists the versions there are."""
+    path = directory / f"{role}_{version}.txt"
+    if not path.exists():
+        have = sorted(p.stem for p in directory.glob(f"{role}_*.txt"))
+        raise ValueError(f"no prompt template {path.name}; available: {have}")
+    return Template(path.read_text())
+
+
+def new_transport() -> dict[str, Any]:
+    """How answers were obtained: it varies from run to run (a replay makes no request, bills nothing)."""
+    return {"latency": 0.0, "requests": 0, "retries": 0, "cached": 0, "billed_prompt_tokens": 0,
+            "billed_completion_tokens": 0, "errors": []}  # fmt: skip
+
+
+class LLMPolicy(BasePolicy):
+    """Base of every game's LLM policies: a model at an endpoint, a versioned prompt template per role,
+    replies checked by the game's parser and asked again with the error, then a fallback.
+
+    A game's subclass sets ``role`` and ``PROMPTS`` (the directory of its ``<role>_<version>.txt``
+    templates), renders its observation into messages and parses replies (see
+    :mod:`agents.exchange_audit.policies`); everything about asking — retries, the cache, costs, the
+    checks before a run — is here and in :mod:`agents.client`.
+    """
+
+    PROMPTS: ClassVar[Path]
+    # parameters that change how requests are made, never what they return: left out of result keys
+    RUNTIME_PARAMETERS: tuple[str, ...] = ()
+
+    @classmethod
+    def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Parameters as results are keyed: the endpoint the policy will really talk to, credentials masked."""
+        return {**params, "base_url": register_endpoint(resolve_base_url(params.get("base_url")))}
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        prompt_version: str,
+        max_reasks: int,
+    ) -> None:
+        super().__init__()
+        if isinstance(max_reasks, bool) or not isinstance(max_reasks, int) or not 0 <= max_reasks <= MAX_REASKS:
+            raise ValueError(f"max_reasks must be an integer in [0, {MAX_REASKS}], got {max_reasks!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+            raise ValueError(f"seed must be a non-negative integer or none, got {seed!r}")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 10_000_000:
+            raise ValueError(f"max_tokens must be an integer in [1, 10000000], got {max_tokens!r}")
+        if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
+            raise ValueError(f"temperature must be a number in [0, 2], got {temperature!r}")
+        template(self.PROMPTS, self.role, prompt_version)  # an unknown version fails now
+        self.client = LLMClient(model, base_url)  # (checks the model name: an opaque, non-empty string)
+        self.model = model
+        self.base_url = self.client.base_url
+        self.temperature = float(temperature)
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.prompt_version = prompt_version
+        self.max_reasks = max_reasks
+
+    def __repr__(self) -> str:
+        return f"{self.name}(model={self.model!r}, base_url={self.client.base_url!r})"
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._act_once(observation))
+        raise RuntimeError(f"{self.name}.act() inside a running event loop; use `await policy.aact(observation)`")
+
+    async def aact(self, observation: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:  # pragma: no cover
+        raise NotImplementedError
+
+    async def _act_once(self, observation: Mapping[str, Any]) -> Any:
+        try:
+            return (await self.aact(observation))[0]
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connections of the running event loop (the runners call it when a run ends)."""
+        await self.client.aclose()
+
+    async def check(self) -> None:
+        """Before a run's first episode: can this policy be served at all? (See :meth:`LLMClient.check`.)"""
+        await self.client.check()
+
+    async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], parse: Any
+                   ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+        """Ask, re-asking with the validation error; (parsed value or None, info)."""
+        info: dict[str, Any] = {"model": self.model, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                "usage_estimated": False, "fallback": False, "fallback_reason": None,
+                                "invalid_replies": [], "transport": new_transport()}  # fmt: skip
+        t = info["transport"]
+        for attempt in range(self.max_reasks + 1):
+            try:
+                c = await self.client.complete(
+                    messages, schema_name=schema_name, schema=schema, prompt_version=self.prompt_version,
+                    temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
+                )  # fmt: skip
+            except LLMUnavailableError as err:
+                t["requests"] += err.requests
+                t["retries"] += err.retries
+                t["errors"] += err.errors
+                raise PolicyError(f"{self.name}: {err}", info=info) from None
+            info["attempts"] = attempt + 1
+            # attributed: what the sample cost when drawn, however it reached us (same in a replay)
+            info["prompt_tokens"] += c.prompt_tokens
+            info["completion_tokens"] += c.completion_tokens
+            info["usage_estimated"] |= c.usage_estimated
+            t["latency"] += c.latency
+            t["requests"] += c.requests
+            t["retries"] += c.retries
+            t["cached"] += int(c.cached)
+            t["errors"] += c.errors
+            if c.billed:  # paid by this call
+                t["billed_prompt_tokens"] += c.prompt_tokens
+                t["billed_completion_tokens"] += c.completion_tokens
+            if c.mode:
+                info["output_mode"] = c.mode
+            try:
+                return parse(c), info
+            except ReplyError as err:
+                info["invalid_replies"].append(str(err))
+                messages = [*messages, {"role": "assistant", "content": c.content},
+                            {"role": "user", "content": f"That reply is invalid: {err}. Answer again with one "
+                             "JSON object that matches the schema, and nothing else."}]  # fmt: skip
+        info["fallback"] = True
+        info["fallback_reason"] = f"no valid reply in {self.max_reasks + 1} attempts: {info['invalid_replies'][-1]}"
+        return None, info
+
+

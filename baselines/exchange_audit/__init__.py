@@ -1,0 +1,48 @@
+"""Scripted and RL baselines of the exchange–audit game, registered as its named policies.
+
+=================  ==========  ====================================================
+name               role        policy
+=================  ==========  ====================================================
+``honest``         proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
+``silent``         proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
+``strategic``      proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
+``rule``           validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
+``approve``        validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
+``block``          validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
+``sb3``            either      :class:`~baselines.exchange_audit.rl.SB3Policy` (``sb3:path=DIR``, a model
+                               ``eq-env train`` saved)
+=================  ==========  ====================================================
+"""
+
+from baselines.exchange_audit.rl import sb3_proposer, sb3_validator
+from baselines.exchange_audit.scripted import (
+    AlwaysApprove,
+    AlwaysBlock,
+    HonestProposer,
+    RuleValidator,
+    SilentProposer,
+    StrategicProposer,
+)
+from eq_env.core.policy import register_policy
+from eq_env.exchange_audit.spec import ID
+
+__all__ = [
+    "AlwaysApprove",
+    "AlwaysBlock",
+    "HonestProposer",
+    "RuleValidator",
+    "SilentProposer",
+    "StrategicProposer",
+]
+
+for _name, _role, _factory in (
+    ("honest", "proposer", HonestProposer),
+    ("silent", "proposer", SilentProposer),
+    ("strategic", "proposer", StrategicProposer),
+    ("rule", "validator", RuleValidator),
+    ("approve", "validator", AlwaysApprove),
+    ("block", "validator", AlwaysBlock),
+    ("sb3", "proposer", sb3_proposer),
+    ("sb3", "validator", sb3_validator),
+):
+    register_policy(_name, _role, _factory, env=ID)

@@ -1,0 +1,365 @@
+"""The one small interface every policy implements: scripted, LLM or RL — and their registry.
+
+A policy plays one role of one game. It is given an agent's observation
+exactly as ``env.last()`` returns it, and answers with an action in that
+agent's action space::
+
+    class MyValidator(BasePolicy):
+        role = "validator"
+        def act(self, observation):
+            return 1 if observation["action_mask"][1] else 0   # approve when legal
+
+``reset(seed)`` is called once before a run of episodes; a policy that
+randomises draws from ``self.rng`` so runs are reproducible. Nothing else is
+required: the runner, experiments and sweeps know only this interface.
+
+Optional methods: ``async aact(observation) -> (action, info)``, which the
+concurrent runner awaits (LLM policies: ``info`` holds tokens, fallbacks,
+transport, and ends up in the episode record); ``act_batch``, for a game's
+batch engine; ``async check()``, awaited before a run's first episode. A
+policy that cannot act in one episode raises :class:`PolicyError` (that
+episode fails, the run goes on); one that cannot act at all in this run raises
+:class:`PolicySetupError` (the run stops, nothing recorded).
+
+A :class:`JointPolicy` acts for several agents at once (a centralised
+controller, a QMIX-style coordinator): ``act_joint({agent: observation})``
+returns ``{agent: action}``. The runner asks it when the first of its agents
+must act, with the observations of all of them, and plays each answer when
+its agent's turn comes.
+
+Policies are also made from short specs, ``"name"`` or
+``"name:key=value,key=value"`` (``"honest:claims_from=observation,words=18"``),
+by :func:`make_policy`. The registry is keyed by (game, name, role), so
+``honest`` or ``random`` can exist in several games: a game's own modules
+register its policies (``EnvSpec.policy_modules``), and any installed package
+adds its own through the ``eq_env.policies`` entry point group (each entry
+point names a module that calls :func:`register_policy` when imported).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "REQUIRED",
+    "BasePolicy",
+    "JointPolicy",
+    "Policy",
+    "PolicyEntry",
+    "PolicyError",
+    "PolicySetupError",
+    "Role",
+    "available_policies",
+    "format_policy_spec",
+    "make_policy",
+    "new_run",
+    "on_new_run",
+    "parse_policy_spec",
+    "parse_scalar",
+    "policy_entry",
+    "register_policy",
+]
+
+Role = str  # a role of the game the policy plays ("proposer", "player"...), as its EnvSpec names it
+
+
+class PolicyError(RuntimeError):
+    """A policy could not produce an action at all (e.g. its model endpoint stayed down after all
+    retries). The runners record the episode as failed, with this message, and go on.
+
+    ``info`` holds what the failed attempt cost and saw (requests, retries, tokens billed, errors);
+    the failed episode's record keeps it.
+    """
+
+    def __init__(self, message: str, info: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.info: dict[str, Any] = dict(info or {})
+
+
+class PolicySetupError(ValueError):
+    """A policy cannot act at all in this run (its endpoint is unreachable or rejects the key, its
+    recording is missing...). Unlike :class:`PolicyError`, which fails one episode, this stops the run
+    at once, before anything is recorded: no episode could succeed, and retrying each would only
+    cost time."""
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the runner needs of a policy."""
+
+    role: Role
+
+    def reset(self, seed: int | None = None) -> None:
+        """Prepare for a run of episodes; seed the policy's own randomness."""
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        """An action in the role's action space for this observation."""
+
+
+@runtime_checkable
+class JointPolicy(Protocol):
+    """A policy for several agents at once (see the module docstring)."""
+
+    role: Role
+
+    def reset(self, seed: int | None = None) -> None:
+        """Prepare for a run of episodes; seed the policy's own randomness."""
+
+    def act_joint(self, observations: Mapping[str, Any]) -> Mapping[str, Any]:
+        """An action for each agent whose observation is given."""
+
+
+class BasePolicy:
+    """Convenience base: a seeded ``self.rng`` and a readable ``name``."""
+
+    role: ClassVar[Role]
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng()
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+
+_RUN_HOOKS: list[Callable[[], None]] = []
+_run_depth = 0
+
+
+def on_new_run(hook: Callable[[], None]) -> None:
+    """Call ``hook`` whenever a new run starts (see :func:`new_run`); e.g. the LLM client forgets the
+    failures of the previous run, so that a run started again asks for them again."""
+    if hook not in _RUN_HOOKS:
+        _RUN_HOOKS.append(hook)
+
+
+@contextlib.contextmanager
+def new_run() -> Iterator[None]:
+    """The scope of one run. The runners (``evaluate``, ``play_concurrent``, ``run_all``...) enter it;
+    only the outermost scope starts a run, so the conditions of one ``reproduce`` are one run, in which
+    the two regimes of a state share their answers — and their failures."""
+    global _run_depth
+    if _run_depth == 0:
+        for hook in _RUN_HOOKS:
+            hook()
+    _run_depth += 1
+    try:
+        yield
+    finally:
+        _run_depth -= 1
+
+
+class _Required:
+    """The "default" of a parameter a policy cannot do without (``sb3``'s ``path``)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    name: str
+    role: Role
+    factory: Callable[..., Any]
+    summary: str
+    env: str = ""  # the id of the game it plays
+
+    def parameters(self) -> dict[str, Any]:
+        """The factory's keyword parameters and their defaults (:data:`REQUIRED` for one without)."""
+        sig = inspect.signature(self.factory)
+        return {
+            p.name: REQUIRED if p.default is p.empty else p.default
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
+
+
+# Keyed by (game id, name, role): one name may serve several roles (e.g. "llm") and several games.
+_REGISTRY: dict[tuple[str, str, Role], PolicyEntry] = {}
+_loaded: set[str] = set()  # games whose policy modules are imported
+_entry_points_loaded = False
+ENTRY_POINTS = "eq_env.policies"
+
+
+def register_policy(name: str, role: Role, factory: Callable[..., Any], summary: str = "", *,
+                    env: Any = None) -> None:  # fmt: skip
+    """Make ``factory`` available to :func:`make_policy` and the CLI as ``name``, for ``role`` of the game
+    ``env`` (an id, short name or spec; None: the default game)."""
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    if role not in spec.roles:
+        raise ValueError(f"{spec.name} has no role {role!r}; its roles: {', '.join(spec.roles)}")
+    doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
+    _REGISTRY[(spec.id, name, role)] = PolicyEntry(name, role, factory, doc, spec.id)
+
+
+def _load_providers(env_id: str) -> None:
+    """Import the modules that register the game's policies, and the installed entry points, once."""
+    global _entry_points_loaded
+    if env_id in _loaded:
+        return
+    _loaded.add(env_id)
+    from eq_env.core.spec import env_spec
+
+    for module in env_spec(env_id).policy_modules:
+        importlib.import_module(module)
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=ENTRY_POINTS):
+            point.load()
+
+
+def available_policies(role: Role | None = None, env: Any = None) -> list[PolicyEntry]:
+    """Registered policies of the game ``env`` (default: the default game), sorted by role, then name;
+    only those of ``role`` if given."""
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    _load_providers(spec.id)
+    order = {r: i for i, r in enumerate(spec.roles)}
+    entries = [e for (game, _, _), e in _REGISTRY.items() if game == spec.id and role in (None, e.role)]
+    return sorted(entries, key=lambda e: (order.get(e.role, len(order)), e.name))
+
+
+def policy_entry(name: str, role: Role | None = None, env: Any = None) -> PolicyEntry:
+    """The registered policy ``name`` (of ``role`` when the name serves several roles) of the game ``env``."""
+    matches = [e for e in available_policies(role, env) if e.name == name]
+    if not matches:
+        wrong_role = [e for e in available_policies(None, env) if e.name == name]
+        if wrong_role:
+            raise ValueError(f"policy {name!r} plays the {wrong_role[0].role}, not the {role}")
+        choices = ", ".join(sorted({e.name for e in available_policies(role, env)}))
+        raise ValueError(f"unknown policy {name!r}; available{f' {role}s' if role else ''}: {choices}")
+    if len(matches) > 1:
+        roles = " and ".join(e.role for e in matches)
+        raise ValueError(f"policy {name!r} exists for the {roles}; say which (make_policy(spec, role=...))")
+    return matches[0]
+
+
+def parse_scalar(text: str) -> Any:
+    """``true``/``false`` as booleans, ``none`` as None, numbers as int or float, anything else as is."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name:k=v,k=v"`` → ``("name", {"k": v})``, values read by :func:`parse_scalar`.
+
+    A value in double quotes is a JSON string, kept as a string byte for byte: ``model="007"``,
+    ``model="none"``, ``base_url="http://h/v1?a=1,b=2"``. Nothing inside quotes can add a parameter,
+    and a parameter given twice is an error, so a value filled in by a flag cannot change another.
+    """
+    name, _, rest = spec.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    i, n = 0, len(rest)
+    while i < n:
+        if rest[i] in " \t,":
+            i += 1
+            continue
+        eq = rest.find("=", i)
+        comma = rest.find(",", i)
+        if eq < 0 or (0 <= comma < eq):
+            item = rest[i : comma if comma >= 0 else n].strip()
+            raise ValueError(f"policy spec {spec!r}: expected key=value, got {item!r}")
+        key = rest[i:eq].strip()
+        if not key:
+            raise ValueError(f"policy spec {spec!r}: a value without a key at {rest[i:].strip()!r}")
+        j = eq + 1
+        while j < n and rest[j] in " \t":
+            j += 1
+        if j < n and rest[j] == '"':
+            try:
+                value, j = _JSON.raw_decode(rest, j)
+            except ValueError:
+                raise ValueError(f"policy spec {spec!r}: unterminated or invalid quoted value for {key!r}") from None
+            tail = rest[j:].lstrip(" \t")
+            if tail and not tail.startswith(","):
+                raise ValueError(f"policy spec {spec!r}: expected ',' after the quoted value of {key!r}")
+            i = n - len(tail)
+        else:
+            end = rest.find(",", j)
+            end = n if end < 0 else end
+            value, i = parse_scalar(rest[j:end].strip()), end
+        if key in kwargs:
+            raise ValueError(f"policy spec {spec!r}: {key!r} is given twice")
+        kwargs[key] = value
+    return name.strip(), kwargs
+
+
+_JSON = json.JSONDecoder()
+
+
+def format_policy_spec(name: str, kwargs: Mapping[str, Any]) -> str:
+    """The spec string :func:`parse_policy_spec` reads back as ``(name, kwargs)``, exactly.
+
+    Strings that would not read back as themselves (``"007"``, ``"none"``, anything with a comma,
+    a quote or an ``=``) are written as JSON strings.
+    """
+    items = []
+    for key, value in kwargs.items():
+        if isinstance(value, str):
+            plain = value == value.strip() and value and not any(c in value for c in ',="\\')
+            text = value if plain and parse_scalar(value) == value else json.dumps(value)
+        elif value is None or isinstance(value, bool):
+            text = {None: "none", True: "true", False: "false"}[value]
+        elif isinstance(value, (int, float)):
+            text = repr(value)
+        else:
+            raise ValueError(f"policy spec parameter {key!r}: cannot write {value!r} in a spec")
+        items.append(f"{key}={text}")
+    return name + (":" + ",".join(items) if items else "")
+
+
+def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -> Policy:
+    """A policy from a spec string for ``role`` of the game ``env`` (default: the default game), or a
+    policy object, returned as is after a role check."""
+    if not isinstance(spec, str):
+        if role is not None and getattr(spec, "role", None) != role:
+            raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
+        return spec
+    name, kwargs = parse_policy_spec(spec)
+    entry = policy_entry(name, role, env)
+    params = entry.parameters()
+    unknown = sorted(set(kwargs) - set(params))
+    if unknown:
+        raise ValueError(
+            f"policy {name!r} has no parameter(s) {unknown}; its parameters: "
+            + (", ".join(f"{k}={v!r}" for k, v in params.items()) or "none")
+        )
+    missing = [k for k, v in params.items() if v is REQUIRED and k not in kwargs]
+    if missing:  # say it in spec terms, not as the factory's TypeError
+        example = ",".join(f"{k}={'runs/ppo' if k == 'path' else k.upper()}" for k in missing)
+        raise ValueError(f"policy {name!r} needs {', '.join(f'{k}=...' for k in missing)}: e.g. {name}:{example}")
+    return entry.factory(**kwargs)

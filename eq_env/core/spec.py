@@ -1,0 +1,199 @@
+"""The environment spec: what a game tells the core once, and everything the core derives from it.
+
+A game registers one :class:`EnvSpec` when its package is imported. From it
+the core derives the PettingZoo and Gymnasium registrations, the policy
+registry's per-game namespace, the runner's agents and seeds, the episode
+records and metrics of experiments and sweeps, the CLI's flags and the game's
+own commands, and the conformance battery the tests run. The core knows
+"agents", "roles", "episodes" and "records", never a game's own terms.
+
+The contract an environment's module (``EnvSpec.entry``) keeps:
+
+* ``env(**kwargs)``, ``parallel_env(**kwargs)`` and ``raw_env(**kwargs)``, taking
+  ``config=`` (an instance of ``EnvSpec.config``), ``render_mode=`` and any
+  config field as a keyword;
+* ``reset(seed=s, options={"episode": i})`` plays episode ``i`` of seed ``s``'s
+  stream (the runner plays episodes out of order, concurrently, and resumes
+  after a kill), and consecutive ``reset()`` calls after ``reset(seed=s)`` play
+  episodes 0, 1, 2... of that stream;
+* a legal-action mask, where there is one, under ``"action_mask"`` in the
+  observation (a single legal action is taken without asking the policy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "BatchEngine",
+    "Command",
+    "EnvSpec",
+    "default_env",
+    "env_spec",
+    "register_env",
+    "registered_envs",
+    "spec_for_config",
+]
+
+
+class BatchEngine(Protocol):
+    """A game's vectorised engine: whole runs of scripted policies at once, episode for episode equal to
+    the AEC environment."""
+
+    def is_batchable(self, policy: Any) -> bool:
+        """The policy can act in bulk."""
+
+    def simulate(self, config: Any, policies: Mapping[str, Any], *, episodes: int, seed: int) -> Mapping[str, Any]:
+        """Per-episode columns for ``compute_metrics`` (``policies`` by role)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """A CLI subcommand a game contributes (``eq-env reproduce``...): its flags and what it does.
+
+    ``run`` returns the exit status. ``interrupted`` says what an interrupted run kept.
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str = ""
+    interrupted: str = "nothing was saved"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Everything the core needs of one game (see the module docstring).
+
+    Attributes:
+        id: the registered id, ``"eq_env/<name>-v<N>"``.
+        name: its short name (``--env exchange-audit``).
+        entry: the versioned module with ``env``, ``parallel_env`` and ``raw_env``.
+        config: the game's :class:`~eq_env.core.config.GameConfig` class (its ``PRESETS`` too).
+        roles: role → policy seed stream, in the order the roles first act. A role's policies
+            draw from ``SeedSequence(seed, spawn_key=(stream,))``, or ``(stream, i)`` for its
+            ``i``-th agent when the role has several.
+        agents: the agents of each role under a configuration (fixed roles, or N of a role).
+        record: the finished episode's record, from the raw environment, the seed, the episode's
+            index and what each agent's policy reported (``{agent: info}``).
+        record_from_dict: a record back from its JSON dict (a ValueError names a bad field).
+        metrics: metric → what it measures; ``compute_metrics`` computes them (NaN where undefined)
+            from records, or from a batch engine's columns.
+        plot_metrics: the metrics sweeps tabulate and plot by default.
+        default_policies: role → the policy spec ``eq-env play`` uses when none is given.
+        policy_modules: modules that register the game's policies when imported (loaded on first
+            lookup; third-party packages use the ``eq_env.policies`` entry point group).
+        conformance: name → environment keywords: the configurations the conformance battery runs.
+        views: Gymnasium id → ``"module:Class"``: single-agent views of a role, for RL libraries.
+        batch: the game's :class:`BatchEngine`, if it has one.
+        cli: the module whose ``COMMANDS`` (a sequence of :class:`Command`) are the CLI subcommands the
+            game contributes (imported by the CLI only).
+        key_env: whether run keys name the game. The first game's keys predate the others and stay
+            as they were, so results written before resume.
+    """
+
+    id: str
+    name: str
+    entry: str
+    config: type
+    roles: Mapping[str, int]
+    agents: Callable[[Any], Mapping[str, tuple[str, ...]]]
+    record: Callable[[Any, int, int, Mapping[str, Any]], Any]
+    record_from_dict: Callable[[Mapping[str, Any]], Any]
+    metrics: Mapping[str, str]
+    compute_metrics: Callable[[Any], dict[str, float]]
+    plot_metrics: tuple[str, ...] = ()
+    default_policies: Mapping[str, str] = field(default_factory=dict)
+    policy_modules: tuple[str, ...] = ()
+    conformance: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
+    views: Mapping[str, str] = field(default_factory=dict)
+    batch: BatchEngine | None = None
+    cli: str = ""
+    key_env: bool = True
+
+    def module(self) -> Any:
+        """The versioned module (``env``, ``parallel_env``, ``raw_env``)."""
+        return importlib.import_module(self.entry)
+
+    def raw_env(self, config: Any, render_mode: str | None = None) -> Any:
+        """A raw AEC environment of this game under ``config``."""
+        return self.module().raw_env(config=config, render_mode=render_mode)
+
+    def commands(self) -> tuple[Command, ...]:
+        """The CLI subcommands the game contributes."""
+        return tuple(importlib.import_module(self.cli).COMMANDS) if self.cli else ()
+
+    def agent_roles(self, config: Any) -> dict[str, str]:
+        """agent → role under ``config``."""
+        return {agent: role for role, agents in self.agents(config).items() for agent in agents}
+
+    def check_config(self, config: Any) -> None:
+        if not isinstance(config, self.config):
+            raise TypeError(f"{self.name}: config must be a {self.config.__name__}, got {type(config).__name__}")
+
+    def check_roles(self, roles: Sequence[str]) -> None:
+        """Refuse policies for roles the game does not have, and roles left without one."""
+        unknown = sorted(set(roles) - set(self.roles))
+        missing = [r for r in self.roles if r not in roles]
+        if unknown or missing:
+            problems = [f"unknown role(s) {unknown}"] if unknown else []
+            problems += [f"no policy for {missing}"] if missing else []
+            what = "; ".join(problems)
+            raise ValueError(f"{self.name}: {what}; its roles: {', '.join(self.roles)}")
+
+
+_SPECS: dict[str, EnvSpec] = {}
+
+
+def register_env(spec: EnvSpec) -> EnvSpec:
+    """Register ``spec`` (once per id; the first registered game is the default one)."""
+    known = _SPECS.get(spec.id)
+    if known is not None and known is not spec:
+        raise ValueError(f"environment {spec.id!r} is registered already")
+    clash = next((s for s in _SPECS.values() if s.name == spec.name and s.id != spec.id), None)
+    if clash is not None:
+        raise ValueError(f"environment name {spec.name!r} is taken by {clash.id!r}")
+    _SPECS[spec.id] = spec
+    return spec
+
+
+def registered_envs() -> list[EnvSpec]:
+    """Every registered game, the default one first."""
+    return list(_SPECS.values())
+
+
+def default_env() -> EnvSpec:
+    """The default game: the first registered (``eq_env`` registers its games on import)."""
+    if not _SPECS:
+        importlib.import_module("eq_env")
+    return next(iter(_SPECS.values()))
+
+
+def env_spec(env: str | EnvSpec | None = None) -> EnvSpec:
+    """The spec of ``env``: its id (``eq_env/exchange-audit-v0``) or short name (``exchange-audit``);
+    None is the default game."""
+    if isinstance(env, EnvSpec):
+        return env
+    if env is None:
+        return default_env()
+    if not _SPECS:
+        importlib.import_module("eq_env")
+    for spec in _SPECS.values():
+        if env in (spec.id, spec.name):
+            return spec
+    raise ValueError(f"unknown environment {env!r}; registered: {', '.join(s.name for s in _SPECS.values())}")
+
+
+def spec_for_config(config: Any) -> EnvSpec:
+    """The game whose configuration class ``config`` is an instance of."""
+    if not _SPECS:
+        importlib.import_module("eq_env")
+    for spec in _SPECS.values():
+        if isinstance(config, spec.config):
+            return spec
+    raise TypeError(f"{type(config).__name__} is the configuration of no registered environment")
