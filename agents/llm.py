@@ -167,5 +167,3 @@ class LLMPolicy(BasePolicy):
         info["fallback"] = True
         info["fallback_reason"] = f"no valid reply in {self.max_reasks + 1} attempts: {info['invalid_replies'][-1]}"
         return None, info
-
-

@@ -88,8 +88,6 @@ def checked_reply(reply: str, schema: dict[str, Any]) -> dict[str, Any]:
     raise ReplyError(f"the JSON breaks the schema at {where}: {errors[0].message}{more}")
 
 
-
-
 _VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import gymnasium
 
 from baselines.rl import _hyperparameters, train
-from eq_env.equilibrium import proposer_best_response, proposer_payoff
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.equilibrium import proposer_best_response, proposer_payoff
 
 SCENARIOS = {  # name: (directory, configuration)
     "paper, q=0.3": ("paper_q0.3", ExchangeAuditConfig(q=0.3)),

@@ -420,7 +420,7 @@ def test_readme_play_command_prints_table1s_row(capsys: pytest.CaptureFixture[st
 
 
 def test_frontier_without_ppo_says_nothing_of_ppo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eq_env import frontier as frontier_module
+    from eq_env.exchange_audit import frontier as frontier_module
 
     plotted: list[Any] = []
     monkeypatch.setattr(frontier_module, "plot_lines", lambda path, panels, **kw: plotted.extend(panels))
@@ -444,7 +444,7 @@ def test_equilibrium_says_never_instead_of_inf_and_no_false_threshold(capsys: py
 
 
 def test_best_response_summaries_say_when_there_are_too_few_episodes_for_an_interval() -> None:
-    from eq_env.equilibrium import proposer_best_response, validator_best_response
+    from eq_env.exchange_audit.equilibrium import proposer_best_response, validator_best_response
 
     for summary in (proposer_best_response(ExchangeAuditConfig(), episodes=2).summary(),
                     validator_best_response(ExchangeAuditConfig(), episodes=2).summary()):  # fmt: skip
@@ -455,7 +455,7 @@ def test_best_response_summaries_say_when_there_are_too_few_episodes_for_an_inte
 # 15. feedback on long work
 # ---------------------------------------------------------------------------
 def test_equilibrium_shows_progress_bars(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from eq_env import equilibrium
+    from eq_env.exchange_audit import equilibrium
 
     seen: list[Any] = []
     for name in ("proposer_best_response", "validator_best_response"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import eq_env.experiments as experiments
+import eq_env.core.experiments as experiments
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.experiments import (
     Condition,
@@ -31,7 +31,12 @@ PAPER = ExchangeAuditConfig()
 
 def grid(episodes: int = 100) -> list[Condition]:
     return [
-        Condition(PAPER.replace(q=q), proposer, "rule", episodes, (("q", q), ("proposer", proposer)))
+        Condition(
+            PAPER.replace(q=q),
+            {"proposer": proposer, "validator": "rule"},
+            episodes,
+            (("q", q), ("proposer", proposer)),
+        )
         for q in (0.0, 0.5)
         for proposer in ("honest", "strategic")
     ]
@@ -45,21 +50,21 @@ def by_key(records: list[dict]) -> dict[str, dict]:
 # Conditions and single runs
 # ---------------------------------------------------------------------------
 def test_condition_key_ignores_labels_and_default_spelling() -> None:
-    a = Condition(PAPER, "honest", "rule", 10, (("x", 1),))
-    b = Condition(PAPER, "honest:words=13,claims_from=observation", "rule", 10)
+    a = Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 10, (("x", 1),))
+    b = Condition(PAPER, {"proposer": "honest:words=13,claims_from=observation", "validator": "rule"}, 10)
     assert a.key == b.key
-    assert a.key != Condition(PAPER, "honest:words=14", "rule", 10).key
-    assert a.key != Condition(PAPER.replace(q=0.31), "honest", "rule", 10).key
+    assert a.key != Condition(PAPER, {"proposer": "honest:words=14", "validator": "rule"}, 10).key
+    assert a.key != Condition(PAPER.replace(q=0.31), {"proposer": "honest", "validator": "rule"}, 10).key
     assert canonical_spec("honest", "proposer").startswith("honest:claims_from='observation'")
 
 
 def test_condition_validates_at_once() -> None:
     with pytest.raises(ValueError, match="unknown policy"):
-        Condition(PAPER, "oracle", "rule", 10)
+        Condition(PAPER, {"proposer": "oracle", "validator": "rule"}, 10)
     with pytest.raises(ValueError, match="plays the validator"):
-        Condition(PAPER, "rule", "rule", 10)
+        Condition(PAPER, {"proposer": "rule", "validator": "rule"}, 10)
     with pytest.raises(ValueError, match="episodes must be a positive integer"):
-        Condition(PAPER, "honest", "rule", 0)
+        Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 0)
 
 
 def test_engines_agree_and_are_recorded() -> None:
@@ -73,7 +78,7 @@ def test_engines_agree_and_are_recorded() -> None:
 
 
 def test_records_are_json_with_the_full_configuration() -> None:
-    record = run_one(Condition(PAPER.replace(q=0.0), "silent", "rule", 20), 0)
+    record = run_one(Condition(PAPER.replace(q=0.0), {"proposer": "silent", "validator": "rule"}, 20), 0)
     again = json.loads(json.dumps(record, allow_nan=False))
     assert again["config"] == PAPER.replace(q=0.0).to_dict()
     assert again["metrics"]["audit_fail_rate"] is None  # undefined at q = 0
@@ -126,8 +131,10 @@ def test_resume_after_a_crash_gives_the_uninterrupted_results(tmp_path: Path, mo
 
 
 def test_duplicate_conditions_run_once(tmp_path: Path) -> None:
-    same = [Condition(PAPER, "honest", "rule", 30, (("name", "a"),)), Condition(PAPER, "honest:words=13", "rule", 30,
-                                                                              (("name", "b"),))]  # fmt: skip
+    same = [
+        Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 30, (("name", "a"),)),
+        Condition(PAPER, {"proposer": "honest:words=13", "validator": "rule"}, 30, (("name", "b"),)),
+    ]
     store = ResultsStore(tmp_path / "r.jsonl")
     records = run_all(same, [0, 0, 1], store, progress=False)
     assert store.path.read_text().count("\n") == 2  # seeds 0 and 1, once each

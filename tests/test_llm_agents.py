@@ -496,7 +496,7 @@ def test_an_interrupted_llm_run_resumes_from_its_saved_episodes(tmp_path: Path) 
 
     configure(cache="off")  # every episode not yet saved must be asked again
     with ScriptedLLMServer() as server:
-        condition = Condition(PAPER, f"llm:model=m,base_url={server.url}", "rule", 10)
+        condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={server.url}", "validator": "rule"}, 10)
         full = run_one(condition, 4, episode_dir=tmp_path / "full", concurrency=3)
         saved = (tmp_path / "full" / f"{condition.key}-4.jsonl").read_text().splitlines()
         assert len(saved) == 10 and len(server.requests) == 10

@@ -137,7 +137,10 @@ def test_failures_are_shared_within_a_run_and_asked_again_by_the_next() -> None:
     configure(max_retries=0)
     with ScriptedLLMServer(script) as server:
         full, stripped = f"llm:model=m,base_url={server.url}", f"llm:model=m,base_url={server.url},strip=true"
-        conditions = [Condition(PAPER, full, "rule", 2), Condition(PAPER, stripped, "rule", 2)]
+        conditions = [
+            Condition(PAPER, {"proposer": full, "validator": "rule"}, 2),
+            Condition(PAPER, {"proposer": stripped, "validator": "rule"}, 2),
+        ]
         from eq_env.experiments import run_all
 
         store = ResultsStore(Path(settings().cache_dir).parent / "out" / "results.jsonl")
@@ -299,7 +302,7 @@ def test_no_secret_from_a_flag_a_url_or_the_environment_reaches_a_file(
         assert status in (0, INCOMPLETE) and len(server.requests) > 0
         assert all("api-key=QUERY-SECRET" in p and "api-version=2024" in p for p in server.paths)  # sent, as query
         # a policy made from what was recorded still talks to the real endpoint, in this process
-        spec = results(out)[0]["proposer"]
+        spec = results(out)[0]["policies"]["proposer"]
         assert "SECRET" not in spec and "***" in spec
     leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file() and b"SECRET" in p.read_bytes()]
     assert leaks == []
@@ -311,8 +314,8 @@ def test_a_spec_typed_with_credentials_is_recorded_without_them(tmp_path: Path) 
 
     with ScriptedLLMServer() as server:
         url = server.url.replace("http://", "http://user:TYPED-SECRET@")
-        condition = Condition(PAPER, f"llm:model=m,base_url={url}", "rule", 3)
-        assert "TYPED-SECRET" not in condition.proposer
+        condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={url}", "validator": "rule"}, 3)
+        assert "TYPED-SECRET" not in condition.policy("proposer")
         (record,) = run_all([condition], [0], ResultsStore(tmp_path / "results.jsonl"), progress=False)
         assert len(server.requests) == 3 and not record.get("failed")  # the real endpoint was used
     assert b"TYPED-SECRET" not in (tmp_path / "results.jsonl").read_bytes()
@@ -322,8 +325,10 @@ def test_a_spec_typed_with_credentials_is_recorded_without_them(tmp_path: Path) 
 def test_a_dummy_key_that_is_a_common_word_masks_no_model_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test")  # what local servers are often given
     settings().key()
-    condition = Condition(PAPER, "llm:model=test-model,base_url=http://127.0.0.1:9/v1", "rule", 1)
-    assert "model=test-model" in condition.proposer  # specs are masked structurally, not word by word
+    condition = Condition(
+        PAPER, {"proposer": "llm:model=test-model,base_url=http://127.0.0.1:9/v1", "validator": "rule"}, 1
+    )
+    assert "model=test-model" in condition.policy("proposer")  # specs are masked structurally, not word by word
 
 
 def test_credentials_are_masked_in_every_recorded_endpoint() -> None:
@@ -586,5 +591,12 @@ def test_two_runs_cannot_write_into_the_same_results_at_once(tmp_path: Path) -> 
     store = ResultsStore(tmp_path / "results.jsonl")
     with store.exclusive():  # another run holds the file
         with pytest.raises(ValueError, match=r"another run is writing to .*results\.jsonl"):
-            run_all([Condition(PAPER, "honest", "rule", 5)], [0], ResultsStore(tmp_path / "results.jsonl"))
-    assert len(run_all([Condition(PAPER, "honest", "rule", 5)], [0], store, progress=False)) == 1  # free again
+            run_all(
+                [Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 5)],
+                [0],
+                ResultsStore(tmp_path / "results.jsonl"),
+            )
+    assert (
+        len(run_all([Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 5)], [0], store, progress=False))
+        == 1
+    )  # free again

@@ -259,7 +259,7 @@ def test_a_resumed_run_plays_its_failed_episodes_again(tmp_path: Path) -> None:
 
     configure(max_retries=0)
     with ScriptedLLMServer(script) as server:
-        condition = Condition(PAPER, f"llm:model=m,base_url={server.url}", "rule", 12)
+        condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={server.url}", "validator": "rule"}, 12)
         store = ResultsStore(tmp_path / "results.jsonl")
         (first,) = run_all([condition], [0], store, progress=False, concurrency=1)
         lost = len(first["failed"])
@@ -272,8 +272,8 @@ def test_a_resumed_run_plays_its_failed_episodes_again(tmp_path: Path) -> None:
         assert third == second and len(server.requests) == asked + lost  # complete: nothing left to do
     configure(cache="off")
     with ScriptedLLMServer() as server:
-        clean = run_all([Condition(PAPER, f"llm:model=m,base_url={server.url}", "rule", 12)], [0],
-                        type(store)(tmp_path / "clean.jsonl"), progress=False)[0]  # fmt: skip
+        condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={server.url}", "validator": "rule"}, 12)
+        clean = run_all([condition], [0], type(store)(tmp_path / "clean.jsonl"), progress=False)[0]
     assert clean["metrics"] == second["metrics"]
 
 
@@ -301,8 +301,10 @@ def test_llm_runs_stay_in_process_with_jobs(tmp_path: Path) -> None:
     configure(cache="off")
     with ScriptedLLMServer() as server:
         spec = f"llm:model=m,base_url={server.url}"
-        conditions = [Condition(PAPER, spec, "rule", 10), Condition(PAPER, spec + ",strip=true", "rule", 10),
-                      Condition(PAPER, "honest", "rule", 10), Condition(PAPER, "silent", "rule", 10)]  # fmt: skip
+        conditions = [
+            Condition(PAPER, {"proposer": p, "validator": "rule"}, 10)
+            for p in (spec, spec + ",strip=true", "honest", "silent")
+        ]
         records = run_all(conditions, [0, 1], ResultsStore(tmp_path / "r.jsonl"), jobs=2, progress=False)
         assert len(records) == 8 and len(server.requests) == 20  # 2 seeds x 10 states, asked once each
 
@@ -351,13 +353,14 @@ def test_flags_are_checked_and_fill_the_spec(capsys: pytest.CaptureFixture[str])
             main(["play", "--proposer", "llm", *bad])
         assert exc.value.code == 2
         assert "expected a" in capsys.readouterr().err
-    from eq_env.cli import _llm_spec, build_parser
+    from agents.cli import LLM_FLAGS
+    from eq_env.cli import build_parser
     from eq_env.policy import make_policy
 
     args = build_parser().parse_args(["play", "--model", "m", "--max-reasks", "0", "--temperature", "0.5"])
-    policy = make_policy(_llm_spec("llm", "proposer", args), "proposer")
+    policy = make_policy(LLM_FLAGS.fill("llm", args), "proposer")
     assert isinstance(policy, LLMProposer) and policy.max_reasks == 0 and policy.temperature == 0.5
-    kept = make_policy(_llm_spec("llm:max_reasks=4", "proposer", args), "proposer")
+    kept = make_policy(LLM_FLAGS.fill("llm:max_reasks=4", args), "proposer")
     assert isinstance(kept, LLMProposer) and kept.max_reasks == 4  # the spec wins over the flag
 
 

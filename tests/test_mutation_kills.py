@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 import eq_env
-from eq_env import paper, reproduce
-from eq_env.equilibrium import proposer_best_response, validator_best_response
+from eq_env.exchange_audit import paper, reproduce
 from eq_env.exchange_audit.batch import ABSENT, Nature, ProposerBatch, SubmissionBatch, columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.equilibrium import proposer_best_response, validator_best_response
 from eq_env.exchange_audit.game import (
     Artifact,
     AuditOutcome,
@@ -396,11 +396,16 @@ def test_validator_best_response_seeded_run_is_pinned() -> None:
 # ---------------------------------------------------------------------------
 def test_run_key_depends_on_episodes_and_package_version(monkeypatch: pytest.MonkeyPatch) -> None:
     # kills dropping `episodes` or the package version from Condition.identity
-    a, b = Condition(PAPER, "honest", "rule", 200), Condition(PAPER, "honest", "rule", 201)
+    a, b = (
+        Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 200),
+        Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 201),
+    )
     assert a.key != b.key
-    before = Condition(PAPER, "honest", "rule", 200).key
+    before = Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 200).key
     monkeypatch.setattr(eq_env, "__version__", eq_env.__version__ + "+other")
-    after = Condition(PAPER, "honest", "rule", 200)  # a fresh one: `key` is cached per instance
+    after = Condition(
+        PAPER, {"proposer": "honest", "validator": "rule"}, 200
+    )  # a fresh one: `key` is cached per instance
     assert after.identity()["eq_env"] == eq_env.__version__
     assert after.key != before
 

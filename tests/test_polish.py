@@ -29,7 +29,8 @@ import agents.client
 from agents.client import LLMClient, configure
 from agents.fake_server import Reply, ScriptedLLMServer, honest_script
 from eq_env import exchange_audit_v0
-from eq_env.cli import INCOMPLETE, MAX_EPISODES, MAX_SEED, MAX_SEEDS
+from eq_env.cli import INCOMPLETE
+from eq_env.core.cli import MAX_EPISODES, MAX_SEED, MAX_SEEDS
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.experiments import ResultsStore
 from eq_env.runner import EpisodeRecord, evaluate, llm_summary
@@ -229,7 +230,7 @@ def test_sweep_refuses_bad_options_before_creating_out(tmp_path: Path, capsys: p
              "http://127.0.0.1:9/v1", "--no-endpoint-check"], capsys, "batch engine")  # fmt: skip
     assert not out.exists()
     with pytest.raises(ValueError, match="unknown policy 'bogus'"):
-        run_sweep(SweepSpec(proposers=["bogus"]), out)
+        run_sweep(SweepSpec(policies={"proposer": ["bogus"]}), out)
     with pytest.raises(ValueError, match="jobs must be a positive integer"):
         run_sweep(SweepSpec(), out, jobs=0)
     assert not out.exists()
@@ -255,7 +256,7 @@ def test_rerun_resolves_a_masked_endpoint_with_base_url(
         assert run(llm_sweep(out, url, episodes=3), capsys)[0] == 0
         (key,) = ResultsStore(out / "results.jsonl").load()
         record = ResultsStore(out / "results.jsonl").load()[key]
-        assert "s3cret" not in json.dumps(record) and "***" in record["proposer"]
+        assert "s3cret" not in json.dumps(record) and "***" in record["policies"]["proposer"]
         recorded = len(server.requests)
         # a new process: it knows the masked endpoint only
         monkeypatch.setattr(agents.client, "_ENDPOINTS", {})

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from eq_env import paper
 from eq_env.cli import main
+from eq_env.exchange_audit import paper
+from eq_env.exchange_audit.reproduce import TABLE1_COLUMNS, TABLE2_COLUMNS, ReproduceOptions, conditions, reproduce
 from eq_env.experiments import ResultsStore
-from eq_env.reproduce import TABLE1_COLUMNS, TABLE2_COLUMNS, ReproduceOptions, conditions, reproduce
 from eq_env.sweep import SweepSpec, load_spec_file, parse_value, run_sweep
 
 
@@ -83,7 +83,8 @@ def test_results_records_carry_the_full_configuration(reproduced: tuple[Path, di
     assert len(records) == len({c.key for c in conds}) * 5 < len(conds) * 5
     assert (out / "results.jsonl").read_text().count("\n") == len(records)  # and are written once
     r = next(iter(records.values()))
-    assert set(r) >= {"config", "proposer", "validator", "seed", "episodes", "metrics", "labels", "engine"}
+    assert set(r) >= {"config", "env", "policies", "seed", "episodes", "metrics", "labels", "engine"}
+    assert set(r["policies"]) == {"proposer", "validator"}
     assert r["config"]["reveal_compliance"] is True
 
 
@@ -165,7 +166,7 @@ def test_spec_files_in_every_format(tmp_path: Path) -> None:
     )
     specs = [SweepSpec.from_mapping(load_spec_file(tmp_path / f"s.{ext}")) for ext in ("json", "yaml", "toml")]
     assert specs[0] == specs[1] == specs[2]
-    assert specs[0].seeds == [3, 4] and specs[0].proposers == ["silent"]
+    assert specs[0].seeds == [3, 4] and specs[0].policies["proposer"] == ["silent"]
     assert len(specs[0].conditions()) == 2
 
 

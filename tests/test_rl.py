@@ -13,15 +13,15 @@ import pytest
 
 import eq_env
 from baselines.rl import SB3Policy, selfplay, train
-from eq_env.equilibrium import (
+from eq_env.exchange_audit.batch import proposer_batch, sample_nature, simulate
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.equilibrium import (
     analytic_threshold,
     detection_given_audit,
     expected_payoffs,
     proposer_best_response,
     validator_best_response,
 )
-from eq_env.exchange_audit.batch import proposer_batch, sample_nature, simulate
-from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
     N_ARTIFACTS,
     all_artifacts,
@@ -33,8 +33,8 @@ from eq_env.exchange_audit.features import (
     validator_features,
     validator_features_batch,
 )
+from eq_env.exchange_audit.frontier import Scenario, frontier, misreport_rate
 from eq_env.exchange_audit.game import DrawStream
-from eq_env.frontier import Scenario, frontier, misreport_rate
 from eq_env.policy import make_policy
 from eq_env.runner import compute_metrics, evaluate, play, records_to_columns
 
@@ -49,7 +49,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*(render fps|infinity|precision
 # ---------------------------------------------------------------------------
 VIEWS = [
     ("eq_env/ExchangeAuditProposer-v0", {}),
-    ("eq_env/ExchangeAuditProposer-v0", {"action_encoding": "discrete", "q_values": [0.0, 0.5, 1.0]}),
+    ("eq_env/ExchangeAuditProposer-v0", {"action_encoding": "discrete", "audit_intensities": [0.0, 0.5, 1.0]}),
     ("eq_env/ExchangeAuditProposer-v0", {"validator": "approve", "reward_mode": "welfare", "B": 1}),
     ("eq_env/ExchangeAuditValidator-v0", {}),
     ("eq_env/ExchangeAuditValidator-v0", {"proposer": "strategic", "skip_no_trade": False, "q": 0.7}),
@@ -61,7 +61,9 @@ def test_a_seeded_view_over_several_q_starts_at_episode_zero() -> None:
     from eq_env.exchange_audit.spaces import decode_proposer_observation
     from eq_env.exchange_audit.views import ExchangeAuditProposerEnv
 
-    view = ExchangeAuditProposerEnv(q_values=[0.1, 0.5, 0.9])
+    view = ExchangeAuditProposerEnv(audit_intensities=[0.1, 0.5, 0.9])
+    with pytest.warns(DeprecationWarning, match="q_values is now audit_intensities"):  # the old name still works
+        assert ExchangeAuditProposerEnv(q_values=[0.1, 0.5, 0.9]).configs == view.configs
     for seed in range(6):
         obs, _ = view.reset(seed=seed)
         k = view._envs.index(view._env)
@@ -354,7 +356,7 @@ def test_frontier_quick(tmp_path: Path) -> None:
 
 
 def test_frontier_explains_where_ppo_differs() -> None:
-    from eq_env.frontier import _ppo_disagreements
+    from eq_env.exchange_audit.frontier import _ppo_disagreements
 
     summary = [{"scenario": "a", "br_q_star": 0.5, "ppo_q_star": 0.9}, {"scenario": "b", "br_q_star": 0.5,
                 "ppo_q_star": 0.6}]  # fmt: skip

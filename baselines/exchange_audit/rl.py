@@ -191,14 +191,16 @@ def _opponent_label(opponent: Any) -> str:
 
 
 def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
-              q_values: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
+              audit_intensities: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
     from eq_env.exchange_audit.views import ExchangeAuditProposerEnv, ExchangeAuditValidatorEnv
 
     if role == "proposer":
         return ExchangeAuditProposerEnv(opponent, config=config, reward_mode=reward_mode,
-                                        action_encoding=_action_encoding(role, algo), q_values=q_values)  # fmt: skip
+                                        action_encoding=_action_encoding(role, algo),
+                                        audit_intensities=audit_intensities)  # fmt: skip
     if role == "validator":
-        return ExchangeAuditValidatorEnv(opponent, config=config, reward_mode=reward_mode, q_values=q_values)
+        return ExchangeAuditValidatorEnv(opponent, config=config, reward_mode=reward_mode,
+                                         audit_intensities=audit_intensities)  # fmt: skip
     raise ValueError(f"role must be 'proposer' or 'validator', got {role!r}")
 
 
@@ -212,18 +214,27 @@ def train(
     config: ExchangeAuditConfig | None = None,
     opponent: Any = None,
     reward_mode: str = "individual",
-    q_values: Sequence[float] | None = None,
+    audit_intensities: Sequence[float] | None = None,
     eval_seeds: Sequence[int] = EVAL_SEEDS,
     eval_episodes: int = 2000,
     progress: bool | None = None,
     n_envs: int = 8,
+    q_values: Sequence[float] | None = None,
 ) -> TrainResult:
     """Train ``role`` against ``opponent`` (default: the rule validator, or the honest proposer).
 
     ``n_envs`` copies of the view step together (one batched forward pass for
     all of them), seeded ``seed``, ``seed + 1``...; evaluation uses
-    ``eval_seeds``, which training never sees.
+    ``eval_seeds``, which training never sees. ``audit_intensities``: train across these q (each episode
+    draws one; ``q_values`` is its deprecated earlier name).
     """
+    if q_values is not None:
+        import warnings
+
+        if audit_intensities is not None:
+            raise ValueError("give audit_intensities or its old name q_values, not both")
+        warnings.warn("q_values is now audit_intensities", DeprecationWarning, stacklevel=2)
+        audit_intensities = q_values
     from eq_env.exchange_audit.runner import evaluate
 
     if algo not in ALGOS:
@@ -236,7 +247,8 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     try:
         model, curve, seconds = learn(
-            lambda: make_view(role, opponent, config, reward_mode, q_values=q_values, algo=algo), algo=algo,
+            lambda: make_view(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo),
+            algo=algo,
             timesteps=timesteps, seed=seed, hyperparameters=_hyperparameters(algo, timesteps, n_envs), n_envs=n_envs,
             progress=progress, desc=f"train {role} ({algo})",
         )  # fmt: skip
@@ -246,7 +258,8 @@ def train(
     meta = {
         "role": role, "algo": algo, "features_version": FEATURES_VERSION,
         "action_encoding": _action_encoding(role, algo),
-        "config": config.to_dict(), "q_values": list(q_values) if q_values is not None else None,
+        "config": config.to_dict(),
+        "audit_intensities": list(audit_intensities) if audit_intensities is not None else None,
         "opponent": _opponent_label(opponent), "reward_mode": reward_mode,
         "timesteps": timesteps, "seed": seed, "seconds": seconds,
     }  # fmt: skip

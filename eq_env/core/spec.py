@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from eq_env.core.config import GameConfig
+
 __all__ = [
     "BatchEngine",
     "Command",
@@ -100,7 +102,7 @@ class EnvSpec:
     id: str
     name: str
     entry: str
-    config: type
+    config: type[GameConfig]
     roles: Mapping[str, int]
     agents: Callable[[Any], Mapping[str, tuple[str, ...]]]
     record: Callable[[Any, int, int, Mapping[str, Any]], Any]

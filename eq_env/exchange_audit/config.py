@@ -96,7 +96,6 @@ class ExchangeAuditConfig(GameConfig):
         return 4 if self.B is None else min(self.B, 4)
 
 
-
 _checked_number = checked_number  # (the name the tests and older code use)
 
 

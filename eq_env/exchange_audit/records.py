@@ -277,5 +277,3 @@ def compute_metrics(columns: Mapping[str, np.ndarray] | Sequence[EpisodeRecord])
         "proposer_payoff": _mean(cols["proposer_payoff"]),
         "validator_payoff": _mean(cols["validator_payoff"]),
     }
-
-

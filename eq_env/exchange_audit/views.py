@@ -23,8 +23,9 @@ one step.
   APPROVE there counts as BLOCK, flagged ``illegal_action`` in the info).
 * Rewards: ``reward_mode="individual"`` (default) the role's own payoff,
   ``"welfare"`` the joint welfare.
-* ``q_values=[...]`` draws the audit intensity of each episode from that
-  list (the observation shows it), to train one policy for many q.
+* ``audit_intensities=[...]`` draws the audit intensity q of each episode
+  from that list (the observation shows it), to train one policy for many q.
+  (``q_values``, its earlier name, still works and warns.)
 """
 
 from __future__ import annotations
@@ -59,6 +60,19 @@ _ARTIFACTS = all_artifacts()
 FEATURE_BOUND = 1e6  # the configuration's own ranges keep every feature within it
 
 
+def _renamed(overrides: dict[str, Any], audit_intensities: Sequence[float] | None) -> Sequence[float] | None:
+    """``q_values`` is ``audit_intensities``' earlier name (it read as RL Q-values): taken, with a warning."""
+    if "q_values" not in overrides:
+        return audit_intensities
+    import warnings
+
+    old = overrides.pop("q_values")
+    if audit_intensities is not None:
+        raise ValueError("give audit_intensities or its old name q_values, not both")
+    warnings.warn("q_values is now audit_intensities", DeprecationWarning, stacklevel=4)
+    return old  # type: ignore[no-any-return]
+
+
 def _no_options(options: Any) -> None:
     """The views take no reset options: refuse any rather than ignore it (a game parameter belongs in the
     constructor: ``gymnasium.make(id, q=0.5)``)."""
@@ -83,18 +97,19 @@ class _View(gymnasium.Env):
         config: ExchangeAuditConfig | None,
         preset: str | None,
         reward_mode: str,
-        q_values: Sequence[float] | None,
+        audit_intensities: Sequence[float] | None,
         render_mode: str | None,
         overrides: dict[str, Any],
     ) -> None:
+        audit_intensities = _renamed(overrides, audit_intensities)
         if reward_mode not in ("individual", "welfare"):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
         base = resolve_config(config, preset, overrides)
-        qs = [base.q] if q_values is None else list(q_values)
+        qs = [base.q] if audit_intensities is None else list(audit_intensities)
         if not qs:
-            raise ValueError("q_values must hold at least one audit intensity")
+            raise ValueError("audit_intensities must hold at least one audit intensity")
         self.configs = [base.replace(q=q) for q in qs]
         self.config = self.configs[0]
         self.reward_mode = reward_mode
@@ -147,11 +162,12 @@ class ExchangeAuditProposerEnv(_View):
         preset: str | None = None,
         reward_mode: str = "individual",
         action_encoding: str = "multidiscrete",
-        q_values: Sequence[float] | None = None,
+        audit_intensities: Sequence[float] | None = None,
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        super().__init__("proposer", validator, config, preset, reward_mode, q_values, render_mode, overrides)
+        super().__init__("proposer", validator, config, preset, reward_mode, audit_intensities, render_mode,
+                         overrides)  # fmt: skip
         if action_encoding not in ("multidiscrete", "discrete"):
             raise ValueError(f"action_encoding must be 'multidiscrete' or 'discrete', got {action_encoding!r}")
         self.action_encoding = action_encoding
@@ -219,12 +235,13 @@ class ExchangeAuditValidatorEnv(_View):
         preset: str | None = None,
         reward_mode: str = "individual",
         skip_no_trade: bool = True,
-        q_values: Sequence[float] | None = None,
+        audit_intensities: Sequence[float] | None = None,
         render_mode: str | None = None,
         max_skips: int = 1000,
         **overrides: Any,
     ) -> None:
-        super().__init__("validator", proposer, config, preset, reward_mode, q_values, render_mode, overrides)
+        super().__init__("validator", proposer, config, preset, reward_mode, audit_intensities, render_mode,
+                         overrides)  # fmt: skip
         self.skip_no_trade = bool(skip_no_trade)
         self.max_skips = max_skips
         self.action_space = spaces.Discrete(2)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.reproduce import reproduce
 from eq_env.experiments import Condition, ResultsStore
-from eq_env.reproduce import reproduce
 
 GOLDEN = Path(__file__).parent / "golden"
 TABLES = ("table1.csv", "table1.md", "table2.csv", "table2.md", "table1_text_length.csv")
@@ -48,5 +48,5 @@ def test_reproduce_run_keys_are_the_same(reproduced: Path) -> None:
 def test_condition_keys_are_the_same() -> None:
     for case in json.loads((GOLDEN / "run_keys.json").read_text())["conditions"]:
         config = ExchangeAuditConfig.from_preset("paper").replace(**case["config"])
-        condition = Condition(config, case["proposer"], case["validator"], case["episodes"])
+        condition = Condition(config, {"proposer": case["proposer"], "validator": case["validator"]}, case["episodes"])
         assert condition.key == case["key"], case

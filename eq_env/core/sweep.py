@@ -1,0 +1,490 @@
+"""``eq-env sweep``: any grid of a game's parameters and policies, resumable, in parallel.
+
+A sweep is a :class:`SweepSpec`: a game (``env``, default: the default game),
+a preset, fixed overrides (``set``), a grid of game parameters whose Cartesian
+product is taken, a list of policy specs per role (also crossed), seeds and
+episodes. The policies of a role are listed under the role's plural
+(``proposers``, ``players``...) or in a ``policies`` table. A sweep comes from
+a TOML, YAML or JSON file, from flags, or both (flags win)::
+
+    # sweep.toml
+    env = "exchange-audit"    # the default
+    preset = "paper_scripted"
+    seeds = 5                 # or a list: [0, 1, 2]
+    episodes = 200
+    proposers = ["honest:claims_from=truth", "strategic:trigger=payoff,claims_from=truth"]
+    validators = ["rule"]
+
+    [set]
+    L = 1.0
+
+    [grid]
+    q = [0.0, 0.1, 0.3, 0.5, 1.0]
+    V = [1.0, 2.0]
+
+    $ eq-env sweep --config sweep.toml --out runs/temptation --jobs 2
+    $ eq-env sweep --grid q=0,0.5,1 --grid B=1,2,4 --proposer honest --proposer silent --out runs/b
+
+Writes ``results.jsonl`` (one record per condition and seed, appended as runs
+finish; run the same command again after a kill and it resumes),
+``summary.csv`` and ``summary.md`` (mean ± std over seeds per condition),
+``llm_costs.csv`` when an LLM policy took part (tokens, dollars, failures),
+``paired.csv`` (each condition minus the first, seed by seed, with 95%
+intervals: every condition of a seed saw the same chance events), ``sweep.png``
+and ``sweep.json`` (the resolved spec).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from json.decoder import JSONObject  # type: ignore[attr-defined]  # (the pure-Python object parser)
+from json.scanner import py_make_scanner  # type: ignore[attr-defined]
+from pathlib import Path
+from typing import Any
+
+from eq_env.core.experiments import (
+    ENGINES,
+    Condition,
+    ResultsStore,
+    aggregate,
+    canonical_spec,
+    check_runs,
+    llm_columns,
+    llm_report,
+    paired_difference,
+    run_all,
+)
+from eq_env.core.policy import parse_scalar
+from eq_env.core.report import label, markdown_table, mean_std, plot_lines, write_csv
+from eq_env.core.spec import EnvSpec, env_spec
+
+__all__ = [
+    "SweepSpec",
+    "first_repeat",
+    "load_spec_file",
+    "parse_value",
+    "repeated_policy",
+    "run_sweep",
+    "spec_table",
+]
+
+_SPEC_KEYS = {"env", "preset", "set", "grid", "policies", "seeds", "first_seed", "episodes", "engine"}
+
+
+def parse_value(text: str) -> Any:
+    """A flag value as a number, a boolean, None (``none``/``all`` for B) or the string itself."""
+    return None if text.strip().lower() == "all" else parse_scalar(text.strip())
+
+
+@dataclass
+class SweepSpec:
+    """What a sweep runs; see the module docstring for the file format.
+
+    ``policies`` maps each role of the game to its list of specs (default: the game's default policy).
+    """
+
+    env: str = ""  # the game's id; "" is the default game
+    preset: str = ""  # "" is the game's default preset
+    set: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    policies: dict[str, list[str]] = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: list(range(5)))
+    episodes: int = 200
+    engine: str = "auto"
+
+    def __post_init__(self) -> None:
+        spec = env_spec(self.env or None)
+        self.env = spec.id
+        self.preset = self.preset or spec.config.DEFAULT_PRESET
+        given = self.policies  # a role left out plays the game's default policy; an empty list is refused
+        self.policies = {role: list(given[role]) if role in given else [spec.default_policies[role]]
+                         for role in spec.roles}  # fmt: skip
+
+    @property
+    def spec(self) -> EnvSpec:
+        return env_spec(self.env)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "sweep spec") -> SweepSpec:
+        """The spec ``data`` describes, validated; every error is a ValueError that starts with ``source``."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: a sweep spec must be a mapping (table) at the top level, got {data!r}")
+        try:
+            spec = cls._from_checked_mapping(data)
+            spec.validate()
+        except ValueError as err:
+            raise ValueError(f"{source}: {err}") from None
+        return spec
+
+    @classmethod
+    def _from_checked_mapping(cls, data: Mapping[str, Any]) -> SweepSpec:
+        env = data.get("env")
+        if env is not None and not isinstance(env, str):
+            raise ValueError(f"env must be a game's id or name, got {env!r}")
+        game = env_spec(env)
+        plurals = {f"{role}s": role for role in game.roles}
+        unknown = set(data) - _SPEC_KEYS - set(plurals)
+        if unknown:
+            raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SPEC_KEYS | set(plurals))}")
+        seeds = data.get("seeds", 5)
+        first = data.get("first_seed", 0)
+        if not _is_int(first) or first < 0:
+            raise ValueError(f"first_seed must be a non-negative integer, got {first!r}")
+        if _is_int(seeds):
+            if seeds < 1:
+                raise ValueError(f"seeds must be at least 1, got {seeds}")
+            seeds = list(range(first, first + seeds))
+        elif "first_seed" in data:
+            raise ValueError("first_seed goes with a count of seeds, not with a list of seeds")
+        if not isinstance(seeds, list) or not all(_is_int(s) and s >= 0 for s in seeds):
+            raise ValueError(f"seeds must be a count or a list of non-negative integers, got {seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"seeds repeat: {seeds}")
+        episodes = data.get("episodes", 200)
+        if not _is_int(episodes) or episodes < 1:
+            raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+        presets = game.config.PRESETS
+        preset = data.get("preset", game.config.DEFAULT_PRESET)
+        if not isinstance(preset, str) or preset not in presets:  # (a list is no key of PRESETS: say so first)
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(presets)}")
+        grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
+        table = data.get("policies", {})
+        if not isinstance(table, Mapping) or set(table) - set(game.roles):
+            raise ValueError(f"policies must be a table of role = [specs] over the roles {list(game.roles)}, "
+                             f"got {table!r}")  # fmt: skip
+        policies = {role: _as_list(specs, f"policies.{role}") for role, specs in table.items()}
+        for key, role in plurals.items():
+            if key in data:
+                if role in policies:
+                    raise ValueError(f"{key} and policies.{role} both list the {role}s; use one")
+                policies[role] = _as_list(data[key], key)
+        return cls(
+            env=game.id,
+            preset=preset,
+            set={k: _config_value(v) for k, v in fixed.items()},
+            grid={k: [_config_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in grid.items()},
+            policies=policies,
+            seeds=seeds,
+            episodes=episodes,
+            engine=data.get("engine", "auto"),
+        )
+
+    def validate(self) -> None:
+        presets = self.spec.config.PRESETS
+        if self.preset not in presets:
+            raise ValueError(f"unknown preset {self.preset!r}; choose one of {sorted(presets)}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        if not self.seeds:
+            raise ValueError("a sweep needs at least one seed")
+        empty = [role for role, specs in self.policies.items() if not specs]
+        if empty:
+            raise ValueError(f"a sweep needs at least one {empty[0]} policy")
+        for name, values in self.grid.items():
+            if not values:
+                raise ValueError(f"grid parameter {name!r} has no values")
+            repeated = first_repeat(values)
+            if repeated is not None:  # the same condition twice: one run, two rows, a paired difference of 0
+                raise ValueError(f"grid parameter {name!r} repeats the value {repeated[1]!r}")
+        for role, specs in self.policies.items():
+            key = f"{role}s"
+            same = repeated_policy(specs, role, self.spec)
+            if same is not None:
+                first, second = specs[same[0]], specs[same[1]]
+                raise ValueError(f"{key} repeat {first!r}" if first == second else
+                                 f"{key}: {second!r} is the same policy as {first!r}")  # fmt: skip
+        both = set(self.set) & set(self.grid)
+        if both:
+            raise ValueError(f"{sorted(both)} are both fixed (set) and swept (grid); choose one")
+        self.conditions()  # validates every configuration and policy spec
+
+    def conditions(self) -> list[Condition]:
+        """The Cartesian product, in a fixed order: grid values (in the order given), then each role's
+        policies, in the game's role order."""
+        base = self.spec.config.from_preset(self.preset, **self.set)
+        names, roles = list(self.grid), list(self.policies)
+        out = []
+        for values in itertools.product(*(self.grid[n] for n in names)):
+            point = dict(zip(names, values, strict=True))
+            config = base.replace(**point)
+            for specs in itertools.product(*(self.policies[r] for r in roles)):
+                policies = dict(zip(roles, specs, strict=True))
+                out.append(Condition(config, policies, self.episodes, (*point.items(), *policies.items())))
+        return out
+
+    def varying(self) -> list[str]:
+        """The dimensions that take more than one value, in label order."""
+        dims = [n for n, v in self.grid.items() if len(v) > 1]
+        return dims + [role for role, specs in self.policies.items() if len(specs) > 1]
+
+
+def first_repeat(values: Sequence[Any]) -> tuple[int, Any] | None:
+    """(index, value) of the first value equal to an earlier one (``0`` and ``0.0`` are, ``0`` and ``False``
+    are not), or None."""
+    for i, value in enumerate(values):
+        if any(value == e and isinstance(value, bool) == isinstance(e, bool) for e in values[:i]):
+            return i, value
+    return None
+
+
+def repeated_policy(specs: Sequence[str], role: str, env: Any = None) -> tuple[int, int] | None:
+    """Indices (first, second) of two specs of the same policy (``honest`` and ``honest:words=13``), or None.
+
+    A spec that does not name a policy is compared as written: the spec check refuses it, with its reason.
+    """
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        try:
+            key = canonical_spec(spec, role, env)
+        except ValueError:
+            key = spec
+        if key in seen:
+            return seen[key], i
+        seen[key] = i
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def spec_table(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The spec's ``grid`` or ``set`` table (empty if absent), checked to be a table of game parameters."""
+    table = data.get(key, {})
+    shape = "parameter = [values]" if key == "grid" else "parameter = value"
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{key} must be a table of {shape}, got {table!r}")
+    if "preset" in table:  # not a game parameter: the starting configuration the parameters change
+        raise ValueError(
+            f"{key}: 'preset' is not a game parameter; choose the starting configuration with --preset "
+            "(or the spec's top-level preset key)"
+        )
+    return dict(table)
+
+
+def _as_list(value: Any, key: str) -> list[str]:
+    specs = [value] if isinstance(value, str) else value
+    if not isinstance(specs, (list, tuple)) or not all(isinstance(v, str) for v in specs):
+        raise ValueError(f"{key} must be a policy spec or a list of policy specs, got {value!r}")
+    return list(specs)
+
+
+def _config_value(value: Any) -> Any:
+    """Strings in a spec file read like flags: "all"/"none" for B (TOML has no null), numbers as numbers."""
+    return parse_value(value) if isinstance(value, str) else value
+
+
+class _UniqueKeyJSONDecoder(json.JSONDecoder):
+    """JSON that refuses an object with a key given twice (``json`` silently keeps the last one).
+
+    Objects are parsed by the pure-Python scanner, which lets us see each one's pairs and where it
+    opens (spec files are small)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any, pairs_hook: Any,
+                         memo: Any = None) -> tuple[dict[str, Any], int]:  # fmt: skip
+            text, start = s_and_end
+            pairs, end = JSONObject(s_and_end, strict, scan_once, None, list, memo)
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:  # (the position is the object's opening brace: the scanner knows no more)
+                    raise json.JSONDecodeError(f"duplicate key {key!r} in the object opening here", text, start - 1)
+                seen.add(key)
+            return dict(pairs), end
+
+        self.parse_object = parse_object
+        self.scan_once = py_make_scanner(self)
+
+
+@functools.cache
+def _unique_key_yaml_loader() -> type:
+    """A SafeLoader that refuses a mapping with a key given twice (PyYAML silently keeps the last one),
+    naming the line of the second."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: list[Any] = []
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base": its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.append(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping.
+
+    Every error names the file, and the line where the format tells it.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml", ".json"):
+        raise ValueError(f"{path}: unknown spec format {suffix!r}; use .toml, .yaml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a UTF-8 text file ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read the sweep spec: {err.strerror or err}") from None
+    data: Any
+    if suffix == ".toml":
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            # the message ends "(at line L, column C)": lead with file:line like the other formats
+            at = re.search(r"\(at line (\d+), column \d+\)$", str(err))
+            message = str(err)[: at.start()].strip() if at else str(err)
+            raise ValueError(f"{path}{':' + at.group(1) if at else ''}: invalid TOML: {message}") from None
+    elif suffix == ".json":
+        try:
+            data = _UniqueKeyJSONDecoder().decode(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+    else:
+        import yaml
+
+        try:
+            data = yaml.load(text, Loader=_unique_key_yaml_loader())  # a SafeLoader
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            where = f":{mark.line + 1}" if mark is not None else ""
+            raise ValueError(f"{path}{where}: invalid YAML: {problem}") from None
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"{path}: a sweep spec must be a mapping (table) of keys at the top level, got {type(data).__name__}"
+        )
+    return dict(data)
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out: Path | str,
+    *,
+    jobs: int = 1,
+    progress: bool | None = None,
+    plot_x: str | None = None,
+    plot_metrics: Sequence[str] | None = None,
+    concurrency: int = 8,
+) -> list[dict[str, Any]]:
+    """Run (or resume) the sweep and write its outputs; returns the summary rows (each with its
+    condition's ``failed_episodes``: episodes LLM policies could not play, left out of the metrics).
+    ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted."""
+    game = spec.spec
+    metrics_all = list(game.metrics)
+    plot_metrics = tuple(plot_metrics) if plot_metrics is not None else game.plot_metrics or tuple(metrics_all[:4])
+    unknown = [m for m in plot_metrics if m not in game.metrics]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; metrics: {', '.join(metrics_all)}")
+    if plot_x is not None and plot_x not in spec.grid:
+        raise ValueError(f"plot x {plot_x!r} is not a grid parameter; grid: {list(spec.grid)}")
+    # everything that can be refused is refused before --out is made or sweep.json written
+    spec.validate()
+    conds = spec.conditions()
+    check_runs(conds, spec.engine, jobs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
+                      progress=progress, desc="sweep", concurrency=concurrency)  # fmt: skip
+    llm_rows = llm_report(conds, records)
+    if llm_rows:
+        write_csv(out / "llm_costs.csv", llm_rows, llm_columns(game))
+    agg = aggregate(conds, records)
+    dims = [*spec.grid, *game.roles]
+    failed: dict[str, int] = {}
+    for r in {r["key"]: r for r in records}.values():  # a run shared by equal conditions counts once
+        failed[r["condition"]] = failed.get(r["condition"], 0) + len(r.get("failed", ()))
+
+    rows: list[dict[str, Any]] = []
+    for c, summary, _ in agg:
+        row: dict[str, Any] = {d: _cell(c.label(d)) for d in dims}
+        row["condition"] = c.key
+        row["failed_episodes"] = failed.get(c.key, 0)
+        for metric, (mean, std) in summary.items():
+            row[f"{metric}_mean"], row[f"{metric}_std"] = mean, std
+        rows.append(row)
+    columns = [*dims, "condition", "failed_episodes"] + [f"{m}_{s}" for m in metrics_all for s in ("mean", "std")]
+    write_csv(out / "summary.csv", rows, columns)
+
+    reference, _, ref_seeds = agg[0]
+    paired_rows = []
+    for c, _, per_seed in agg[1:]:
+        for metric in metrics_all:
+            mean, low, high, n = paired_difference(per_seed, ref_seeds, metric)
+            paired_rows.append({**{d: _cell(c.label(d)) for d in dims}, "metric": metric, "difference": mean,
+                                "ci_low": low, "ci_high": high, "seeds": n})  # fmt: skip
+    write_csv(out / "paired.csv", paired_rows, [*dims, "metric", "difference", "ci_low", "ci_high", "seeds"])
+
+    shown = spec.varying() or dims
+    table = markdown_table(
+        [*shown, *plot_metrics],
+        [
+            [label(c.label(d)) for d in shown] + [mean_std(*summary[m], 3) for m in plot_metrics]
+            for c, summary, _ in agg
+        ],
+    )
+    ref_desc = ", ".join(f"{d}={reference.label(d)}" for d in shown)
+    (out / "summary.md").write_text(
+        f"# Sweep: {len(conds)} conditions x {len(spec.seeds)} seeds x {spec.episodes} episodes\n\n"
+        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. Paired differences "
+        f"against the first condition ({ref_desc}) are in `paired.csv`.\n\n{table}\n![sweep](sweep.png)\n"
+    )
+    _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
+    return rows
+
+
+def _cell(value: Any) -> Any:
+    return "none" if value is None else value  # B = None ("all four"), not a missing value
+
+
+def _plot(
+    path: Path,
+    spec: SweepSpec,
+    agg: list[tuple[Condition, dict[str, tuple[float, float]], dict[int, dict[str, float]]]],
+    plot_x: str | None,
+    metrics: Sequence[str],
+) -> None:
+    varying = spec.varying()
+    numeric = [d for d in varying if d in spec.grid and all(isinstance(v, (int, float)) for v in spec.grid[d])]
+    x = plot_x or (numeric[0] if numeric else None)
+    others = [d for d in varying if d != x]
+    categorical = x is None or not all(isinstance(v, (int, float)) for v in spec.grid[x])
+    groups: dict[tuple[Any, ...], list[tuple[Any, dict[str, tuple[float, float]]]]] = {}
+    for c, summary, _ in agg:
+        where = label(c.label(x)) if x else ", ".join(label(c.label(d)) for d in varying) or "all"
+        groups.setdefault(tuple(c.label(d) for d in others) if x else (), []).append(
+            (where if categorical or x is None else c.label(x), summary)
+        )
+    panels = []
+    for metric in metrics:
+        series = []
+        for key, points in groups.items():
+            name = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) if x else ""
+            series.append({
+                "label": name, "x": [p[0] for p in points],  # unnamed when alone: the y label says it
+                "y": [p[1][metric][0] for p in points],
+                "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
+            })  # fmt: skip
+        panels.append({"ylabel": metric, "series": series})
+    plot_lines(path, panels, xlabel=x or "condition")

@@ -1,0 +1,307 @@
+"""The exchange–audit game's own ``eq-env`` commands, and its hooks for the generic ones.
+
+``reproduce`` (the paper's tables and figure: the main job), ``train`` and
+``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
+``frontier`` (the deterrence frontier). :data:`COMMANDS` is what
+``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
+policies would be sent and :func:`describe_config` sums a configuration up for
+``eq-env play``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Mapping, Sequence
+
+from eq_env.core.cli import (
+    MAX_EPISODES,
+    MAX_ROUNDS,
+    Command,
+    add_config_flags,
+    add_flag_groups,
+    config_from_args,
+    configure_flag_groups,
+    episodes_arg,
+    failures,
+    fill_spec,
+    int_in,
+    jobs_arg,
+    list_of,
+    number_type,
+    out_dir,
+    seed_arg,
+    seeds_arg,
+    timesteps_arg,
+)
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
+
+__all__ = ["COMMANDS", "describe_config", "dry_run"]
+
+_q = number_type(float, "an audit intensity in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+_qs = list_of(_q, "audit intensities in [0, 1]", distinct=True)
+
+
+def describe_config(config: ExchangeAuditConfig) -> str:
+    """The parameters ``eq-env play`` shows beside the preset."""
+    return f"q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}"
+
+
+def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) -> int:
+    """Print what each LLM policy among ``policies`` (role → specs) would be sent for one state, and the
+    schema it must answer with; call nothing."""
+    from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
+    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from baselines.exchange_audit import HonestProposer
+    from eq_env import exchange_audit_v0
+    from eq_env.core.policy import make_policy
+    from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
+
+    env = exchange_audit_v0.env(config=config)
+    env.reset(seed=0)
+    view = decode_proposer_observation(env.observe("proposer_0"))
+    env.step(encode_submission(HonestProposer(request="always").submission(view)))  # a sample to decide on
+    validator_view = env.unwrapped.game.validator_view
+    shown = 0
+    for role in ("proposer", "validator"):
+        for spec in dict.fromkeys(policies.get(role, ())):
+            policy = make_policy(spec, role)
+            if not hasattr(policy, "prompt_version"):
+                continue
+            if role == "proposer":
+                messages, schema = render_proposer_prompt(view, policy.prompt_version), PROPOSER_SCHEMA
+            else:
+                messages, schema = render_validator_prompt(validator_view, policy.prompt_version), VALIDATOR_SCHEMA
+            print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
+            for m in messages:
+                print(f"--- {m['role']} ---\n{m['content']}")
+            print(f"--- reply schema ---\n{json.dumps(schema, indent=2)}\n")
+            shown += 1
+    if not shown:
+        print("no LLM policy among the proposers and validators: nothing would be sent")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# reproduce
+# ---------------------------------------------------------------------------
+def _reproduce_arguments(rep: argparse.ArgumentParser) -> None:
+    rep.add_argument("--out", type=out_dir, required=True, help="output directory")
+    rep.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5, as the paper)")
+    rep.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
+    rep.add_argument("--episodes", type=episodes_arg, default=200, help="episodes per seed (default 200, as the paper)")
+    rep.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
+                     help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
+                     "scripted trader wrote 13)")  # fmt: skip
+    rep.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto",
+                     help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
+                     "auto: batch whenever possible")  # fmt: skip
+    rep.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (default 1)")
+    rep.add_argument("--proposer", help="run the paper's experiments with this proposer instead of the scripted "
+                     "ones, e.g. 'llm' (its action-only regime strips the same replies)")  # fmt: skip
+    rep.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine)")
+    rep.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
+                     help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
+    add_flag_groups(rep, "OUT/llm_cache", ["proposer", "validator"])
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.reproduce import ReproduceOptions, reproduce
+
+    proposer = fill_spec(args.proposer, args) if args.proposer else None
+    validator = fill_spec(args.validator, args)
+    opts = ReproduceOptions(
+        seeds=args.seeds, episodes=args.episodes, words=args.words, first_seed=args.first_seed,
+        engine=args.engine, jobs=args.jobs, proposer=proposer, validator=validator, preset=args.preset,
+        concurrency=getattr(args, "concurrency", 8),
+    )  # fmt: skip
+    if getattr(args, "dry_run", False):
+        return dry_run(ExchangeAuditConfig.from_preset(args.preset),
+                       {"proposer": [proposer or "honest"], "validator": [validator]})  # fmt: skip
+    configure_flag_groups(args, args.out / "llm_cache")
+    result = reproduce(args.out, opts, progress=None)
+    print((args.out / "table1.md").read_text())
+    print((args.out / "table2.md").read_text())
+    print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
+    return failures(args.command, result["failed"], getattr(args, "cache", None))
+
+
+# ---------------------------------------------------------------------------
+# train, selfplay
+# ---------------------------------------------------------------------------
+def _train_arguments(tr: argparse.ArgumentParser) -> None:
+    tr.add_argument("--role", choices=("proposer", "validator"), required=True)
+    tr.add_argument("--algo", choices=("ppo", "maskable_ppo", "dqn"), default="ppo")
+    tr.add_argument("--timesteps", type=timesteps_arg, default=50_000,
+                    help="environment steps (= episodes) to train on, at least 64")  # fmt: skip
+    tr.add_argument("--seed", type=seed_arg, default=0)
+    tr.add_argument("--out", type=out_dir, required=True, help="directory for the model and its reports")
+    tr.add_argument("--opponent", help="the other role's policy spec (default: rule validator / honest proposer)")
+    tr.add_argument("--reward-mode", choices=("individual", "welfare"), default="individual")
+    intensities = list_of(_q, "audit intensities in [0, 1]")
+    tr.add_argument("--audit-intensities", type=intensities, metavar="Q1,Q2,...",
+                    help="comma-separated audit intensities, each episode's q drawn from them")  # fmt: skip
+    tr.add_argument("--q-values", dest="audit_intensities", type=intensities, help=argparse.SUPPRESS)  # deprecated
+    tr.add_argument("--eval-seeds", type=list_of(seed_arg, "seeds", distinct=True), default="1000,1001,1002",
+                    help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
+    tr.add_argument("--eval-episodes", type=episodes_arg, default=2000,
+                    help="episodes per evaluation seed (default 2000)")  # fmt: skip
+    add_config_flags(tr, ExchangeAuditConfig)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from baselines.exchange_audit.rl import train
+
+    config = config_from_args(args, ExchangeAuditConfig)
+    result = train(
+        args.role, args.out, algo=args.algo, timesteps=args.timesteps, seed=args.seed, config=config,
+        opponent=args.opponent, reward_mode=args.reward_mode, audit_intensities=args.audit_intensities,
+        eval_seeds=args.eval_seeds, eval_episodes=args.eval_episodes, progress=None,
+    )  # fmt: skip
+    asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
+    print(f"trained {result.role} ({result.algo}) for {result.steps_run} steps{asked} in {result.seconds:.1f} s "
+          f"({result.steps_per_second:.0f} steps/s); saved to {result.path}")  # fmt: skip
+    print(f"use it anywhere a policy goes: --{result.role} sb3:path={result.path}")
+    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
+          "each:\n")  # fmt: skip
+    print(result.table())
+    return 0
+
+
+def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--rounds", type=int_in(1, MAX_ROUNDS), default=3,
+                    help="rounds of proposer-then-validator (default 3)")  # fmt: skip
+    sp.add_argument("--timesteps", type=timesteps_arg, default=30_000, help="steps per training, at least 64")
+    sp.add_argument("--seed", type=seed_arg, default=0)
+    sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
+    sp.add_argument("--out", type=out_dir, required=True)
+    add_config_flags(sp, ExchangeAuditConfig)
+
+
+def _selfplay(args: argparse.Namespace) -> int:
+    from baselines.exchange_audit.rl import selfplay
+
+    selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
+             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None)  # fmt: skip
+    print((args.out / "selfplay.md").read_text())
+    print(f"wrote selfplay.csv, selfplay.md, selfplay.png and a model per training to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# equilibrium, frontier
+# ---------------------------------------------------------------------------
+def _equilibrium_arguments(eq: argparse.ArgumentParser) -> None:
+    eq.add_argument("--validator", default="rule", help="the validator the proposer responds to (default rule)")
+    eq.add_argument("--proposer", help="the proposer the validator responds to (default: the honest proposer)")
+    eq.add_argument("--episodes", type=int_in(4, MAX_EPISODES, " (half to choose, half to measure, two each)"),
+                    default=100_000, help="episodes drawn (default 100000)")  # fmt: skip
+    eq.add_argument("--seed", type=seed_arg, default=0)
+    add_config_flags(eq, ExchangeAuditConfig)
+
+
+def _equilibrium(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.equilibrium import (
+        analytic_threshold,
+        game_threshold,
+        proposer_best_response,
+        validator_best_response,
+    )
+
+    config = config_from_args(args, ExchangeAuditConfig)
+    proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
+    print(f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
+          f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n")  # fmt: skip
+    print(proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed,
+                                 progress=None).summary())  # fmt: skip
+    print()
+    print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
+                                  seed=args.seed, progress=None).summary())  # fmt: skip
+    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
+    if math.isinf(q_star):
+        eq3 = "eq. 3 never deters a one-claim lie (no q up to 1 does)"
+    elif q_star == 0:
+        eq3 = "by eq. 3 a one-claim lie never pays"
+    else:
+        eq3 = f"eq. 3 deters a one-claim lie from q = {q_star:.3f}"
+    # the lie earns (1 - q)·V (approved unless audited, never fined) against NO_TRADE's sure payoff
+    V, sure = config.V, config.no_trade_payoff
+    if V <= sure:
+        lie = f"never pays (approved, it earns V = {V:g}, no more than NO_TRADE's sure {sure:g})"
+    elif sure < 0:
+        lie = f"pays at every q (even blocked, its 0 beats NO_TRADE's {sure:g})"
+    else:
+        lie = f"pays while q < {game_threshold(config):.3f}"
+    print(f"\n{eq3}; in this game a lie that shades the numbers and states no false claim {lie}")
+    return 0
+
+
+def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
+    fr.add_argument("--out", type=out_dir, required=True)
+    fr.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    fr.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the q grid: distinct audit intensities in [0, 1] (default 0,0.1,...,1)")  # fmt: skip
+    fr.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per best response and per evaluation (default 20000)")  # fmt: skip
+    fr.add_argument("--timesteps", type=timesteps_arg, default=60_000, help="PPO training steps per scenario")
+    fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
+    fr.add_argument("--seed", type=seed_arg, default=0)
+
+
+def _frontier(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.frontier import frontier
+
+    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes,
+             timesteps=args.timesteps, seed=args.seed, train_ppo=not args.no_ppo, progress=None)  # fmt: skip
+    print((args.out / "frontier.md").read_text())
+    return 0
+
+
+COMMANDS = (
+    Command(
+        "reproduce",
+        "the paper's tables and figure, offline, from scripted policies",
+        _reproduce_arguments,
+        _reproduce,
+        "Run every experiment the paper reports with scripted policies and write table1.csv/.md, table2.csv/.md, "
+        "figure4.png, results.jsonl and summary.md into --out. Re-running resumes.",
+        "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
+    ),
+    Command(
+        "train",
+        "train a proposer or validator with Stable-Baselines3 and evaluate it",
+        _train_arguments,
+        _train,
+        "Train one role on its single-agent view against a fixed policy for the other role; save the model, its "
+        "configuration and a learning curve into --out; print its metrics on held-out seeds. The saved model is "
+        "then the policy spec 'sb3:path=OUT'.",
+    ),
+    Command(
+        "selfplay",
+        "alternate training of the proposer and the validator for K rounds",
+        _selfplay_arguments,
+        _selfplay,
+        "Each round trains the proposer against the current validator, then the validator against it (the first "
+        "proposer faces the rule validator); prints approval, bad approval, welfare and both payoffs after each "
+        "training and writes them to --out (selfplay.csv/.md/.png). Re-running resumes.",
+        "finished trainings are saved in --out; run the same command to resume",
+    ),
+    Command(
+        "equilibrium",
+        "best responses of both roles and their incentive to deviate",
+        _equilibrium_arguments,
+        _equilibrium,
+        "Search the proposer's best response to the validator, and the validator's best response to the proposer "
+        "(exact over the audit, Monte Carlo over states); print both gaps and the deviations found.",
+    ),
+    Command(
+        "frontier",
+        "the deterrence frontier: eq. 3, the best response and PPO, side by side",
+        _frontier_arguments,
+        _frontier,
+        "For several (V, L, B): the smallest q at which misreporting stops paying, from the paper's eq. 3, this "
+        "game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
+        "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
+    ),
+)

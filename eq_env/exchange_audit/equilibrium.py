@@ -1,0 +1,472 @@
+"""Best responses, the incentive to deviate, and the paper's incentive condition.
+
+**Expected payoffs.** For a batch of episodes and a submission per episode,
+:func:`expected_payoffs` takes the expectation over the audit *exactly*:
+not audited with probability 1 − q; audited with probability q, checking each
+of the C(4, B) claim subsets with equal probability. The validator's decision
+is computed for every audit scenario. The state (position and observation
+noise) is Monte Carlo: the average over sampled episodes.
+
+**The proposer's best response** to a fixed validator is searched over the
+discrete artifact space of :mod:`eq_env.exchange_audit.features` (648
+artifacts: act or not, report honestly or shade, each claim asserted, omitted
+or negated, 0/6/18 words), as a function of the proposer's observation
+summarised in cells (intent, what it knows of its compliance, and bins of its
+observed margins to the limits). On one half of the sampled episodes the best
+artifact of each cell is chosen; on the other half its payoff is measured,
+against the honest proposer's on the same episodes (paired). Their gap is the
+incentive to deviate; the best response's misreport rate says how it deviates.
+
+**The validator's best response** to a fixed proposer approves in a cell of
+its observation (ambiguous or not, audit outcome, what the audit revealed,
+whether the claims assert compliance, whether the reported numbers are
+comfortable or within the limits) iff approving pays there on average.
+
+**The incentive condition** (the paper's eq. 3): misreporting is unprofitable
+when p_detect · (V + L) ≥ V + C(r_lie) − C(r_honest), with p_detect = q · P(a
+sampled claim is a lie). :func:`analytic_threshold` gives the smallest such q.
+It compares the lie with an honest request that is blocked (payoff 0); in this
+game an honest proposer can also decline (NO_TRADE pays 1), and the audit
+checks claims, not reported numbers, so the best response can differ — see
+:func:`frontier`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from eq_env.exchange_audit.batch import (
+    ABSENT,
+    AuditBatch,
+    Nature,
+    SubmissionBatch,
+    ValidatorBatch,
+    detection_miss_table,
+    is_batchable,
+    payoffs_batch,
+    proposer_batch,
+    rule_signals,
+    run_audit_batch,
+    sample_nature,
+)
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.features import (
+    N_ARTIFACTS,
+    all_artifacts,
+    artifact_submissions,
+    describe_artifact,
+)
+from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream
+from eq_env.policy import make_policy
+
+__all__ = [
+    "ProposerBestResponse",
+    "ValidatorBestResponse",
+    "analytic_threshold",
+    "expected_payoffs",
+    "game_threshold",
+    "proposer_best_response",
+    "proposer_payoff",
+    "validator_best_response",
+]
+
+
+# ---------------------------------------------------------------------------
+# Payoffs, exact over the audit
+# ---------------------------------------------------------------------------
+def _scenarios(config: ExchangeAuditConfig) -> list[tuple[float, tuple[int, ...] | None]]:
+    """(probability, checked claim indices or None for 'not audited') of every audit outcome path."""
+    out: list[tuple[float, tuple[int, ...] | None]] = []
+    if config.q < 1.0:
+        out.append((1.0 - config.q, None))
+    if config.q > 0.0:
+        k = config.checks_per_audit
+        subsets = list(itertools.combinations(range(len(CHECKABLE_CLAIMS)), k)) if k > 0 else [()]
+        out += [(config.q / len(subsets), s) for s in subsets]
+    return out
+
+
+def _audit(
+    sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, subset: tuple[int, ...] | None
+) -> AuditBatch:
+    """The audit's result when it checks exactly ``subset`` (None: not audited)."""
+    n = nature.n
+    if subset is None:
+        zeros = np.zeros((n, 4), dtype=bool)
+        return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
+                          np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
+    # run_audit_batch with every coin showing "audited" and keys that pick this subset
+    keys = np.ones((n, 4))
+    keys[:, list(subset)] = 0.0
+    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys], axis=1)})
+    return run_audit_batch(sub, fixed, config.replace(q=1.0))
+
+
+def expected_payoffs(
+    config: ExchangeAuditConfig, nature: Nature, sub: SubmissionBatch, validator: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per episode, the proposer's and the validator's payoff, in expectation over the audit."""
+    proposer = np.zeros(nature.n)
+    validator_payoff = np.zeros(nature.n)
+    for prob, subset in _scenarios(config):
+        audit = _audit(sub, nature, config, subset)
+        approve = np.asarray(
+            validator.act_batch(ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)), dtype=bool
+        )
+        p, v = payoffs_batch(sub, sub.request & approve, audit, nature.compliant, config)
+        proposer += prob * p
+        validator_payoff += prob * v
+    return proposer, validator_payoff
+
+
+def _misreports(sub: SubmissionBatch, nature: Nature, observed: Any) -> np.ndarray:
+    """Episodes whose submission reports other numbers or intent than observed, or states a false claim."""
+    false_claim = (
+        ((sub.claim_intent != ABSENT) & (sub.claim_intent != nature.intent))
+        | ((sub.claim_risk_within_limit != ABSENT) & (sub.claim_risk_within_limit != nature.risk_within_limit))
+        | ((sub.claim_net_delta_bounded != ABSENT) & (sub.claim_net_delta_bounded != nature.net_delta_bounded))
+    )
+    shaded = (np.abs(sub.reported_risk - observed.observed_risk) > 1e-12) | (
+        np.abs(sub.reported_net_delta - observed.observed_net_delta) > 1e-12
+    )
+    return sub.request & (false_claim | shaded | (sub.reported_intent != nature.intent))
+
+
+# ---------------------------------------------------------------------------
+# The proposer's best response
+# ---------------------------------------------------------------------------
+MARGIN_EDGES = np.array([-0.15, -0.08, -0.04, -0.02, 0.0, 0.02, 0.04, 0.06, 0.08, 0.15])
+
+
+def _proposer_cells(views: Any) -> np.ndarray:
+    """A cell per episode from what the proposer sees: intent, known compliance, binned margins."""
+    n = views.n
+    known_r = (
+        np.zeros(n, dtype=np.int64) if views.known_risk_within_limit is None else 1 + views.known_risk_within_limit
+    )
+    known_d = (
+        np.zeros(n, dtype=np.int64) if views.known_net_delta_bounded is None else 1 + views.known_net_delta_bounded
+    )
+    rm = np.digitize(views.risk_limit - views.observed_risk, MARGIN_EDGES)
+    dm = np.digitize(views.delta_limit - np.abs(views.observed_net_delta), MARGIN_EDGES)
+    bins = len(MARGIN_EDGES) + 1
+    return (((views.intent.astype(np.int64) * 3 + known_r) * 3 + known_d) * bins + rm) * bins + dm
+
+
+@dataclass
+class ProposerBestResponse:
+    """A proposer's best response to one validator, measured on held-out episodes."""
+
+    config: ExchangeAuditConfig
+    validator: str
+    episodes: int
+    best_payoff: float
+    honest_payoff: float
+    gap: float
+    gap_ci: tuple[float, float]
+    misreport_rate: float  # of the best response, over non-compliant episodes
+    honest_misreport_rate: float
+    table: np.ndarray  # best artifact per cell (index into all_artifacts()), -1 where unseen
+    deviations: list[tuple[float, str]]  # (share of episodes, artifact) of the best response where it lies
+
+    def summary(self) -> str:
+        lines = [
+            f"proposer: best response {self.best_payoff:.4f}, honest {self.honest_payoff:.4f}, gap "
+            f"{self.gap:+.4f} ({_ci_text(self.gap_ci)}) per episode; the best "
+            f"response misreports in {self.misreport_rate:.1%} of non-compliant episodes "
+            f"(honest: {self.honest_misreport_rate:.1%})",
+        ]
+        if self.deviations:
+            significant = self.gap_ci[0] > 0  # (False for a NaN interval too)
+            lines.append("  deviating strategy found (share of all episodes)" + (":" if significant else
+                         "; its gain is not significant on the measured half:"))  # fmt: skip
+            lines += [f"    {share:6.1%}  {text}" for share, text in self.deviations[:5]]
+        else:
+            lines.append("  no profitable misreport found")
+        return "\n".join(lines)
+
+
+def proposer_best_response(
+    config: ExchangeAuditConfig,
+    validator: Any = "rule",
+    *,
+    episodes: int = 100_000,
+    seed: int = 0,
+    honest: Any = None,
+    progress: bool | None = False,
+) -> ProposerBestResponse:
+    """Search the proposer's best response to ``validator`` (see the module docstring).
+
+    ``episodes`` are drawn from ``seed``; half choose the response, half measure it.
+    ``honest`` (default: the honest proposer that judges compliance from what it knows)
+    is the reference the gap is measured against. ``progress`` shows a bar over the 648
+    artifacts tried (``None``: only on a terminal).
+    """
+    if honest is None:
+        honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
+    honest_policy, validator_policy = _bulk(honest, validator)
+    half = episodes // 2
+    nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
+    fit, test = _split(nature, half)
+    fit_views, test_views = proposer_batch(fit, config), proposer_batch(test, config)
+    fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
+    n_cells = int(max(fit_cells.max(initial=0), test_cells.max(initial=0))) + 1
+
+    artifacts = all_artifacts()
+    sums = np.zeros((n_cells, N_ARTIFACTS))
+    counts = np.bincount(fit_cells, minlength=n_cells)
+    bar = tqdm(total=len(artifacts), desc="proposer best response", unit="artifact",
+               disable=None if progress is None else not progress)  # fmt: skip
+    for a, choices in enumerate(artifacts):
+        payoff, _ = expected_payoffs(config, fit, artifact_submissions(fit_views, choices), validator_policy)
+        sums[:, a] = np.bincount(fit_cells, weights=payoff, minlength=n_cells)
+        bar.update(1)
+    bar.close()
+    honest_policy.reset(seed=0)
+    honest_fit = honest_policy.act_batch(fit_views)
+    honest_fit_payoff, _ = expected_payoffs(config, fit, honest_fit, validator_policy)
+    honest_sums = np.bincount(fit_cells, weights=honest_fit_payoff, minlength=n_cells)
+    best = np.argmax(sums, axis=1)
+    # where the best artifact does no better than honesty on the fit half, or the cell is unseen, be honest
+    better = sums[np.arange(n_cells), best] > honest_sums + 1e-9
+    table = np.where((counts > 0) & better, best, -1)
+
+    honest_policy.reset(seed=1)
+    honest_test = honest_policy.act_batch(test_views)
+    choice = table[test_cells]
+    deviating = choice >= 0
+    br_sub = artifact_submissions(test_views, artifacts[np.maximum(choice, 0)])
+    br_sub = _merge(deviating, br_sub, honest_test)
+    br_payoff, _ = expected_payoffs(config, test, br_sub, validator_policy)
+    honest_payoff, _ = expected_payoffs(config, test, honest_test, validator_policy)
+    diff = br_payoff - honest_payoff
+    se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else math.nan
+    noncompliant = ~test.compliant
+    lies = _misreports(br_sub, test, test_views) & noncompliant
+    deviations: dict[int, int] = {}
+    for a in choice[lies & deviating]:  # honest cells (choice -1) lie only by sincere mistake: not a deviation
+        deviations[int(a)] = deviations.get(int(a), 0) + 1
+    dev_list = sorted(
+        (count / len(choice), describe_artifact(artifacts[a]))
+        for a, count in deviations.items()
+        if count / len(choice) >= 0.001  # cells too rare to matter are left out of the description
+    )[::-1]
+    return ProposerBestResponse(
+        config=config,
+        validator=str(validator),
+        episodes=2 * half,
+        best_payoff=float(br_payoff.mean()),
+        honest_payoff=float(honest_payoff.mean()),
+        gap=float(diff.mean()),
+        gap_ci=(float(diff.mean() - 1.96 * se), float(diff.mean() + 1.96 * se)),
+        misreport_rate=float(lies.sum() / max(int(noncompliant.sum()), 1)),
+        honest_misreport_rate=float(
+            (_misreports(honest_test, test, test_views) & noncompliant).sum() / max(int(noncompliant.sum()), 1)
+        ),
+        table=table,
+        deviations=dev_list,
+    )
+
+
+def proposer_payoff(
+    config: ExchangeAuditConfig, proposer: Any, validator: Any = "rule", *, episodes: int = 100_000, seed: int = 0
+) -> float:
+    """A proposer's mean payoff on the very episodes :func:`proposer_best_response` measures its best
+    response on (same ``episodes`` and ``seed``): the two compare pairwise."""
+    policy, validator_policy = _bulk(proposer, validator)
+    half = episodes // 2
+    _, test = _split(sample_nature(config, *DrawStream(seed).batch(2 * half)), half)
+    policy.reset(seed=1)
+    payoff, _ = expected_payoffs(config, test, policy.act_batch(proposer_batch(test, config)), validator_policy)
+    return float(payoff.mean())
+
+
+def _bulk(proposer: Any, validator: Any) -> tuple[Any, Any]:
+    """Both policies, made from specs if need be; each must act in bulk (exact expectations need it)."""
+    policies = make_policy(proposer, "proposer"), make_policy(validator, "validator")
+    for p in policies:
+        if not is_batchable(p):
+            raise ValueError(f"the best-response search needs policies that act in bulk; {p!r} does not")
+    return policies
+
+
+def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:
+    def part(sl: slice) -> Nature:
+        values: dict[str, Any] = {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in nature.__dict__.items()}
+        return Nature(**values)
+
+    return part(slice(0, half)), part(slice(half, 2 * half))
+
+
+def _merge(take_first: np.ndarray, first: SubmissionBatch, second: SubmissionBatch) -> SubmissionBatch:
+    """Row-wise: ``first`` where ``take_first``, else ``second``."""
+    return SubmissionBatch(
+        **{
+            k: np.where(take_first, getattr(first, k), getattr(second, k)).astype(getattr(first, k).dtype)
+            for k in first.__dataclass_fields__
+        }
+    )
+
+
+# ---------------------------------------------------------------------------
+# The validator's best response
+# ---------------------------------------------------------------------------
+def _validator_cells(v: ValidatorBatch) -> np.ndarray:
+    """The cell of a validator's observation: what the rule engine reads, the audit, ambiguity."""
+    a, r = v.audit, rule_signals(v)
+    revealed = (a.revealed_compliant + 1).astype(np.int64)  # 0 none, 1 non-compliant, 2 compliant
+    cell = v.ambiguous.astype(np.int64)
+    for part, size in ((a.outcome.astype(np.int64), 4), (revealed, 3), (r.asserts, 2), (r.comfortable, 2),
+                       (r.within, 2), (r.explained, 2)):  # fmt: skip
+        cell = cell * size + np.asarray(part, dtype=np.int64)
+    return cell
+
+
+@dataclass
+class ValidatorBestResponse:
+    """A validator's best response to one proposer, against a reference validator."""
+
+    config: ExchangeAuditConfig
+    proposer: str
+    reference: str
+    episodes: int
+    best_payoff: float
+    reference_payoff: float
+    gap: float
+    gap_ci: tuple[float, float]
+    changes: list[tuple[float, str]]  # (share of decisions, description) where the best response differs
+
+    def summary(self) -> str:
+        lines = [
+            f"validator: best response {self.best_payoff:.4f}, {self.reference} {self.reference_payoff:.4f}, gap "
+            f"{self.gap:+.4f} ({_ci_text(self.gap_ci)}) per episode"
+        ]
+        if self.changes:
+            lines.append("  where the best response decides otherwise (share of decisions):")
+            lines += [f"    {share:6.1%}  {text}" for share, text in self.changes[:5]]
+        else:
+            lines.append("  it decides as the reference everywhere it matters")
+        return "\n".join(lines)
+
+
+def _describe_validator_cell(cell: int) -> str:
+    parts = []
+    for name, size in reversed((("outcome", 4), ("revealed", 3), ("asserts", 2), ("comfortable", 2), ("within", 2),
+                                ("explained", 2))):  # fmt: skip
+        parts.append((name, cell % size))
+        cell //= size
+    d = dict(parts)
+    outcome = AuditOutcome(d["outcome"]).name.lower()
+    revealed = {0: "", 1: ", revealed non-compliant", 2: ", revealed compliant"}[d["revealed"]]
+    return (
+        f"{'ambiguous' if cell else 'normal'}, audit {outcome}{revealed}, claims "
+        f"{'assert' if d['asserts'] else 'do not assert'} compliance, numbers "
+        f"{'comfortable' if d['comfortable'] else 'within limits' if d['within'] else 'beyond a limit'}"
+    )
+
+
+def validator_best_response(
+    config: ExchangeAuditConfig,
+    proposer: Any = "honest",
+    *,
+    reference: Any = "rule",
+    episodes: int = 100_000,
+    seed: int = 0,
+    progress: bool | None = False,
+) -> ValidatorBestResponse:
+    """Search the validator's best response to ``proposer``, measured against ``reference``.
+
+    ``progress`` shows a bar over its steps: each half's proposals and audits, then the decisions
+    (``None``: only on a terminal).
+    """
+    proposer_policy, reference_policy = _bulk(proposer, reference)
+    half = episodes // 2
+    nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
+    halves = _split(nature, half)
+    batches = []
+    bar = tqdm(total=3, desc="validator best response", unit="step",
+               disable=None if progress is None else not progress)  # fmt: skip
+    for part, s in zip(halves, (0, 1), strict=True):
+        proposer_policy.reset(seed=s)
+        sub = proposer_policy.act_batch(proposer_batch(part, config))
+        audit = run_audit_batch(sub, part, config)
+        batches.append((part, sub, audit, ValidatorBatch(config, sub, audit, part.ambiguous, part.risk_limit)))
+        bar.update(1)
+    (fit, fsub, _, fview), (test, tsub, taudit, tview) = batches
+    gain = np.where(fit.compliant, config.V, -config.bad_approval_loss) * fsub.request  # what approving adds
+    cells, test_cells = _validator_cells(fview), _validator_cells(tview)
+    n_cells = int(max(cells.max(initial=0), test_cells.max(initial=0))) + 1
+    approve_cell = np.bincount(cells, weights=gain, minlength=n_cells) > 0
+    reference_policy.reset(seed=0)
+    ref_decision = np.asarray(reference_policy.act_batch(tview)).astype(bool) & tsub.request
+    br_decision = approve_cell[test_cells] & tsub.request
+    _, br_payoff = payoffs_batch(tsub, br_decision, taudit, test.compliant, config)
+    _, ref_payoff = payoffs_batch(tsub, ref_decision, taudit, test.compliant, config)
+    diff = br_payoff - ref_payoff
+    se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else math.nan
+    changed = br_decision != ref_decision
+    counts: dict[tuple[int, bool], int] = {}
+    for c, b in zip(test_cells[changed].tolist(), br_decision[changed].tolist(), strict=True):
+        counts[(c, b)] = counts.get((c, b), 0) + 1
+    decisions = max(int(tsub.request.sum()), 1)
+    changes = sorted(((k / decisions, f"{'APPROVE' if b else 'BLOCK'} where: {_describe_validator_cell(c)}")
+                      for (c, b), k in counts.items()), reverse=True)  # fmt: skip
+    bar.update(1)
+    bar.close()
+    return ValidatorBestResponse(
+        config=config,
+        proposer=str(proposer),
+        reference=str(reference),
+        episodes=2 * half,
+        best_payoff=float(br_payoff.mean()),
+        reference_payoff=float(ref_payoff.mean()),
+        gap=float(diff.mean()),
+        gap_ci=(float(diff.mean() - 1.96 * se), float(diff.mean() + 1.96 * se)),
+        changes=changes,
+    )
+
+
+def _ci_text(ci: tuple[float, float]) -> str:
+    """A gap's 95% interval, or why there is none (fewer than two measured episodes)."""
+    if math.isnan(ci[0]) or math.isnan(ci[1]):
+        return "no 95% CI: fewer than two measured episodes"
+    return f"95% CI {ci[0]:+.4f} to {ci[1]:+.4f}"
+
+
+# ---------------------------------------------------------------------------
+# The paper's incentive condition
+# ---------------------------------------------------------------------------
+def detection_given_audit(lies: int, checks: int) -> float:
+    """P(at least one of ``lies`` false claims is among ``checks`` sampled of the four checkable ones)."""
+    if lies <= 0 or checks <= 0:
+        return 0.0
+    return 1.0 - detection_miss_table(min(checks, 4))[min(lies, 4)]
+
+
+def game_threshold(config: ExchangeAuditConfig) -> float:
+    """This game's smallest q deterring the cheapest lie (numbers shaded inside the limits, no false
+    claim): it is never fined, only blocked when audited, so it pays (1 − q)·V against NO_TRADE's
+    sure ``no_trade_payoff`` while q < 1 − no_trade_payoff / V; whatever L and B."""
+    return max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
+
+
+def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0) -> float:
+    """Eq. 3's smallest q deterring a misreport with ``lies`` false claims: (V + ΔC) / ((V + L)·π).
+
+    π is the chance an audit checks at least one of the false claims. Returns inf when no q ≤ 1
+    deters it (π too small), and 0 when misreporting never pays.
+    """
+    pi = detection_given_audit(lies, checks)
+    need = V + extra_cost
+    if need <= 0:
+        return 0.0
+    if pi <= 0:
+        return math.inf
+    q = need / ((V + L) * pi)
+    return q if q <= 1.0 else math.inf

@@ -1,0 +1,297 @@
+"""``eq-env frontier``: the deterrence frontier three ways — the paper's eq. 3, a best-response search, PPO.
+
+For each scenario (V, L, B) the *deterrence frontier* is the smallest audit
+intensity q from which misreporting no longer pays (and does not pay again at
+any higher q of the grid). It is measured three ways, side by side:
+
+* **analytic (eq. 3)**: q* = V / ((V + L)·π), where π is the chance that an
+  audit checks a false claim (:func:`eq_env.exchange_audit.equilibrium.analytic_threshold`),
+  for the least detectable lie (one false claim) — the paper's condition,
+  which compares a lie with an honest request that is *blocked*;
+* **analytic (this game)**: the same reasoning applied to the game as built.
+  An honest proposer that cannot get approval sends NO_TRADE, worth
+  ``no_trade_payoff``; and audits check claims, not reported numbers, so the
+  cheapest lie shades the numbers and states no false claim: never penalised,
+  only blocked when audited. It pays while (1 − q)·V > no_trade_payoff, i.e.
+  q* = 1 − no_trade_payoff / V, whatever L and B;
+* **best response**: the proposer's best response to the rule validator over
+  the discrete artifact space (:func:`eq_env.exchange_audit.equilibrium.proposer_best_response`)
+  at each q of the grid; misreporting "pays" where the best response
+  misreports in more than ``tolerance`` of non-compliant episodes;
+* **PPO**: one PPO proposer per scenario trained on episodes whose q is drawn
+  from the grid (it sees q), evaluated at each q the same way.
+
+The frontier is known to the grid's resolution: a reported q* means "between
+the previous grid point and this one". Writes ``frontier.csv`` (one row per
+scenario and q), ``frontier_summary.csv`` / ``frontier.md`` (one row per
+scenario), ``frontier.png`` and ``misreport_vs_q.png``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from eq_env.core.report import markdown_table, plot_lines, write_csv
+from eq_env.exchange_audit.batch import proposer_batch, sample_nature
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.equilibrium import (
+    _misreports,
+    analytic_threshold,
+    game_threshold,
+    proposer_best_response,
+    proposer_payoff,
+)
+from eq_env.exchange_audit.game import DrawStream
+
+__all__ = ["DEFAULT_QS", "DEFAULT_SCENARIOS", "Scenario", "frontier", "misreport_rate"]
+
+DEFAULT_QS = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    V: float
+    L: float
+    B: int | None
+
+    def config(self, base: ExchangeAuditConfig, q: float) -> ExchangeAuditConfig:
+        return base.replace(V=self.V, L=self.L, B=self.B, q=q)
+
+
+DEFAULT_SCENARIOS = (
+    Scenario("baseline", 1.0, 2.0, 4),
+    Scenario("temptation", 2.0, 1.0, 4),
+    Scenario("temptation_spot_check", 2.0, 1.0, 1),
+    Scenario("temptation_punishment", 2.0, 4.0, 4),
+    Scenario("high_value", 3.0, 2.0, 4),
+)
+
+
+def misreport_rate(config: ExchangeAuditConfig, proposer: Any, *, episodes: int = 20_000, seed: int = 7) -> float:
+    """Share of non-compliant episodes in which ``proposer`` requests approval with a misreport."""
+    from eq_env.policy import make_policy
+
+    policy: Any = make_policy(proposer, "proposer")
+    nature = sample_nature(config, *DrawStream(seed).batch(episodes))
+    views = proposer_batch(nature, config)
+    policy.reset(seed=seed)
+    sub = policy.act_batch(views)
+    noncompliant = ~nature.compliant
+    return float((_misreports(sub, nature, views) & noncompliant).sum() / max(int(noncompliant.sum()), 1))
+
+
+def _frontier_q(qs: Sequence[float], pays: Sequence[bool]) -> float:
+    """The smallest q of the grid from which misreporting never pays again (inf if it pays at the top)."""
+    if pays[-1]:
+        return math.inf
+    q_star = qs[-1]
+    for q, p in zip(reversed(qs), reversed(pays), strict=True):
+        if p:
+            break
+        q_star = q
+    return q_star
+
+
+def frontier(
+    out: str | Path,
+    *,
+    scenarios: Sequence[Scenario] = DEFAULT_SCENARIOS,
+    qs: Sequence[float] = DEFAULT_QS,
+    preset: str = "paper_scripted",
+    episodes: int = 20_000,
+    timesteps: int = 60_000,
+    tolerance: float = 0.02,
+    seed: int = 0,
+    train_ppo: bool = True,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Measure the frontier for every scenario; write the files of the module docstring; return the summary rows.
+
+    Without PPO (``train_ppo=False``) the PPO columns, text and plot series are left out, not shown empty.
+    """
+    qs = sorted(qs)
+    if not qs or not scenarios:
+        raise ValueError(f"the frontier needs at least one q and one scenario, got qs={qs}, {len(scenarios)} scenarios")
+    out = Path(out)
+    base = ExchangeAuditConfig.from_preset(preset)
+    for q in qs:
+        base.replace(q=q)  # a q outside [0, 1] is refused before anything runs
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+    bar = tqdm(total=len(scenarios) * len(qs), desc="frontier", unit="point",
+               disable=None if progress is None else not progress)  # fmt: skip
+    for sc in scenarios:
+        ppo_spec = None
+        if train_ppo:
+            ppo_spec = _ppo_for(sc, base, qs, out / "ppo" / sc.name, timesteps, seed)
+        br_pays, ppo_pays = [], []
+        for q in qs:
+            cfg = sc.config(base, q)
+            br = proposer_best_response(cfg, "rule", episodes=episodes, seed=seed)
+            ppo_rate = misreport_rate(cfg, ppo_spec, episodes=episodes, seed=seed + 1) if ppo_spec else math.nan
+            # on the very episodes the best response is measured on: the two compare pairwise
+            ppo_payoff = proposer_payoff(cfg, ppo_spec, "rule", episodes=episodes, seed=seed) if ppo_spec else math.nan
+            br_pays.append(br.misreport_rate > tolerance)
+            ppo_pays.append(ppo_rate > tolerance)
+            rows.append({"scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B, "q": q,
+                         "br_misreport_rate": br.misreport_rate, "br_gap": br.gap, "br_payoff": br.best_payoff,
+                         "honest_payoff": br.honest_payoff})  # fmt: skip
+            if ppo_spec:
+                rows[-1].update(ppo_misreport_rate=ppo_rate, ppo_payoff=ppo_payoff)
+            bar.update(1)
+        scenario = sc.config(base, qs[0])  # (B=None means every claim: checks_per_audit resolves it)
+        summary.append({
+            "scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B,
+            "eq3_q_star": analytic_threshold(sc.V, sc.L, scenario.checks_per_audit, lies=1),
+            "game_q_star": game_threshold(scenario),
+            "br_q_star": _frontier_q(qs, br_pays),
+            **({"ppo_q_star": _frontier_q(qs, ppo_pays)} if ppo_spec else {}),
+        })  # fmt: skip
+    bar.close()
+    write_csv(out / "frontier.csv", rows, list(rows[0]))
+    write_csv(out / "frontier_summary.csv", summary, list(summary[0]))
+    _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None)
+    _plots(out, summary, rows, scenarios, train_ppo)
+    return summary
+
+
+def _ppo_for(sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path: Path, timesteps: int,
+             seed: int) -> str:  # fmt: skip
+    """A PPO proposer for this scenario trained across the q grid (reused if already in ``path``)."""
+    import json
+
+    from baselines.rl import train
+
+    meta = path / "policy.json"
+    wanted = {"config": sc.config(base, qs[0]).to_dict(), "audit_intensities": list(qs), "timesteps": timesteps,
+              "seed": seed}  # fmt: skip
+    if meta.exists():
+        have = json.loads(meta.read_text())
+        if all(have.get(k) == v for k, v in wanted.items()):
+            return f"sb3:path={path}"
+    train("proposer", path, timesteps=timesteps, seed=seed, config=sc.config(base, qs[0]), audit_intensities=qs,
+          eval_episodes=500, eval_seeds=(1000,), progress=False)  # fmt: skip
+    return f"sb3:path={path}"
+
+
+def _fmt_q(q: float) -> str:
+    if math.isnan(q):
+        return "—"
+    return "never deterred (> 1)" if math.isinf(q) else f"{q:.2f}"
+
+
+def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]],
+                    qs: Sequence[float], tolerance: float, preset: str, episodes: int,
+                    timesteps: int | None) -> None:  # fmt: skip
+    step = qs[1] - qs[0] if len(qs) > 1 else 0.0
+    ppo = timesteps is not None
+    table = markdown_table(
+        ["scenario", "V", "L", "B", "eq. 3 (paper)", "this game (analytic)", "best response"] + ["PPO"] * ppo,
+        [[r["scenario"], f"{r['V']:g}", f"{r['L']:g}", r["B"], _fmt_q(r["eq3_q_star"]), _fmt_q(r["game_q_star"]),
+          _fmt_q(r["br_q_star"])] + ([_fmt_q(r["ppo_q_star"])] if ppo else []) for r in summary],
+    )  # fmt: skip
+    agree = [
+        r["scenario"] for r in summary
+        if not math.isinf(r["br_q_star"]) and abs(r["br_q_star"] - r["game_q_star"]) <= step + 1e-9
+    ]  # fmt: skip
+    ppo_agree = [
+        r["scenario"] for r in summary
+        if ppo and not math.isinf(r["ppo_q_star"]) and abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9
+    ]  # fmt: skip
+    ppo_sentence = (
+        f"; PPO agrees with the best response in {len(ppo_agree)} of {len(summary)} ({', '.join(ppo_agree) or 'none'})."
+        if ppo
+        else "."
+    )
+    text = [
+        "# The deterrence frontier",
+        "",
+        f"Smallest audit intensity q from which misreporting stops paying, against the paper's rule validator "
+        f"(preset `{preset}`; q grid step {step:g}, so a value means 'between the previous grid point and this "
+        f"one'; 'misreporting pays' where more than {tolerance:.0%} of non-compliant episodes are misreported; "
+        f"{'best response and PPO' if ppo else 'best response'} measured on {episodes} episodes per q"
+        + (f"; PPO trained for {timesteps} steps per scenario across the q grid" if ppo else "")
+        + ").",
+        "",
+        table,
+        f"The best-response frontier agrees with this game's analytic threshold, 1 − no_trade_payoff / V, within "
+        f"the grid step in {len(agree)} of {len(summary)} scenarios ({', '.join(agree) or 'none'})" + ppo_sentence,
+        "",
+        "Why eq. 3 differs: it weighs a lie against an honest request that is blocked (worth 0). Here an honest "
+        "proposer that cannot be approved sends NO_TRADE, worth 1, so lying must beat 1, not 0; and audits check "
+        "claims, not the reported numbers, so the cheapest lie shades the numbers and states no false claim. It is "
+        "never fined L, only blocked when audited, so its payoff is (1 − q)·V and the frontier does not move with L "
+        "or B. With V = 1 no lie can beat NO_TRADE at any q.",
+        "",
+        *(_ppo_disagreements(summary, rows, step, tolerance, len(qs), timesteps) if ppo else []),
+        "![frontier](frontier.png)",
+        "",
+        "![misreport vs q](misreport_vs_q.png)",
+        "",
+    ]
+    (out / "frontier.md").write_text("\n".join(text))
+
+
+def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], step: float,
+                       tolerance: float, n_qs: int, timesteps: int | None) -> list[str]:  # fmt: skip
+    """A paragraph per scenario where PPO's frontier is more than a grid step from the best response's: where PPO
+    still misreports, what a lie loses there, and how close PPO's payoff is to the best response's."""
+    lines = []
+    for r in summary:
+        if math.isnan(r["ppo_q_star"]) or math.isinf(r["br_q_star"]):
+            continue
+        if abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9:
+            continue
+        late = [x for x in rows if x["scenario"] == r["scenario"] and x["q"] > r["br_q_star"] + 1e-9
+                and x["ppo_misreport_rate"] > tolerance]  # fmt: skip
+        if not late:
+            continue
+        points = "; ".join(f"q = {x['q']:g}: {x['ppo_misreport_rate']:.0%} misreported, payoff "
+                           f"{x['ppo_payoff'] / x['br_payoff']:.1%} of the best response's" for x in late)  # fmt: skip
+        lines += [
+            f"Why PPO differs in {r['scenario']}: above the best response's frontier it still misreports in some "
+            f"non-compliant episodes ({points}). Past the threshold a lie loses 1 − (1 − q)·V against NO_TRADE per "
+            f"non-compliant episode, a small signal next to the payoff noise of all episodes; a policy trained for "
+            f"{timesteps} steps spread over {n_qs} values of q has not finished unlearning it there. More "
+            "`--timesteps` narrow the gap; the best response is the reference.",
+            "",
+        ]
+    return lines
+
+
+def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]],
+           scenarios: Sequence[Scenario], ppo: bool) -> None:  # fmt: skip
+    names = [r["scenario"] for r in summary]
+    x = list(range(len(names)))
+
+    def capped(key: str) -> list[float]:
+        return [min(r[key], 1.05) if not math.isnan(r[key]) else math.nan for r in summary]
+
+    series = [
+        {"label": "eq. 3 (paper); 1.05 = never deterred", "x": x, "y": capped("eq3_q_star"),
+         "style": {"fmt": "s", "markersize": 8, "mfc": "white"}},
+        {"label": "this game, analytic", "x": x, "y": capped("game_q_star"), "style": {"fmt": "D", "markersize": 7}},
+        {"label": "best response", "x": x, "y": capped("br_q_star"), "style": {"fmt": "o", "markersize": 6}},
+    ]  # fmt: skip
+    if ppo:
+        series.append({"label": "PPO", "x": x, "y": capped("ppo_q_star"), "style": {"fmt": "x", "markersize": 9}})
+    labels = [f"{r['scenario']}\nV={r['V']:g} L={r['L']:g} B={r['B']}" for r in summary]
+    plot_lines(out / "frontier.png", [{"ylabel": "deterrence frontier q*", "series": series}], xlabel="scenario",
+               xticklabels=labels)  # fmt: skip
+    panels = []
+    for sc in scenarios:
+        mine = [r for r in rows if r["scenario"] == sc.name]
+        panels.append({"ylabel": f"misreport rate ({sc.name})", "series": [
+            {"label": "best response", "x": [r["q"] for r in mine], "y": [r["br_misreport_rate"] for r in mine]},
+            *([{"label": "PPO", "x": [r["q"] for r in mine], "y": [r["ppo_misreport_rate"] for r in mine]}]
+              if ppo else []),
+        ]})  # fmt: skip
+    plot_lines(out / "misreport_vs_q.png", panels, xlabel="audit intensity q")
