@@ -12,10 +12,12 @@ Endpoint, model and sampling parameters are the policies' parameters
 from ``OPENAI_API_KEY``; cache, retries and prices from :func:`agents.client.configure`.
 """
 
-from agents.client import LLMClient, LLMSettings, configure
+from agents.client import LLMClient, LLMSettings, configure, settings
 from agents.exchange_audit import LLMProposer, LLMValidator
+from eq_env.core.experiments import set_price_source
 from eq_env.core.policy import on_new_run
 
 __all__ = ["LLMProposer", "LLMSettings", "LLMValidator", "configure"]
 
 on_new_run(LLMClient.forget)  # a new run asks again what the previous one failed to get
+set_price_source(lambda: (settings().price_prompt, settings().price_completion))  # llm_costs.csv's dollars

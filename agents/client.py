@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from eq_env.core.policy import PolicySetupError
 from eq_env.core.redact import public_url, redact, register_secret, split_query
-from eq_env.policy import PolicySetupError
 
 __all__ = [
     "CACHE_MODES",

@@ -16,10 +16,10 @@ import argparse
 import os
 import time
 
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.policy import make_policy
-from eq_env.runner import play, records_to_columns
+from eq_env.exchange_audit.runner import play, records_to_columns
 
 PROPOSER, VALIDATOR = "honest:claims_from=truth", "rule"
 

@@ -18,7 +18,7 @@ import time
 
 from agents.client import LLMClient, configure
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.runner import FailedEpisode, play_concurrent
+from eq_env.exchange_audit.runner import FailedEpisode, play_concurrent
 
 
 def main() -> None:

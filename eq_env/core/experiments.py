@@ -51,7 +51,6 @@ from eq_env.core.spec import EnvSpec, env_spec, spec_for_config
 
 __all__ = [
     "ENGINES",
-    "LLM_COLUMNS",
     "Condition",
     "EpisodeStore",
     "ResultsStore",
@@ -65,6 +64,7 @@ __all__ = [
     "rerun",
     "run_all",
     "run_one",
+    "set_price_source",
     "t_quantile_975",
 ]
 
@@ -93,7 +93,7 @@ def canonical_spec(spec: str, role: Role, env: Any = None) -> str:
 class Condition:
     """One configuration of a game, one policy spec per role, a number of episodes, and labels for reports.
 
-    ``Condition(config, {"proposer": "honest", "validator": "rule"}, 200)``: the game is the one
+    ``Condition(config, {"player": "planner", "partner": "random"}, 200)``: the game is the one
     ``config`` configures. ``policies`` is kept as (role, spec) pairs in the game's role order.
     """
 
@@ -465,7 +465,7 @@ def rerun(record: Mapping[str, Any], engine: str = "auto") -> dict[str, Any]:
 
 def record_policies(record: Mapping[str, Any]) -> dict[str, str]:
     """A results record's policy spec per role (records written before there were several games name
-    the exchange–audit game's roles at their top level)."""
+    the first game's roles at their top level)."""
     if isinstance(record.get("policies"), Mapping):
         return dict(record["policies"])
     spec = env_spec(record.get("env"))
@@ -513,7 +513,18 @@ def llm_columns(env: Any = None) -> tuple[str, ...]:
     return ("condition", *env_spec(env).roles, *_LLM_COUNTS)
 
 
-LLM_COLUMNS = ("condition", "proposer", "validator", *_LLM_COUNTS)  # the exchange–audit game's
+def _no_prices() -> tuple[float, float]:
+    return 0.0, 0.0
+
+
+_price_source: Callable[[], tuple[float, float]] = _no_prices
+
+
+def set_price_source(source: Callable[[], tuple[float, float]]) -> None:
+    """Where :func:`llm_report` reads dollars per million prompt and completion tokens when not given them
+    (:mod:`agents` points it at its settings, see ``agents.client.configure``)."""
+    global _price_source
+    _price_source = source
 
 
 def llm_report(
@@ -528,10 +539,8 @@ def llm_report(
     were attempted, in this run or in an earlier one that this run resumed. ``usage_estimated``
     counts calls whose endpoint reported no usage (tokens estimated at four characters a token).
     """
-    if prices is None:  # the LLM settings' (see agents.client.configure)
-        from agents.client import settings
-
-        prices = settings().price_prompt, settings().price_completion
+    if prices is None:
+        prices = _price_source()
     totals: dict[str, dict[str, Any]] = {}
     unique = {r["key"]: r for r in records}  # a run shared by identical conditions counts once
     for r in unique.values():
@@ -588,7 +597,7 @@ def paired_difference(
 ) -> tuple[float, float, float, int]:
     """Mean over common seeds of ``a[seed][metric] - b[seed][metric]``, with a 95% t-interval.
 
-    Both conditions saw the same positions, noise and audit coins on each
+    Both conditions saw the same chance events on each
     seed, so the per-seed differences are free of the sampling noise that
     separates two independent runs. Returns (mean, low, high, seeds used).
     """

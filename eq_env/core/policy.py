@@ -4,10 +4,10 @@ A policy plays one role of one game. It is given an agent's observation
 exactly as ``env.last()`` returns it, and answers with an action in that
 agent's action space::
 
-    class MyValidator(BasePolicy):
-        role = "validator"
+    class FirstLegal(BasePolicy):
+        role = "player"
         def act(self, observation):
-            return 1 if observation["action_mask"][1] else 0   # approve when legal
+            return int(observation["action_mask"].argmax())   # the first legal action
 
 ``reset(seed)`` is called once before a run of episodes; a policy that
 randomises draws from ``self.rng`` so runs are reproducible. Nothing else is
@@ -28,9 +28,9 @@ must act, with the observations of all of them, and plays each answer when
 its agent's turn comes.
 
 Policies are also made from short specs, ``"name"`` or
-``"name:key=value,key=value"`` (``"honest:claims_from=observation,words=18"``),
+``"name:key=value,key=value"`` (``"planner:depth=3,guess=true"``),
 by :func:`make_policy`. The registry is keyed by (game, name, role), so
-``honest`` or ``random`` can exist in several games: a game's own modules
+``random`` or ``llm`` can exist in several games: a game's own modules
 register its policies (``EnvSpec.policy_modules``), and any installed package
 adds its own through the ``eq_env.policies`` entry point group (each entry
 point names a module that calls :func:`register_policy` when imported).
@@ -68,7 +68,7 @@ __all__ = [
     "register_policy",
 ]
 
-Role = str  # a role of the game the policy plays ("proposer", "player"...), as its EnvSpec names it
+Role = str  # a role of the game the policy plays, as its EnvSpec names it
 
 
 class PolicyError(RuntimeError):

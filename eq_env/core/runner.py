@@ -260,7 +260,7 @@ def play(
 ) -> list[Any]:
     """Play ``episodes`` episodes of seed ``seed`` of the game ``env`` (an id, short name or spec).
 
-    ``policies`` maps each role to a policy object or spec string (``"honest:words=18"``). ``render``
+    ``policies`` maps each role to a policy object or spec string (``"planner:depth=3"``). ``render``
     receives each finished episode's text rendering; ``progress=None`` shows a bar only on a terminal.
     When a policy waits on something (``aact``: LLM policies), the episodes go through :func:`aplay`
     with ``concurrency`` in flight, and a failed episode raises

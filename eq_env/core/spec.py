@@ -74,7 +74,7 @@ class EnvSpec:
 
     Attributes:
         id: the registered id, ``"eq_env/<name>-v<N>"``.
-        name: its short name (``--env exchange-audit``).
+        name: its short name (``--env NAME``).
         entry: the versioned module with ``env``, ``parallel_env`` and ``raw_env``.
         config: the game's :class:`~eq_env.core.config.GameConfig` class (its ``PRESETS`` too).
         roles: role → policy seed stream, in the order the roles first act. A role's policies
@@ -177,7 +177,7 @@ def default_env() -> EnvSpec:
 
 
 def env_spec(env: str | EnvSpec | None = None) -> EnvSpec:
-    """The spec of ``env``: its id (``eq_env/exchange-audit-v0``) or short name (``exchange-audit``);
+    """The spec of ``env``: its id (``eq_env/<name>-v<N>``) or short name;
     None is the default game."""
     if isinstance(env, EnvSpec):
         return env

@@ -4,26 +4,27 @@ A sweep is a :class:`SweepSpec`: a game (``env``, default: the default game),
 a preset, fixed overrides (``set``), a grid of game parameters whose Cartesian
 product is taken, a list of policy specs per role (also crossed), seeds and
 episodes. The policies of a role are listed under the role's plural
-(``proposers``, ``players``...) or in a ``policies`` table. A sweep comes from
+(a role ``seller`` lists ``sellers``) or in a ``policies`` table. A sweep comes from
 a TOML, YAML or JSON file, from flags, or both (flags win)::
 
-    # sweep.toml
-    env = "exchange-audit"    # the default
-    preset = "paper_scripted"
+    # sweep.toml, for a game with the roles seller and buyer and the parameters price and rounds
+    env = "market"            # a registered game (default: the default game)
+    preset = "default"
     seeds = 5                 # or a list: [0, 1, 2]
     episodes = 200
-    proposers = ["honest:claims_from=truth", "strategic:trigger=payoff,claims_from=truth"]
-    validators = ["rule"]
+    sellers = ["greedy", "fair:margin=0.1"]
+    buyers = ["random"]
 
     [set]
-    L = 1.0
+    rounds = 10
 
     [grid]
-    q = [0.0, 0.1, 0.3, 0.5, 1.0]
-    V = [1.0, 2.0]
+    price = [1.0, 2.0, 4.0]
 
-    $ eq-env sweep --config sweep.toml --out runs/temptation --jobs 2
-    $ eq-env sweep --grid q=0,0.5,1 --grid B=1,2,4 --proposer honest --proposer silent --out runs/b
+    $ eq-env sweep --config sweep.toml --out runs/market --jobs 2
+    $ eq-env sweep --env market --grid price=1,2 --seller greedy --seller fair --out runs/b
+
+(The README shows sweeps of the exchange–audit game.)
 
 Writes ``results.jsonl`` (one record per condition and seed, appended as runs
 finish; run the same command again after a kill and it resumes),
@@ -235,7 +236,8 @@ def first_repeat(values: Sequence[Any]) -> tuple[int, Any] | None:
 
 
 def repeated_policy(specs: Sequence[str], role: str, env: Any = None) -> tuple[int, int] | None:
-    """Indices (first, second) of two specs of the same policy (``honest`` and ``honest:words=13``), or None.
+    """Indices (first, second) of two specs of the same policy (a spec, and the same with a default value
+    spelled out), or None.
 
     A spec that does not name a policy is compared as written: the spec check refuses it, with its reason.
     """

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import (
     ABSENT,
     AuditBatch,
@@ -63,7 +64,6 @@ from eq_env.exchange_audit.features import (
     describe_artifact,
 )
 from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream
-from eq_env.policy import make_policy
 
 __all__ = [
     "ProposerBestResponse",

@@ -76,7 +76,7 @@ DEFAULT_SCENARIOS = (
 
 def misreport_rate(config: ExchangeAuditConfig, proposer: Any, *, episodes: int = 20_000, seed: int = 7) -> float:
     """Share of non-compliant episodes in which ``proposer`` requests approval with a misreport."""
-    from eq_env.policy import make_policy
+    from eq_env.core.policy import make_policy
 
     policy: Any = make_policy(proposer, "proposer")
     nature = sample_nature(config, *DrawStream(seed).batch(episodes))

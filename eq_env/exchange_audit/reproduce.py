@@ -30,21 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
-from eq_env.exchange_audit import paper
-from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.experiments import (
-    LLM_COLUMNS,
+from eq_env.core.experiments import (
     Condition,
     ResultsStore,
     aggregate,
     check_runs,
     failed_runs,
+    llm_columns,
     llm_report,
     paired_difference,
     run_all,
 )
-from eq_env.policy import format_policy_spec, parse_policy_spec, policy_entry
+from eq_env.core.policy import format_policy_spec, parse_policy_spec, policy_entry
+from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
+from eq_env.exchange_audit import paper
+from eq_env.exchange_audit.config import ExchangeAuditConfig
 
 __all__ = ["REGIMES", "ReproduceOptions", "reproduce"]
 
@@ -262,7 +262,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
              "results.jsonl", "summary.md"]  # fmt: skip
     llm_rows = llm_report(conds, records)
     if llm_rows:
-        write_csv(out / "llm_costs.csv", llm_rows, LLM_COLUMNS)
+        write_csv(out / "llm_costs.csv", llm_rows, llm_columns(ExchangeAuditConfig.NAME))
         files.append("llm_costs.csv")
     if not length_rows:
         files.remove("table1_text_length.csv")
