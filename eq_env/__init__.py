@@ -13,9 +13,6 @@ the ids and views below are derived from them.
 
 from __future__ import annotations
 
-import gymnasium
-import pettingzoo
-
 from eq_env import exchange_audit_v0
 from eq_env.core.spec import registered_envs
 from eq_env.exchange_audit import ExchangeAuditConfig
@@ -24,17 +21,8 @@ from eq_env.exchange_audit import spec as _exchange_audit  # noqa: F401 - regist
 __version__ = "0.1.0"
 __all__ = ["ENV_IDS", "GYM_IDS", "ExchangeAuditConfig", "__version__", "exchange_audit_v0"]
 
-# id -> versioned module; tests and tools iterate over this, so a new
-# environment is tested the day it is registered.
+# id -> versioned module, and the single-agent views of one role against fixed policies for the other (for
+# SB3 and other RL libraries), of the games this package registers (register_env registered them with
+# PettingZoo and Gymnasium).
 ENV_IDS = {spec.id: spec.entry for spec in registered_envs()}
-
-for _id, _module in ENV_IDS.items():
-    if _id not in pettingzoo.aec_registry:
-        pettingzoo.register("aec", _id, entry_point=f"{_module}:env")
-        pettingzoo.register("parallel", _id, entry_point=f"{_module}:parallel_env")
-
-# Single-agent views of one role against fixed policies for the other (for SB3 and other RL libraries).
 GYM_IDS = {view: entry for spec in registered_envs() for view, entry in spec.views.items()}
-for _id, _entry in GYM_IDS.items():
-    if _id not in gymnasium.registry:
-        gymnasium.register(id=_id, entry_point=_entry)

@@ -217,13 +217,12 @@ def register_policy(name: str, role: Role, factory: Callable[..., Any], summary:
 def _load_providers(env_id: str) -> None:
     """Import the modules that register the game's policies, and the installed entry points, once."""
     global _entry_points_loaded
-    if env_id in _loaded:
-        return
-    _loaded.add(env_id)
-    from eq_env.core.spec import env_spec
+    if env_id not in _loaded:
+        _loaded.add(env_id)
+        from eq_env.core.spec import env_spec
 
-    for module in env_spec(env_id).policy_modules:
-        importlib.import_module(module)
+        for module in env_spec(env_id).policy_modules:
+            importlib.import_module(module)
     if not _entry_points_loaded:
         _entry_points_loaded = True
         from importlib.metadata import entry_points

@@ -17,7 +17,10 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
   after a kill), and consecutive ``reset()`` calls after ``reset(seed=s)`` play
   episodes 0, 1, 2... of that stream;
 * a legal-action mask, where there is one, under ``"action_mask"`` in the
-  observation (a single legal action is taken without asking the policy).
+  observation (a single legal action is taken without asking the policy);
+* the raw environment's ``config`` attribute: the configuration it plays.
+
+:mod:`eq_env.core.conformance` checks all of it, with PettingZoo's own tests.
 """
 
 from __future__ import annotations
@@ -153,7 +156,11 @@ _SPECS: dict[str, EnvSpec] = {}
 
 
 def register_env(spec: EnvSpec) -> EnvSpec:
-    """Register ``spec`` (once per id; the first registered game is the default one)."""
+    """Register ``spec`` (once per id; the first registered game is the default one), with PettingZoo
+    (``pettingzoo.make("aec" | "parallel", spec.id)``) and its views with Gymnasium."""
+    import gymnasium
+    import pettingzoo
+
     known = _SPECS.get(spec.id)
     if known is not None and known is not spec:
         raise ValueError(f"environment {spec.id!r} is registered already")
@@ -161,6 +168,12 @@ def register_env(spec: EnvSpec) -> EnvSpec:
     if clash is not None:
         raise ValueError(f"environment name {spec.name!r} is taken by {clash.id!r}")
     _SPECS[spec.id] = spec
+    if spec.id not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", spec.id, entry_point=f"{spec.entry}:env")
+        pettingzoo.register("parallel", spec.id, entry_point=f"{spec.entry}:parallel_env")
+    for view, entry in spec.views.items():
+        if view not in gymnasium.registry:
+            gymnasium.register(id=view, entry_point=entry)
     return spec
 
 

@@ -13,7 +13,7 @@ import pytest
 from eq_env.cli import main
 from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------

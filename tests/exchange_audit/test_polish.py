@@ -36,7 +36,7 @@ from eq_env.experiments import ResultsStore
 from eq_env.runner import EpisodeRecord, evaluate, llm_summary
 from eq_env.sweep import SweepSpec, run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--max-retries", "0", "--backoff", "0.01", "--timeout", "2"]
 
 

@@ -21,7 +21,7 @@ from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.experiments import EpisodeStore, ResultsStore
 from eq_env.runner import EpisodeRecord, episode_from_dict, evaluate, play
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HUGE = "1" * 400  # an integer no float can hold
 
 

@@ -1,0 +1,215 @@
+"""The core serves a game it was not written for: the suite's toy game (tests/toy_game.py, three agents in
+two roles, multi-turn episodes) through the runner, experiments, sweeps, the CLI and the policy registry,
+with no change to core code; and the core imports no game."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import toy_game
+from toy_game import ID, RelayConfig, RelayRecord, TeamRelay
+
+from eq_env.core import policy as core_policy
+from eq_env.core.experiments import Condition, ResultsStore, run_all
+from eq_env.core.policy import available_policies, make_policy, register_policy
+from eq_env.core.runner import FailedEpisode, evaluate, play, play_concurrent
+from eq_env.core.spec import env_spec, spec_for_config
+from eq_env.core.sweep import SweepSpec, run_sweep
+
+ROOT = Path(__file__).resolve().parents[2]
+RANDOM = {"leader": "random", "runner": "random"}
+
+
+def test_the_toy_game_is_registered_and_found_by_name_id_and_config() -> None:
+    spec = env_spec("relay")
+    assert spec is env_spec(ID) is spec_for_config(RelayConfig()) is toy_game.SPEC
+    assert spec.agent_roles(RelayConfig()) == {"leader_0": "leader", "runner_0": "runner", "runner_1": "runner"}
+    assert env_spec().name == "exchange-audit"  # the package's game stays the default
+
+
+def test_the_runner_plays_multi_turn_episodes_of_three_agents() -> None:
+    records = play("relay", RelayConfig(), RANDOM, episodes=40, seed=3)
+    assert len(records) == 40 and all(isinstance(r, RelayRecord) for r in records)
+    assert max(r.turns for r in records) > 3  # several rounds of three turns
+    assert all(r.final == RelayConfig().target for r in records if r.success)
+    # same seed, same episodes, bit for bit; each episode is the one its index names
+    assert play("relay", RelayConfig(), RANDOM, episodes=40, seed=3) == records
+    assert play("relay", RelayConfig(), RANDOM, episodes=40, seed=4) != records
+
+
+def test_each_agent_of_a_role_has_its_own_seeded_policy() -> None:
+    from eq_env.core.runner import agent_policies
+
+    policies = agent_policies("relay", RelayConfig(), RANDOM)
+    assert policies["runner_0"] is not policies["runner_1"]  # one instance per agent, from the role's spec
+    shared = make_policy("greedy", "runner", "relay")
+    given = agent_policies("relay", RelayConfig(), {"leader": "random", "runner": shared})
+    assert given["runner_0"] is given["runner_1"] is shared  # an object given for a role plays all its agents
+
+
+def test_evaluate_measures_the_games_own_metrics() -> None:
+    ev = evaluate("relay", RelayConfig(target=9), {"leader": "random", "runner": "greedy"}, episodes=60, seeds=[0, 1])
+    assert set(ev.summary) == {"success_rate", "turns"} and len(ev.per_seed) == 2
+    assert 0 < ev.summary["success_rate"][0] <= 1 and ev.summary["turns"][0] > 3
+    assert ev.policies["runner"].startswith("GreedyRelay")
+
+
+class AsyncRunner:
+    """An async policy (as LLM policies are): the concurrent runner plays it, and records what it reports."""
+
+    role = "runner"
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: Mapping[str, Any]) -> int:  # (never used: aact is)
+        raise AssertionError("the concurrent runner awaits aact")
+
+    async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        await asyncio.sleep(0)
+        return 0, {"prompt_tokens": 1, "completion_tokens": 1, "transport": {"requests": 1}}
+
+
+def test_async_policies_are_played_concurrently_with_their_infos_merged_over_turns() -> None:
+    out = play_concurrent("relay", RelayConfig(), {"leader": "random", "runner": AsyncRunner()}, episodes=12, seed=0,
+                          concurrency=4)  # fmt: skip
+    assert len(out) == 12 and not any(isinstance(e, FailedEpisode) for e in out)
+    for record in out:
+        turns = record.infos["runner_0"]["prompt_tokens"]  # one info per turn, summed over the episode
+        assert turns >= 1 and record.infos["runner_0"]["transport"]["requests"] == turns
+    from eq_env.core.runner import llm_summary
+
+    summary = llm_summary("relay", RelayConfig(), out)
+    assert summary["runner"]["transport"]["requests"] == sum(
+        r.infos[a]["transport"]["requests"] for r in out for a in ("runner_0", "runner_1") if a in r.infos
+    )
+
+
+def test_a_joint_policy_decides_for_all_its_agents_at_once() -> None:
+    team = TeamRelay()
+    records = play("relay", RelayConfig(target=30, max_turns=9), {"leader": "random", "runner": team}, episodes=5,
+                   seed=0)  # fmt: skip
+    # nine turns: three rounds; each round the joint policy is asked once, for both runners
+    assert all(r.turns == 9 for r in records) and team.calls == 5 * 3
+
+
+def test_a_failing_policy_fails_its_episode_and_names_the_agent() -> None:
+    class Broken(AsyncRunner):
+        async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+            raise RuntimeError("boom")
+
+    out = play_concurrent("relay", RelayConfig(), {"leader": "random", "runner": Broken()}, episodes=3, seed=0)
+    assert all(isinstance(e, FailedEpisode) and e.role == "runner" and e.agent == "runner_0" for e in out)
+
+
+def test_experiments_and_resume_on_the_toy_game(tmp_path: Path) -> None:
+    conditions = [Condition(RelayConfig(target=t), RANDOM, 20, (("target", t),)) for t in (5, 8)]
+    assert all(c.identity()["env"] == ID for c in conditions)  # a second game's keys name it
+    store = ResultsStore(tmp_path / "results.jsonl")
+    first = run_all(conditions, [0, 1], store, progress=False)
+    assert [r["env"] for r in first] == [ID] * 4 and set(first[0]["metrics"]) == {"success_rate", "turns"}
+    again = run_all(conditions, [0, 1], store, progress=False)  # resumed: nothing left to run
+    assert again == first and store.path.read_text().count("\n") == 4
+
+
+def test_a_sweep_of_the_toy_game(tmp_path: Path) -> None:
+    spec = SweepSpec(env="relay", grid={"target": [5, 9]}, policies={"runner": ["random", "greedy"]}, seeds=[0, 1],
+                     episodes=20)  # fmt: skip
+    rows = run_sweep(spec, tmp_path, progress=False)
+    assert len(rows) == 4 and {r["runner"] for r in rows} == {"random", "greedy"}
+    assert {"target", "leader", "runner", "success_rate_mean", "turns_mean"} <= set(rows[0])
+    for name in ("summary.csv", "summary.md", "paired.csv", "sweep.png", "sweep.json", "results.jsonl"):
+        assert (tmp_path / name).exists(), name
+    saved = json.loads((tmp_path / "sweep.json").read_text())
+    assert saved["env"] == ID and saved["policies"]["leader"] == ["random"]
+    from_file = SweepSpec.from_mapping({"env": "relay", "runners": ["greedy"], "grid": {"target": [4]}, "seeds": 1})
+    assert from_file.policies == {"leader": ["random"], "runner": ["greedy"]}
+    with pytest.raises(ValueError, match="unknown key"):
+        SweepSpec.from_mapping({"env": "relay", "proposers": ["honest"]})  # another game's role
+
+
+def test_the_cli_plays_and_lists_the_toy_game(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from eq_env.cli import main
+
+    assert main(["play", "--env", "relay", "--runner", "greedy", "--target", "9", "--episodes", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "success_rate" in out and "runner    GreedyRelay" in out and "'target': 9" in out
+    assert main(["play", "--env", "relay", "--episodes", "10", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["metrics"]) == {"success_rate", "turns"}
+    assert main(["policies", "--env", "relay"]) == 0
+    listed = capsys.readouterr().out
+    assert "greedy" in listed and "team" in listed and "honest" not in listed
+    assert main(["envs"]) == 0
+    assert "relay" in capsys.readouterr().out
+    assert main(["sweep", "--env", "relay", "--out", str(tmp_path), "--grid", "target=4,6", "--seeds", "2",
+                 "--episodes", "10"]) == 0  # fmt: skip
+    assert (tmp_path / "summary.md").exists()
+    with pytest.raises(SystemExit):  # the flags are the game's: relay has no --q
+        main(["play", "--env", "relay", "--q", "0.3"])
+
+
+def test_policies_are_keyed_by_game() -> None:
+    register_policy("honest", "leader", toy_game.RandomLeader, "a name another game uses too", env=ID)
+    try:
+        assert {e.env for e in available_policies(env="relay") if e.name == "honest"} == {ID}
+        assert make_policy("honest", "proposer").role == "proposer"  # the exchange–audit game's is untouched
+        with pytest.raises(ValueError, match="unknown policy 'rule'"):
+            make_policy("rule", "leader", "relay")
+    finally:
+        del core_policy._REGISTRY[(ID, "honest", "leader")]
+
+
+def test_installed_packages_add_policies_through_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # an installed distribution whose entry point in the eq_env.policies group names a module that registers
+    (tmp_path / "relay_plugin.py").write_text(
+        "from eq_env.core.policy import register_policy\n"
+        "from toy_game import ID, GreedyRelay\n"
+        "register_policy('plugged', 'runner', GreedyRelay, 'from a plugin', env=ID)\n"
+    )
+    dist = tmp_path / "relay_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: relay-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[eq_env.policies]\nrelay = relay_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(core_policy, "_entry_points_loaded", False)
+    try:
+        assert make_policy("plugged", "runner", "relay").role == "runner"
+    finally:
+        core_policy._REGISTRY.pop((ID, "plugged", "runner"), None)
+        sys.modules.pop("relay_plugin", None)
+
+
+def _imports(path: Path) -> set[str]:
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            modules.add(node.module)
+    return modules
+
+
+def test_the_core_imports_no_game_and_no_package_above_it() -> None:
+    games = {"eq_env.exchange_audit", "eq_env.exchange_audit_v0", "agents", "baselines"}
+    for path in sorted((ROOT / "eq_env" / "core").glob("*.py")):
+        bad = {m for m in _imports(path) if any(m == g or m.startswith(g + ".") for g in games)}
+        assert not bad, f"{path.name} imports {bad}"
+        bad_top = {m for m in _imports(path) if m in ("eq_env.cli", "eq_env.policy", "eq_env.runner")}
+        assert not bad_top, f"{path.name} imports {bad_top}"
+
+
+def test_generic_agent_and_baseline_modules_import_no_game_at_module_level() -> None:
+    for path in [ROOT / "agents" / n for n in ("client.py", "llm.py", "replies.py", "fake_server.py")] + [
+        ROOT / "baselines" / "sb3.py"
+    ]:
+        top_level = {
+            node.module for node in ast.parse(path.read_text()).body if isinstance(node, ast.ImportFrom) and node.module
+        }
+        assert not any("exchange_audit" in m for m in top_level), path.name
