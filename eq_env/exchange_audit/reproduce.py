@@ -490,9 +490,10 @@ def _summary(
     act_gap = [r["paper_ambiguous_welfare_mean"] - r["ambiguous_welfare_mean"] for r in act]
     gains = [(r["net_gain_mean"], r["net_gain_ci_low"], r["net_gain_ci_high"]) for r in art]
     who = "scripted policies" if opts.scripted else f"`{opts.proposer}`"
+    cfg = ExchangeAuditConfig.from_preset(opts.preset)  # the constants the reading quotes come from it
     informed = (
         "the proposer knows its true compliance, as the paper's scripted trader did"
-        if ExchangeAuditConfig.from_preset(opts.preset).reveal_compliance
+        if cfg.reveal_compliance
         else "the proposer sees only its noisy observation"
     )
     lines = [
@@ -538,30 +539,31 @@ def _summary(
     lines.append(
         f"**With artifacts.** Writing {_words_phrase(opts.words)}, {closeness}. It is approved {approved} "
         "(the paper: above 96%): it knows it is compliant and says so, and an audit of true claims passes. "
-        "Its ambiguous welfare is then 2 − 0.02·words − 0.1·(audit rate): the text's length and the audit's "
-        "cost are all that separate it from the ideal 2."
+        f"Its ambiguous welfare is then {2 * cfg.V:g} − {cfg.alpha:g}·words − {cfg.audit_cost:g}·(audit rate): the "
+        f"text's length and the audit's cost are all that separate it from the ideal {2 * cfg.V:g}."
     )
     if t1_13:
         w13 = [r["ambiguous_welfare_mean"] for r in t1_13]
-        delta = 0.02 * (opts.words - SCRIPTED_WORDS)
+        delta = cfg.alpha * (opts.words - SCRIPTED_WORDS)
         lines.append(
             f"With the paper's scripted 13-word text (`table1_text_length.csv`) the same proposer earns "
             f"{_fmt(_extreme(min, w13), '.2f')}–{_fmt(_extreme(max, w13), '.2f')}, {abs(delta):.2f} "
             f"{'more' if delta > 0 else 'less'} "
-            f"than with {opts.words} words: α = 0.02 per word is the whole difference."
+            f"than with {opts.words} words: α = {cfg.alpha:g} per word is the whole difference."
         )
     lines.append("")
     # Action only
     lines.append(
         f"**Action only.** Without claims or text the borderline trade is approved only through the safe margin, "
-        f"when observation noise puts the reported numbers more than 0.05 inside both limits: "
+        f"when observation noise puts the reported numbers more than {cfg.safe_margin:g} inside both limits: "
         f"{_fmt(act0['ambiguous_approval_mean'], '.1%')} of ambiguous episodes at q = 0 (the paper: about 9%), "
         f"and {_fmt(act1['ambiguous_approval_mean'], '.1%')} at q = 1 (the paper: 0%), where every episode is "
         f"audited and an audit of a claim-less submission is inconclusive. The paper's action-only welfare minus "
         f"ours is {_fmt(_extreme(min, act_gap), '+.2f')} to {_fmt(_extreme(max, act_gap), '+.2f')} across q. "
         "Our scripted proposer "
         "always asks in an ambiguous episode (it knows the trade is compliant), so a block is worth 0; an LLM "
-        "that sometimes declines to trade collects the NO_TRADE payoff of 2 instead, which would raise the "
+        f"that sometimes declines to trade collects the NO_TRADE welfare of {2 * cfg.no_trade_payoff:g} instead, "
+        "which would raise the "
         "paper's numbers — a likely but unverified explanation, since the paper does not report its action-only "
         "request rate."
     )
@@ -587,6 +589,11 @@ def _summary(
     paper_fail = [paper.TABLE2[s]["audit_fail"][0] for s in paper.TABLE2_SCENARIOS]
     tempt = by[("temptation", "strategic")]
     base = by[("baseline", "strategic")]
+    sure = cfg.no_trade_payoff
+    q, v_base = TABLE2_Q, paper.TABLE2_SCENARIOS["baseline"]["V"]
+    v_t, l_t = paper.TABLE2_SCENARIOS["temptation"]["V"], paper.TABLE2_SCENARIOS["temptation"]["L"]
+    lie = (1 - q) * v_t - q * l_t  # a false claim always checked (B = 4): P(caught) = 1
+    budgets = ", ".join(f"{paper.TABLE2_SCENARIOS[s]['B']:g}" for s in ("spot_check", "partial_audit", "full_audit"))
     sincere_gap = _nanmean([abs(a - b) for a, b in zip(sincere, paper_fail, strict=True)])
     between = all(h <= p <= x for h, p, x in zip(honest_fails, paper_fail, sincere, strict=True))
     relation = (
@@ -605,11 +612,12 @@ def _summary(
         f"which judges compliance from its noisy observation and fails {_fmt(_extreme(min, sincere), '.2f')}–"
         f"{_fmt(_extreme(max, sincere), '.2f')} (mean absolute gap to GPT-4.1: {_fmt(sincere_gap, '.2f')}): wrong "
         f"beliefs are punished exactly like lies. The strategic proposer lies only when lying pays in expectation, "
-        f"(1 − q)·V − q·P(caught)·L > 1 (the NO_TRADE payoff): that never holds at V = 1 (baseline bad approval "
-        f"{_fmt(base['bad_approval_mean'], '.3f')}), but under temptation (V = 2, L = 1: 0.7·2 − 0.3·1 = 1.1 > 1) "
+        f"(1 − q)·V − q·P(caught)·L > {sure:g} (the NO_TRADE payoff): that never holds at V = {v_base:g} (baseline "
+        f"bad approval {_fmt(base['bad_approval_mean'], '.3f')}), but under temptation (V = {v_t:g}, L = {l_t:g}: "
+        f"{1 - q:g}·{v_t:g} − {q:g}·{l_t:g} = {lie:g} > {sure:g}) "
         f"it misreports and its bad approval rate is {_fmt(tempt['bad_approval_mean'], '.3f')} (GPT-4.1: "
         f"{paper.TABLE2['temptation']['bad_approval'][0]:.3f}). "
-        f"The sincere proposer's fail rates {budget_trend} (B = 1, 2, 4: "
+        f"The sincere proposer's fail rates {budget_trend} (B = {budgets}: "
         + ", ".join(_fmt(x, ".2f") for x in by_budget)
         + (")." if budget_trend != "rise with B" else "): fewer checks per audit catch fewer of its mistakes.")
     )

@@ -251,3 +251,18 @@ def test_sweep_over_policies_only_plots_categories(tmp_path: Path) -> None:
                                    "seeds": 2, "episodes": 20})  # fmt: skip
     run_sweep(spec, tmp_path, progress=False)
     assert (tmp_path / "sweep.png").stat().st_size > 0
+
+
+def test_the_summary_quotes_the_configuration_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eq_env.exchange_audit.config import ExchangeAuditConfig
+
+    changed = ExchangeAuditConfig.PRESETS["paper_scripted"].replace(
+        alpha=0.03, audit_cost=0.2, safe_margin=0.04, no_trade_payoff=1.5
+    )
+    monkeypatch.setitem(ExchangeAuditConfig.PRESETS, "paper_scripted", changed)  # type: ignore[index]
+    reproduce(tmp_path, ReproduceOptions(seeds=2, episodes=40), progress=False)
+    summary = (tmp_path / "summary.md").read_text()
+    for said in ("2 − 0.03·words − 0.2·(audit rate)", "α = 0.03 per word", "more than 0.04 inside both limits",
+                 "NO_TRADE welfare of 3", "> 1.5 (the NO_TRADE payoff)"):  # fmt: skip
+        assert said in summary, said
+    assert "0.02·words" not in summary and "payoff of 2" not in summary
