@@ -50,3 +50,27 @@ def test_condition_keys_are_the_same() -> None:
         config = ExchangeAuditConfig.from_preset("paper").replace(**case["config"])
         condition = Condition(config, {"proposer": case["proposer"], "validator": case["validator"]}, case["episodes"])
         assert condition.key == case["key"], case
+
+
+def test_results_written_before_the_core_was_generic_resume_and_rerun(
+    reproduced: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A results.jsonl of eq_env 0.1.0 as it was written then: the policies at the top level, no game named."""
+    from eq_env.cli import main
+
+    old = tmp_path / "old"
+    old.mkdir()
+    lines = []
+    for record in ResultsStore(reproduced / "results.jsonl").records():
+        policies = record.pop("policies")
+        record.pop("env")
+        lines.append(json.dumps({**record, **policies}))
+    (old / "results.jsonl").write_text("\n".join(lines) + "\n")
+    before = (old / "results.jsonl").read_text()
+    reproduce(old, progress=False)  # every run is recorded already: nothing runs again
+    assert (old / "results.jsonl").read_text() == before
+    for name in TABLES:
+        assert (old / name).read_bytes() == (GOLDEN / name).read_bytes()
+    key = json.loads(lines[0])["key"]
+    assert main(["rerun", str(old / "results.jsonl"), key]) == 0
+    assert "identical" in capsys.readouterr().out
