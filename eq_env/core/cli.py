@@ -346,8 +346,9 @@ def failures(command: str, failed: Sequence[tuple[str, int, int]], cache: str | 
 # play
 # ---------------------------------------------------------------------------
 def _add_env(parser: argparse.ArgumentParser, game: EnvSpec) -> None:
-    parser.add_argument("--env", default=game.id, choices=[s.name for s in registered_envs()] + [
-        s.id for s in registered_envs()], metavar="NAME",
+    names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
+    # default None, not the game: a command tells "not given" (a spec file may name the game) from "given"
+    parser.add_argument("--env", choices=names, metavar="NAME",
                         help=f"the game (default {game.name}; eq-env envs lists them)")  # fmt: skip
 
 
@@ -579,9 +580,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
     if args.config:
         _check_spec_limits(data, args.config)
-    if "env" in data and env_spec(data["env"]).id != env_spec(args.env).id and _env_given(args):
+    if "env" in data and args.env is not None and env_spec(data["env"]).id != env_spec(args.env).id:
         raise ValueError(f"--env {args.env} and {args.config}'s env {data['env']!r} differ; give one")
-    game = env_spec(data.get("env") if "env" in data and not _env_given(args) else args.env)
+    game = env_spec(args.env if args.env is not None else data.get("env"))
     try:  # the file's tables are checked before the flags' entries are merged into them
         grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
     except ValueError as err:
@@ -640,10 +641,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                     getattr(args, "cache", None))  # fmt: skip
 
 
-def _env_given(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "_env_given", False))
-
-
 def _filled(spec: str, args: argparse.Namespace) -> str:
     """:func:`fill_spec`, or ``spec`` as given if it does not parse (the spec check says why, later)."""
     try:
@@ -697,9 +694,9 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
 def _cmd_policies(args: argparse.Namespace) -> int:
     from eq_env.core.policy import REQUIRED, available_policies
 
-    games = [env_spec(args.env)] if _env_given(args) else registered_envs()
+    games = [env_spec(args.env)] if args.env is not None else registered_envs()
     for game in games:
-        if len(games) > 1 or _env_given(args):
+        if len(games) > 1 or args.env is not None:
             print(f"# {game.name} ({game.id})")
         for entry in available_policies(env=game):
             params = ", ".join(f"{k} (required)" if v is REQUIRED else f"{k}={v!r}"
@@ -782,7 +779,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = build_parser(game)
     args = parser.parse_args(argv)
-    args._env_given = chosen is not None
     commands: dict[str, Callable[[argparse.Namespace], int]] = dict(GENERIC)
     interrupted = dict(INTERRUPTED)
     for command in _game_commands(game).values():

@@ -120,20 +120,20 @@ def agent_policies(env: Any, config: Any, policies: Policies) -> dict[str, Any]:
 
 
 def merge_infos(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """One agent's infos over an episode's turns, as one: numbers summed, lists joined, dicts merged the
-    same way, anything else the last one's. A single info comes back as it is."""
+    """One agent's infos over an episode's turns, as one: numbers summed, flags or-ed, lists joined, dicts
+    merged the same way, anything else the last one's. A single info comes back as it is (a copy)."""
     if not infos:
         return None
-    if len(infos) == 1:
-        return dict(infos[0])
     out: dict[str, Any] = {}
     for info in infos:
         for key, value in info.items():
-            old = out.get(key)
-            if isinstance(value, bool) or old is None:
-                out[key] = value if not isinstance(value, (dict, list)) else (dict(value) if isinstance(value, dict)
-                                                                               else list(value))  # fmt: skip
-            elif isinstance(value, (int, float)) and isinstance(old, (int, float)) and not isinstance(old, bool):
+            if key not in out:
+                out[key] = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
+                continue
+            old = out[key]
+            if isinstance(value, bool) and isinstance(old, bool):
+                out[key] = old or value  # (a fallback in any turn is a fallback of the episode)
+            elif _number(value) and _number(old):
                 out[key] = old + value
             elif isinstance(value, list) and isinstance(old, list):
                 out[key] = old + value
@@ -142,6 +142,10 @@ def merge_infos(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
             else:
                 out[key] = value
     return out
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 # ---------------------------------------------------------------------------

@@ -213,3 +213,15 @@ def test_generic_agent_and_baseline_modules_import_no_game_at_module_level() -> 
             node.module for node in ast.parse(path.read_text()).body if isinstance(node, ast.ImportFrom) and node.module
         }
         assert not any("exchange_audit" in m for m in top_level), path.name
+
+
+def test_infos_of_several_turns_merge_into_one() -> None:
+    from eq_env.core.runner import merge_infos
+
+    one = {"tokens": 3, "fallback": False, "errors": ["a"], "transport": {"requests": 1}, "model": "m"}
+    two = {"tokens": 4, "fallback": True, "errors": ["b"], "transport": {"requests": 2}, "model": "m"}
+    assert merge_infos([one]) == one and merge_infos([one]) is not one
+    assert merge_infos([one, two]) == {"tokens": 7, "fallback": True, "errors": ["a", "b"],
+                                       "transport": {"requests": 3}, "model": "m"}  # fmt: skip
+    assert one["errors"] == ["a"]  # the inputs are not changed
+    assert merge_infos([]) is None
