@@ -24,5 +24,5 @@ __all__ = ["ENV_IDS", "GYM_IDS", "ExchangeAuditConfig", "__version__", "exchange
 # id -> versioned module, and the single-agent views of one role against fixed policies for the other (for
 # SB3 and other RL libraries), of the games this package registers (register_env registered them with
 # PettingZoo and Gymnasium).
-ENV_IDS = {spec.id: spec.entry for spec in registered_envs()}
-GYM_IDS = {view: entry for spec in registered_envs() for view, entry in spec.views.items()}
+ENV_IDS = {spec.id: spec.entry for spec in registered_envs(installed=False)}
+GYM_IDS = {view: entry for spec in registered_envs(installed=False) for view, entry in spec.views.items()}

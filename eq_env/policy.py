@@ -2,4 +2,7 @@
 for the code and documentation that import it from here."""
 
 from eq_env.core.policy import *  # noqa: F403
-from eq_env.core.policy import __all__ as __all__
+from eq_env.core.policy import __all__ as _core_all
+
+ROLES = ("proposer", "validator")  # the exchange–audit game's roles, as this module named them before
+__all__ = [*_core_all, "ROLES"]

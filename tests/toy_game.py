@@ -21,7 +21,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import wrappers
 
-from eq_env.core.config import GameConfig, number
+from eq_env.core.config import GameConfig, choice, number
 from eq_env.core.policy import BasePolicy, register_policy
 from eq_env.core.records import checked_fields
 from eq_env.core.spec import EnvSpec, register_env
@@ -37,6 +37,7 @@ class RelayConfig(GameConfig):
     target: int = number(7, 3, 50, "the count to reach exactly", integer=True)
     max_turns: int = number(12, 1, 200, "turns before the episode is truncated", integer=True)
     bonus: float = number(1.0, 0.0, 10.0, "everyone's reward for reaching the target")
+    chatter: str = choice("none", ("none", "some"), "a choice that changes nothing (its value 'none' is a word)")
 
 
 RelayConfig.PRESETS = {"default": RelayConfig(), "long": RelayConfig(target=15, max_turns=30)}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from eq_env.core.config import GameConfig
+from eq_env.core.experiments import ENGINES
 from eq_env.core.report import from_json_number, json_number, no_negative_zeros
 from eq_env.core.spec import Command, EnvSpec, env_spec, registered_envs
 
@@ -57,7 +58,6 @@ __all__ = [
     "out_dir",
     "path_arg",
     "positive_float",
-    "positive_int",
     "register_flag_group",
     "results_file",
     "seed_arg",
@@ -67,7 +67,12 @@ __all__ = [
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with its errors on one line (the house rule for bad input); the usage is one --help away."""
+    """argparse with its errors on one line (the house rule for bad input); the usage is one --help away.
+    No abbreviated flags: ``--en`` is not ``--env`` (the flags of a command depend on the game)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -103,7 +108,6 @@ def int_in(low: int, high: int, why: str = "") -> Callable[[str], int]:
     return number_type(int, f"an integer in [{low}, {high}]{why}", lambda v: low <= v <= high)
 
 
-positive_int = number_type(int, "a positive integer", lambda v: v >= 1)
 count = number_type(int, "a non-negative integer", lambda v: v >= 0)
 positive_float = number_type(float, "a positive number", lambda v: 0 < v < math.inf)
 non_negative_float = number_type(float, "a non-negative number", lambda v: 0 <= v < math.inf)
@@ -360,9 +364,12 @@ def _add_play(sub: Any, game: EnvSpec) -> None:
         "over seeds). --env chooses another game.",
     )
     _add_env(play, game)
-    for role, default in game.default_policies.items():
-        play.add_argument(f"--{role}", default=default, help=f"{role} policy spec (default {default!r}; eq-env "
-                          f"policies --env {game.name} lists them)")  # fmt: skip
+    for role in game.roles:
+        default = game.default_policies.get(role)
+        said = f"default {default!r}" if default else "required: the game names no default"
+        listed = f"eq-env policies --env {game.name} lists them"
+        play.add_argument(f"--{role}", default=default, required=default is None,
+                          help=f"{role} policy spec ({said}; {listed})")  # fmt: skip
     play.add_argument("--episodes", type=episodes_arg, default=200, help="episodes per seed (default 200)")
     play.add_argument("--seed", type=seed_arg, default=0, help="first seed (default 0)")
     play.add_argument("--seeds", type=seeds_arg, default=1, help="number of consecutive seeds (default 1)")
@@ -510,9 +517,9 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
     sw.add_argument("--out", type=out_dir, required=True, help="output directory")
     sw.add_argument("--config", type=path_arg, help="sweep spec file (.toml, .yaml, .json)")
     sw.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
-                    help="a swept game parameter, e.g. --grid q=0,0.3,1 (repeatable)")  # fmt: skip
+                    help="a swept game parameter and its values (repeatable)")  # fmt: skip
     sw.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a fixed game parameter, e.g. --set B=2 (repeatable)")  # fmt: skip
+                    help="a fixed game parameter (repeatable)")  # fmt: skip
     for role in game.roles:
         sw.add_argument(f"--{role}", action="append", help=f"a {role} spec (repeat to sweep several)")
     sw.add_argument("--preset", choices=sorted(game.config.PRESETS),
@@ -520,7 +527,7 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
     sw.add_argument("--seeds", type=seeds_arg, help="number of seeds (default 5)")
     sw.add_argument("--first-seed", type=seed_arg, help="first seed (default 0)")
     sw.add_argument("--episodes", type=episodes_arg, help="episodes per seed (default 200)")
-    sw.add_argument("--engine", choices=("auto", "batch", "aec"), help="default auto")
+    sw.add_argument("--engine", choices=ENGINES, help="default auto")
     sw.add_argument("--jobs", type=jobs_arg, help="worker processes (default: 1 if every run can use the batch "
                     "engine, else the number of CPUs)")  # fmt: skip
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
@@ -544,7 +551,7 @@ def _flag_value(game: EnvSpec, flag: str, key: str, text: str) -> Any:
     """A --grid or --set value, checked against its parameter's range here, so the error names the flag."""
     from eq_env.core.sweep import parse_value
 
-    value = parse_value(text)
+    value = parse_value(text, game.config, key)
     field = next((f for f in game.config.parameters() if f.name == key), None)
     if field is not None and "range" in field.metadata:
         try:
@@ -580,9 +587,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
     if args.config:
         _check_spec_limits(data, args.config)
-    if "env" in data and args.env is not None and env_spec(data["env"]).id != env_spec(args.env).id:
-        raise ValueError(f"--env {args.env} and {args.config}'s env {data['env']!r} differ; give one")
-    game = env_spec(args.env if args.env is not None else data.get("env"))
+    game = env_spec(args.env)  # (the game the flags were made for)
+    if "env" in data and env_spec(data["env"]).id != game.id:
+        if args.env is not None:
+            raise ValueError(f"--env {args.env} and {args.config}'s env {data['env']!r} differ; give one")
+        raise ValueError(f"{args.config} sweeps {data['env']!r}: add --env {data['env']} (the command's flags are "
+                         "the game's)")  # fmt: skip
     try:  # the file's tables are checked before the flags' entries are merged into them
         grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
     except ValueError as err:
@@ -661,7 +671,7 @@ def _add_rerun(sub: Any) -> None:
     )
     rr.add_argument("results", type=results_file, help="a results.jsonl written by reproduce or sweep")
     rr.add_argument("key", help="the record's key (its 'key' field, CONDITION/SEED)")
-    rr.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto")
+    rr.add_argument("--engine", choices=ENGINES, default="auto")
     for group in _GROUPS:
         group.add_rerun(rr, "llm_cache next to the results file")
 
@@ -709,7 +719,8 @@ def _cmd_policies(args: argparse.Namespace) -> int:
 
 def _cmd_envs(_: argparse.Namespace) -> int:
     for game in registered_envs():
-        roles = ", ".join(f"{role} ({', '.join(agents)})" for role, agents in game.agents(game.config()).items())
+        agents_of = game.agents(game.config.from_preset())
+        roles = ", ".join(f"{role} ({', '.join(agents)})" for role, agents in agents_of.items())
         commands = ", ".join(c.name for c in game.commands()) or "none"
         print(f"{game.name:<16} {game.id}\n{'':<16} roles: {roles}; presets: {', '.join(game.config.PRESETS)}; "
               f"its commands: {commands}")  # fmt: skip
@@ -720,13 +731,19 @@ def _cmd_envs(_: argparse.Namespace) -> int:
 # The parser and main
 # ---------------------------------------------------------------------------
 def _env_in(argv: Sequence[str]) -> str | None:
-    """The value of ``--env`` among the arguments, if given (the flags of the commands depend on it)."""
+    """The value of ``--env`` among the arguments, if given (the flags of the commands depend on it); a
+    ValueError if it is given twice."""
+    found = []
     for i, arg in enumerate(argv):
+        if arg == "--":
+            break
         if arg == "--env" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--env="):
-            return arg.partition("=")[2]
-    return None
+            found.append(argv[i + 1])
+        elif arg.startswith("--env="):
+            found.append(arg.partition("=")[2])
+    if len(found) > 1:
+        raise ValueError(f"given {len(found)} times ({', '.join(found)}); give the game once")
+    return found[0] if found else None
 
 
 def _game_commands(game: EnvSpec) -> dict[str, Command]:
@@ -771,9 +788,8 @@ BROKEN_PIPE = 141
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    chosen = _env_in(argv)
     try:
-        game = env_spec(chosen)
+        game = env_spec(_env_in(argv))
     except ValueError as err:
         print(f"eq-env: error: argument --env: {err} (see eq-env --help)", file=sys.stderr)
         return 2

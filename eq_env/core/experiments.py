@@ -117,7 +117,7 @@ class Condition:
         object.__setattr__(self, "policies", tuple((role, mask_urls(given[role])) for role in spec.roles))
 
     @property
-    def env(self) -> EnvSpec:
+    def game(self) -> EnvSpec:
         """The game this condition plays."""
         return spec_for_config(self.config)
 
@@ -132,7 +132,7 @@ class Condition:
         """What determines the results (labels do not; the package version does, since code changes may)."""
         from eq_env import __version__
 
-        spec = self.env
+        spec = self.game
         return {
             "eq_env": __version__,
             **({"env": spec.id} if spec.key_env else {}),
@@ -199,10 +199,10 @@ def run_one(
     time; with ``episode_dir`` each finished episode is saved at once under
     it, and a run started again skips those already played to the end —
     failed ones are played again. Failed episodes
-    (see :class:`~eq_env.runner.FailedEpisode`) are counted, not measured;
+    (see :class:`~eq_env.core.runner.FailedEpisode`) are counted, not measured;
     the record lists them under ``failed``.
     """
-    spec = condition.env
+    spec = condition.game
     policies = {role: make_policy(policy, role, spec) for role, policy in condition.policies}
     used = _engine_for(spec, policies, engine)
     extra: dict[str, Any] = {}
@@ -345,14 +345,14 @@ class ResultsStore:
 
 
 def check_runs(conditions: Sequence[Condition], engine: str, jobs: int) -> None:
-    """Refuse, before anything is created, what :func:`~eq_env.experiments.run_all` would refuse once
+    """Refuse, before anything is created, what :func:`run_all` would refuse once
     running: a bad engine or job count, or the batch engine for policies that cannot act in bulk."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
-    for c in {(c.env.id, c.policies): c for c in conditions}.values():  # once per game and set of policies
-        _engine_for(c.env, {role: make_policy(p, role, c.env) for role, p in c.policies}, engine)
+    for c in {(c.game.id, c.policies): c for c in conditions}.values():  # once per game and set of policies
+        _engine_for(c.game, {role: make_policy(p, role, c.game) for role, p in c.policies}, engine)
 
 
 @new_run()
@@ -436,7 +436,7 @@ def _run_all(
 
 
 def _has_llm(condition: Condition) -> bool:
-    return any(is_async(make_policy(policy, role, condition.env)) for role, policy in condition.policies)
+    return any(is_async(make_policy(policy, role, condition.game)) for role, policy in condition.policies)
 
 
 def failed_runs(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
@@ -493,7 +493,7 @@ def aggregate(
     out = []
     for c in conditions:
         per_seed = dict(sorted(by_condition.get(c.key, {}).items()))
-        metrics = c.env.metrics
+        metrics = c.game.metrics
         out.append(
             (c, summarize(per_seed.values(), metrics) if per_seed else dict.fromkeys(metrics, (math.nan, math.nan)),
              per_seed)

@@ -225,10 +225,9 @@ def _load_providers(env_id: str) -> None:
             importlib.import_module(module)
     if not _entry_points_loaded:
         _entry_points_loaded = True
-        from importlib.metadata import entry_points
+        from eq_env.core.spec import load_entry_points
 
-        for point in entry_points(group=ENTRY_POINTS):
-            point.load()
+        load_entry_points(ENTRY_POINTS)
 
 
 def available_policies(role: Role | None = None, env: Any = None) -> list[PolicyEntry]:
@@ -359,6 +358,6 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
         )
     missing = [k for k, v in params.items() if v is REQUIRED and k not in kwargs]
     if missing:  # say it in spec terms, not as the factory's TypeError
-        example = ",".join(f"{k}={'runs/ppo' if k == 'path' else k.upper()}" for k in missing)
+        example = ",".join(f"{k}={'DIR' if k == 'path' else k.upper()}" for k in missing)
         raise ValueError(f"policy {name!r} needs {', '.join(f'{k}=...' for k in missing)}: e.g. {name}:{example}")
     return entry.factory(**kwargs)

@@ -73,35 +73,44 @@ def forced_action(observation: Any) -> int | None:
 
 
 def is_async(policy: Any) -> bool:
-    """The policy offers ``async aact(observation) -> (action, info)`` (LLM policies do)."""
-    return callable(getattr(policy, "aact", None))
+    """The policy offers ``async aact(observation) -> (action, info)`` (LLM policies do), or a joint policy
+    ``async aact_joint(observations) -> (actions, info)``."""
+    return callable(getattr(policy, "aact", None)) or callable(getattr(policy, "aact_joint", None))
 
 
 def _is_joint(policy: Any) -> bool:
     return callable(getattr(policy, "act_joint", None))
 
 
+def agent_stream(stream: int, index: int) -> tuple[int, ...]:
+    """The seed stream of a role's ``index``-th agent: the role's own for the first, so that a role's first
+    agent draws the same whatever the number of its agents (a grid over N keeps common random numbers)."""
+    return (stream,) if index == 0 else (stream, index)
+
+
 class _Agents:
-    """The policy of each agent of one run, made from the role's spec (one instance per agent) or given
-    as an object (shared by the role's agents), and seeded per role and agent."""
+    """The policy of each agent of one run: made from the role's spec — one instance per agent, or one for
+    all of the role's agents when it is a joint policy — or given as an object (shared by the role's
+    agents); seeded per role and agent."""
 
     def __init__(self, spec: EnvSpec, config: Any, policies: Policies) -> None:
+        spec.check_config(config)
         spec.check_roles(list(policies))
         self.spec = spec
         self.by_agent: dict[str, Any] = {}
         self.seeds: list[tuple[Any, tuple[int, ...]]] = []  # (policy, seed stream) once per distinct policy
         for role, agents in spec.agents(config).items():
-            given = policies[role]
-            stream = spec.roles[role]
-            if isinstance(given, str):
-                for i, agent in enumerate(agents):
+            given, stream = policies[role], spec.roles[role]
+            for i, agent in enumerate(agents):
+                if not isinstance(given, str):
+                    policy = _checked_role(given, role)
+                elif i > 0 and _is_joint(self.by_agent[agents[0]]):
+                    policy = self.by_agent[agents[0]]  # one joint policy decides for the role's agents
+                else:
                     policy = make_policy(given, role, spec)
-                    self.by_agent[agent] = policy
-                    self.seeds.append((policy, (stream,) if len(agents) == 1 else (stream, i)))
-            else:
-                policy = given if _is_joint(given) else make_policy(given, role, spec)
-                self.by_agent.update(dict.fromkeys(agents, policy))
-                self.seeds.append((policy, (stream,)))
+                if not any(p is policy for p, _ in self.seeds):
+                    self.seeds.append((policy, agent_stream(stream, i)))
+                self.by_agent[agent] = policy
 
     def reset(self, seed: int) -> None:
         for policy, stream in self.seeds:
@@ -112,6 +121,12 @@ class _Agents:
 
     def any_async(self) -> bool:
         return any(is_async(p) for p in self.distinct())
+
+
+def _checked_role(policy: Any, role: str) -> Any:
+    if getattr(policy, "role", role) != role:
+        raise ValueError(f"{policy!r} plays {getattr(policy, 'role', None)!r}, not {role!r}")
+    return policy
 
 
 def agent_policies(env: Any, config: Any, policies: Policies) -> dict[str, Any]:
@@ -226,17 +241,23 @@ class _Turns:
         for agent in env.agent_iter():
             observation, _, terminated, truncated, _ = env.last()
             if terminated or truncated:
+                pending.pop(agent, None)
                 env.step(None)
                 continue
             action = forced_action(observation)
-            if action is None:
+            if action is not None:
+                pending.pop(agent, None)  # (an answer for a move that was not the agent's to choose)
+            else:
                 self.acting = agent
                 policy = self.agents.by_agent[agent]
                 if _is_joint(policy):
-                    if agent not in pending:  # the first of its agents to act: it decides for all of them
+                    if agent not in pending:  # the first of its agents to act this round: it decides for all
                         group = [a for a in env.agents if self.agents.by_agent.get(a) is policy]
                         answers, info = await _act_joint(policy, {a: env.observe(a) for a in group})
-                        pending.update(answers)
+                        missing = [a for a in group if a not in answers]
+                        if missing:
+                            raise PolicyError(f"{policy!r} gave no action for {', '.join(missing)}")
+                        pending.update({a: answers[a] for a in group})
                         if info:
                             self.infos.setdefault(agent, []).append(info)
                     action = pending.pop(agent)
@@ -556,7 +577,8 @@ def evaluate(
             run = play(spec, config, agents, episodes=episodes, seed=seed, progress=progress, render=render)
         records.extend(run)
         per_seed.append(spec.compute_metrics(run))
-    shown = {role: repr(agents.by_agent[spec.agents(config)[role][0]]) for role in spec.roles}
+    shown = {role: repr(agents.by_agent[members[0]]) if members else "(no agent)"
+             for role, members in spec.agents(config).items()}  # fmt: skip
     return Evaluation(spec.id, config, shown, seeds, episodes, records, per_seed, failed)
 
 

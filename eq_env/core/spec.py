@@ -96,8 +96,11 @@ class EnvSpec:
         conformance: name → environment keywords: the configurations the conformance battery runs.
         views: Gymnasium id → ``"module:Class"``: single-agent views of a role, for RL libraries.
         batch: the game's :class:`BatchEngine`, if it has one.
-        cli: the module whose ``COMMANDS`` (a sequence of :class:`Command`) are the CLI subcommands the
-            game contributes (imported by the CLI only).
+        cli: the module of the game's command-line parts (imported by the CLI only): ``COMMANDS``, a
+            sequence of :class:`Command` (the subcommands the game contributes), and two optional hooks,
+            ``describe_config(config) -> str`` (the parameters ``eq-env play`` shows beside the preset)
+            and ``dry_run(config, {role: [specs]}) -> int`` (``--dry-run``: what LLM policies would be
+            sent).
         key_env: whether run keys name the game. The first game's keys predate the others and stay
             as they were, so results written before resume.
     """
@@ -177,8 +180,41 @@ def register_env(spec: EnvSpec) -> EnvSpec:
     return spec
 
 
-def registered_envs() -> list[EnvSpec]:
-    """Every registered game, the default one first."""
+ENTRY_POINTS = "eq_env.envs"
+_entry_points_loaded = False
+
+
+def _ensure_loaded() -> None:
+    """The package's games (registered when ``eq_env`` is imported), then those of installed packages: each
+    entry point of the ``eq_env.envs`` group names a module that calls :func:`register_env` when imported.
+    An entry point that fails to load is skipped with a warning naming it, not the end of every game."""
+    global _entry_points_loaded
+    if not _SPECS:
+        importlib.import_module("eq_env")
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    load_entry_points(ENTRY_POINTS)
+
+
+def load_entry_points(group: str) -> None:
+    """Import every module the entry points of ``group`` name, warning (by name) about any that fails."""
+    import warnings
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=group):
+        try:
+            point.load()
+        except Exception as err:  # a broken plugin must not break the package, nor hide which it was
+            warnings.warn(f"the {group} entry point {point.name!r} ({point.value}) failed to load: "
+                          f"{type(err).__name__}: {err}", stacklevel=2)  # fmt: skip
+
+
+def registered_envs(*, installed: bool = True) -> list[EnvSpec]:
+    """Every registered game, the default one first (with ``installed``: those of installed packages too,
+    loaded from their entry points on first use)."""
+    if installed:
+        _ensure_loaded()
     return list(_SPECS.values())
 
 
@@ -196,8 +232,7 @@ def env_spec(env: str | EnvSpec | None = None) -> EnvSpec:
         return env
     if env is None:
         return default_env()
-    if not _SPECS:
-        importlib.import_module("eq_env")
+    _ensure_loaded()
     for spec in _SPECS.values():
         if env in (spec.id, spec.name):
             return spec
@@ -206,8 +241,7 @@ def env_spec(env: str | EnvSpec | None = None) -> EnvSpec:
 
 def spec_for_config(config: Any) -> EnvSpec:
     """The game whose configuration class ``config`` is an instance of."""
-    if not _SPECS:
-        importlib.import_module("eq_env")
+    _ensure_loaded()
     for spec in _SPECS.values():
         if isinstance(config, spec.config):
             return spec

@@ -79,9 +79,22 @@ __all__ = [
 _SPEC_KEYS = {"env", "preset", "set", "grid", "policies", "seeds", "first_seed", "episodes", "engine"}
 
 
-def parse_value(text: str) -> Any:
-    """A flag value as a number, a boolean, None (``none``/``all`` for B) or the string itself."""
-    return None if text.strip().lower() == "all" else parse_scalar(text.strip())
+def parse_value(text: str, config: type | None = None, name: str = "") -> Any:
+    """A parameter's value written as text (a flag, a spec file's string): read as the parameter
+    ``name`` of the configuration class ``config`` takes it — a choice as the string itself, a flag as
+    true/false, a number as a number, and None where the parameter allows it, spelled as its own word
+    (``all``) or ``none``. Without the parameter: a number, a boolean, ``none`` as None, or the string."""
+    text = text.strip()
+    field = next((f for f in getattr(config, "parameters", tuple)() if f.name == name), None)
+    meta = field.metadata if field is not None else {}
+    if "choices" in meta:
+        return text
+    rng = meta.get("range")
+    if rng is not None and rng.none is not None and text.lower() in (rng.none, "none"):
+        return None
+    if field is None and text.lower() == "all":  # (a parameter unknown here: the check that follows names it)
+        return None
+    return parse_scalar(text)
 
 
 @dataclass
@@ -104,12 +117,14 @@ class SweepSpec:
         spec = env_spec(self.env or None)
         self.env = spec.id
         self.preset = self.preset or spec.config.DEFAULT_PRESET
-        given = self.policies  # a role left out plays the game's default policy; an empty list is refused
-        self.policies = {role: list(given[role]) if role in given else [spec.default_policies[role]]
+        # a role left out plays the game's default policy (if it names one); an empty list is refused
+        given, defaults = self.policies, spec.default_policies
+        self.policies = {role: list(given[role]) if role in given else [defaults[role]] if role in defaults else []
                          for role in spec.roles}  # fmt: skip
 
     @property
-    def spec(self) -> EnvSpec:
+    def game(self) -> EnvSpec:
+        """The game this sweep plays (``env`` is its id)."""
         return env_spec(self.env)
 
     @classmethod
@@ -169,8 +184,11 @@ class SweepSpec:
         return cls(
             env=game.id,
             preset=preset,
-            set={k: _config_value(v) for k, v in fixed.items()},
-            grid={k: [_config_value(x) for x in (v if isinstance(v, (list, tuple)) else [v])] for k, v in grid.items()},
+            set={k: _config_value(game.config, k, v) for k, v in fixed.items()},
+            grid={
+                k: [_config_value(game.config, k, x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+                for k, v in grid.items()
+            },
             policies=policies,
             seeds=seeds,
             episodes=episodes,
@@ -178,7 +196,7 @@ class SweepSpec:
         )
 
     def validate(self) -> None:
-        presets = self.spec.config.PRESETS
+        presets = self.game.config.PRESETS
         if self.preset not in presets:
             raise ValueError(f"unknown preset {self.preset!r}; choose one of {sorted(presets)}")
         if self.engine not in ENGINES:
@@ -196,7 +214,7 @@ class SweepSpec:
                 raise ValueError(f"grid parameter {name!r} repeats the value {repeated[1]!r}")
         for role, specs in self.policies.items():
             key = f"{role}s"
-            same = repeated_policy(specs, role, self.spec)
+            same = repeated_policy(specs, role, self.game)
             if same is not None:
                 first, second = specs[same[0]], specs[same[1]]
                 raise ValueError(f"{key} repeat {first!r}" if first == second else
@@ -209,7 +227,7 @@ class SweepSpec:
     def conditions(self) -> list[Condition]:
         """The Cartesian product, in a fixed order: grid values (in the order given), then each role's
         policies, in the game's role order."""
-        base = self.spec.config.from_preset(self.preset, **self.set)
+        base = self.game.config.from_preset(self.preset, **self.set)
         names, roles = list(self.grid), list(self.policies)
         out = []
         for values in itertools.product(*(self.grid[n] for n in names)):
@@ -278,9 +296,9 @@ def _as_list(value: Any, key: str) -> list[str]:
     return list(specs)
 
 
-def _config_value(value: Any) -> Any:
-    """Strings in a spec file read like flags: "all"/"none" for B (TOML has no null), numbers as numbers."""
-    return parse_value(value) if isinstance(value, str) else value
+def _config_value(config: type, name: str, value: Any) -> Any:
+    """Strings in a spec file read like flags (TOML has no null: a parameter that allows None takes its word)."""
+    return parse_value(value, config, name) if isinstance(value, str) else value
 
 
 class _UniqueKeyJSONDecoder(json.JSONDecoder):
@@ -392,7 +410,7 @@ def run_sweep(
     """Run (or resume) the sweep and write its outputs; returns the summary rows (each with its
     condition's ``failed_episodes``: episodes LLM policies could not play, left out of the metrics).
     ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted."""
-    game = spec.spec
+    game = spec.game
     metrics_all = list(game.metrics)
     plot_metrics = tuple(plot_metrics) if plot_metrics is not None else game.plot_metrics or tuple(metrics_all[:4])
     unknown = [m for m in plot_metrics if m not in game.metrics]
@@ -457,7 +475,7 @@ def run_sweep(
 
 
 def _cell(value: Any) -> Any:
-    return "none" if value is None else value  # B = None ("all four"), not a missing value
+    return "none" if value is None else value  # a parameter set to None (e.g. "all"), not a missing value
 
 
 def _plot(

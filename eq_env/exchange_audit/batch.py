@@ -12,7 +12,7 @@ at once through an optional method::
 A policy is *batchable* when its own class defines ``act_batch`` (a subclass
 that overrides behaviour but not ``act_batch`` is played through the AEC
 environment instead). For the same seed the per-episode outcomes equal those
-of :func:`eq_env.runner.play`, which a test checks episode by episode.
+of :func:`eq_env.exchange_audit.runner.play`, which a test checks episode by episode.
 
 What the batch does not reproduce: the free text itself (only its word
 count) and the value of a ``confidence`` claim (only whether an audit would
@@ -390,7 +390,7 @@ def _chunk(
 def outcome_columns(
     nature: Nature, sub: SubmissionBatch, audit: AuditBatch, approved: np.ndarray, compliant: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """The per-episode columns of :func:`eq_env.runner.records_to_columns`, from batches."""
+    """The per-episode columns of :func:`eq_env.exchange_audit.records.records_to_columns`, from batches."""
     truth = (
         (sub.claim_intent == nature.intent),
         (sub.claim_risk_within_limit == nature.risk_within_limit),

@@ -35,6 +35,7 @@ from eq_env.core.cli import (
     seeds_arg,
     timesteps_arg,
 )
+from eq_env.core.experiments import ENGINES
 from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 
 __all__ = ["COMMANDS", "describe_config", "dry_run"]
@@ -94,7 +95,7 @@ def _reproduce_arguments(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
                      help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
                      "scripted trader wrote 13)")  # fmt: skip
-    rep.add_argument("--engine", choices=("auto", "batch", "aec"), default="auto",
+    rep.add_argument("--engine", choices=ENGINES, default="auto",
                      help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
                      "auto: batch whenever possible")  # fmt: skip
     rep.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (default 1)")

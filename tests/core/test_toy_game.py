@@ -225,3 +225,157 @@ def test_infos_of_several_turns_merge_into_one() -> None:
                                        "transport": {"requests": 3}, "model": "m"}  # fmt: skip
     assert one["errors"] == ["a"]  # the inputs are not changed
     assert merge_infos([]) is None
+
+
+# ---------------------------------------------------------------------------
+# Joint policies, optional defaults, game entry points, --env (a review's findings)
+# ---------------------------------------------------------------------------
+class _Schedule:
+    """Just enough of an AEC environment for the turn loop: a fixed order of turns, some of them forced."""
+
+    def __init__(self, turns: list[tuple[str, bool]]) -> None:
+        self.turns, self.agents, self.played = turns, ["r0", "r1"], []  # type: ignore[var-annotated]
+        self._now = ""
+
+    def agent_iter(self) -> Any:
+        for agent, forced in self.turns:
+            self._now, self._forced = agent, forced
+            yield agent
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        import numpy as np
+
+        return {"action_mask": np.array([1, 0] if agent == self._now and self._forced else [1, 1])}
+
+    def last(self) -> tuple[Any, float, bool, bool, dict]:
+        return self.observe(self._now), 0.0, False, False, {}
+
+    def step(self, action: Any) -> None:
+        self.played.append((self._now, action))
+
+
+class _Numbered:
+    role = "runner"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act_joint(self, observations: Mapping[str, Any]) -> dict[str, int]:
+        self.calls += 1
+        return dict.fromkeys(observations, 10 + self.calls)  # an action that says which call made it
+
+
+def test_a_joint_answer_is_never_replayed_in_a_later_round() -> None:
+    from eq_env.core.runner import _Agents, _Turns
+
+    policy = _Numbered()
+    agents = _Agents.__new__(_Agents)
+    agents.by_agent = {"r0": policy, "r1": policy}
+    # r0 is asked (call 1, which answers for r1 too); r1's move is forced; the next round begins with r1
+    env = _Schedule([("r0", False), ("r1", True), ("r1", False), ("r0", False)])
+    asyncio.run(_Turns(env, agents).play())
+    assert env.played == [("r0", 11), ("r1", 0), ("r1", 12), ("r0", 12)] and policy.calls == 2
+
+
+def test_a_joint_policy_from_a_spec_decides_for_all_its_agents() -> None:
+    from eq_env.core.runner import agent_policies
+
+    policies = agent_policies("relay", RelayConfig(), {"leader": "random", "runner": "team"})
+    assert isinstance(policies["runner_0"], TeamRelay) and policies["runner_0"] is policies["runner_1"]
+    records = play("relay", RelayConfig(target=30, max_turns=9), {"leader": "random", "runner": "team"},
+                   episodes=2, seed=0)  # fmt: skip
+    assert all(r.turns == 9 for r in records)
+
+
+def test_joint_policies_are_checked() -> None:
+    class Forgetful(TeamRelay):
+        def act_joint(self, observations: Mapping[str, Any]) -> dict[str, int]:
+            return {"runner_0": 0}  # nothing for runner_1
+
+    class AsyncTeam(TeamRelay):
+        async def aact_joint(self, observations: Mapping[str, Any]) -> tuple[dict[str, int], dict]:
+            return dict.fromkeys(observations, 0), {"transport": {"requests": 1}}
+
+    with pytest.raises(Exception, match="gave no action for runner_1"):
+        play("relay", RelayConfig(), {"leader": "random", "runner": Forgetful()}, episodes=1, seed=0)
+    with pytest.raises(ValueError, match="plays 'runner', not 'leader'"):
+        play("relay", RelayConfig(), {"leader": TeamRelay(), "runner": "random"}, episodes=1, seed=0)
+    out = play_concurrent("relay", RelayConfig(target=30, max_turns=6), {"leader": "random", "runner": AsyncTeam()},
+                          episodes=2, seed=0)  # an async joint policy is played concurrently  # fmt: skip
+    assert [r.turns for r in out] == [6, 6] and out[0].infos["runner_0"]["transport"]["requests"] == 2
+
+
+def test_a_choice_whose_value_is_none_is_not_none(tmp_path: Path) -> None:
+    spec = SweepSpec.from_mapping({"env": "relay", "grid": {"chatter": ["none", "some"]}, "seeds": 1, "episodes": 2})
+    assert spec.grid == {"chatter": ["none", "some"]} and len(spec.conditions()) == 2
+    from eq_env.cli import main
+
+    assert main(["sweep", "--env", "relay", "--out", str(tmp_path), "--grid", "chatter=none,some", "--seeds", "1",
+                 "--episodes", "3"]) == 0  # fmt: skip
+
+
+def test_a_game_without_a_default_policy_for_a_role_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from dataclasses import replace
+
+    from eq_env.cli import main
+    from eq_env.core import spec as core_spec
+
+    bare = replace(toy_game.SPEC, id="eq_env/relay-bare-v0", name="relay-bare", default_policies={"leader": "random"})
+    core_spec.register_env(bare)
+    register_policy("random", "leader", toy_game.RandomLeader, env=bare.id)  # (the registry is keyed by game)
+    register_policy("greedy", "runner", toy_game.GreedyRelay, env=bare.id)
+    try:
+        with pytest.raises(SystemExit):
+            main(["play", "--env", "relay-bare", "--episodes", "3"])
+        assert "the following arguments are required: --runner" in capsys.readouterr().err
+        assert main(["play", "--env", "relay-bare", "--runner", "greedy", "--episodes", "3"]) == 0
+        with pytest.raises(ValueError, match="at least one runner policy"):
+            SweepSpec(env="relay-bare").validate()
+        assert SweepSpec(env="relay-bare", policies={"runner": ["greedy"]}).policies["leader"] == ["random"]
+    finally:
+        del core_spec._SPECS[bare.id]
+        for key in [k for k in core_policy._REGISTRY if k[0] == bare.id]:
+            del core_policy._REGISTRY[key]
+
+
+def test_the_env_flag_is_given_once_and_in_full(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from eq_env.cli import main
+
+    assert main(["play", "--env", "relay", "--env", "exchange-audit"]) == 2
+    assert "given 2 times" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["play", "--en", "relay"])  # no abbreviations: --en is not --env
+    spec_file = tmp_path / "s.json"
+    spec_file.write_text(json.dumps({"env": "relay", "seeds": 1, "episodes": 2}))
+    assert main(["sweep", "--out", str(tmp_path / "o"), "--config", str(spec_file)]) == 2
+    assert "add --env relay" in capsys.readouterr().err
+    assert main(["sweep", "--env", "relay", "--out", str(tmp_path / "o"), "--config", str(spec_file)]) == 0
+
+
+def test_installed_packages_add_games_through_entry_points(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eq_env.core import spec as core_spec
+
+    (tmp_path / "plugged_game.py").write_text(
+        "from dataclasses import replace\n"
+        "import toy_game\n"
+        "from eq_env.core.spec import register_env\n"
+        "register_env(replace(toy_game.SPEC, id='eq_env/plugged-v0', name='plugged'))\n"
+    )
+    (tmp_path / "broken_game.py").write_text("raise ImportError('this plugin is broken')\n")
+    dist = tmp_path / "plugged-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plugged\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[eq_env.envs]\nplugged = plugged_game\nbroken = broken_game\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(core_spec, "_entry_points_loaded", False)
+    try:
+        with pytest.warns(UserWarning, match="entry point 'broken' .*this plugin is broken"):
+            game = env_spec("plugged")  # the broken one is named and skipped; the others load
+        assert game.id == "eq_env/plugged-v0" and env_spec().name == "exchange-audit"
+    finally:
+        core_spec._SPECS.pop("eq_env/plugged-v0", None)
+        for name in ("plugged_game", "broken_game"):
+            sys.modules.pop(name, None)
