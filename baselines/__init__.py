@@ -8,20 +8,5 @@ The exchange–audit classes are importable from here too (``from baselines impo
 they were before the package held several games.
 """
 
-from baselines.exchange_audit import (
-    AlwaysApprove,
-    AlwaysBlock,
-    HonestProposer,
-    RuleValidator,
-    SilentProposer,
-    StrategicProposer,
-)
-
-__all__ = [
-    "AlwaysApprove",
-    "AlwaysBlock",
-    "HonestProposer",
-    "RuleValidator",
-    "SilentProposer",
-    "StrategicProposer",
-]
+from baselines.exchange_audit import *  # noqa: F403
+from baselines.exchange_audit import __all__ as __all__

@@ -562,8 +562,7 @@ def evaluate(
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")  # 0 would give NaN metrics
     seeds = check_seeds(seeds)
     spec = env_spec(env)
-    spec.check_config(config)
-    agents = _Agents(spec, config, policies)
+    agents = _Agents(spec, config, policies)  # (checks the config and the roles)
     records: list[Any] = []
     failed: list[FailedEpisode] = []
     per_seed = []
