@@ -6,6 +6,7 @@ single-agent view of each role with Gymnasium::
     import eq_env, pettingzoo, gymnasium
     env = pettingzoo.make("aec", "eq_env/exchange-audit-v0", q=0.3)
     proposer_env = gymnasium.make("eq_env/ExchangeAuditProposer-v0", validator="rule", q=0.3)
+    puzzle_env = pettingzoo.make("aec", "eq_env/einstein-puzzle-v0", n=5, comm_mode="seek_only")
 
 The games are :mod:`eq_env.core.spec` registrations (``eq_env.core.spec.registered_envs()``);
 the ids and views below are derived from them.
@@ -13,13 +14,25 @@ the ids and views below are derived from them.
 
 from __future__ import annotations
 
-from eq_env import exchange_audit_v0
+from eq_env import einstein_puzzle_v0, exchange_audit_v0
 from eq_env.core.spec import registered_envs
+from eq_env.einstein_puzzle import EinsteinPuzzleConfig
 from eq_env.exchange_audit import ExchangeAuditConfig
-from eq_env.exchange_audit import spec as _exchange_audit  # noqa: F401 - registers the game
+from eq_env.exchange_audit import spec as _exchange_audit  # noqa: F401 - registers the game (first: the default)
+
+# isort: split
+from eq_env.einstein_puzzle import spec as _einstein_puzzle  # noqa: F401 - registers the game (after the default)
 
 __version__ = "0.1.0"
-__all__ = ["ENV_IDS", "GYM_IDS", "ExchangeAuditConfig", "__version__", "exchange_audit_v0"]
+__all__ = [
+    "ENV_IDS",
+    "GYM_IDS",
+    "EinsteinPuzzleConfig",
+    "ExchangeAuditConfig",
+    "__version__",
+    "einstein_puzzle_v0",
+    "exchange_audit_v0",
+]
 
 # id -> versioned module, and the single-agent views of one role against fixed policies for the other (for
 # SB3 and other RL libraries), of the games this package registers (register_env registered them with

@@ -19,7 +19,11 @@ transport, and ends up in the episode record); ``act_batch``, for a game's
 batch engine; ``async check()``, awaited before a run's first episode. A
 policy that cannot act in one episode raises :class:`PolicyError` (that
 episode fails, the run goes on); one that cannot act at all in this run raises
-:class:`PolicySetupError` (the run stops, nothing recorded).
+:class:`PolicySetupError` (the run stops, nothing recorded). A *privileged*
+policy (an oracle that plans with the hidden state) implements
+``act_privileged(observation, env) -> (action, info)``: the runner passes it the
+episode's raw environment, whose state it may read. Such a policy is a baseline, never a
+player under study.
 
 A :class:`JointPolicy` acts for several agents at once (a centralised
 controller, a QMIX-style coordinator): ``act_joint({agent: observation})``

@@ -379,3 +379,31 @@ def test_installed_packages_add_games_through_entry_points(tmp_path: Path, monke
         core_spec._SPECS.pop("eq_env/plugged-v0", None)
         for name in ("plugged_game", "broken_game"):
             sys.modules.pop(name, None)
+
+
+class _Peeking:
+    """A privileged runner policy: it reads the game itself (the counter) and reports what it saw."""
+
+    role = "runner"
+
+    def reset(self, seed: int | None = None) -> None:
+        pass
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        raise AssertionError("a privileged policy is never asked to act blind")
+
+    def act_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[int, dict[str, Any]]:
+        assert int(observation["observation"][0]) == env.counter  # the episode's own raw environment
+        return 0, {"peeked": 1}
+
+
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_a_privileged_policy_is_given_the_episodes_environment(concurrent: bool) -> None:
+    peek = _Peeking()
+    if concurrent:
+        episodes = play_concurrent("relay", RelayConfig(), {"leader": "random", "runner": peek}, episodes=6, seed=1,
+                                   concurrency=3)  # fmt: skip
+    else:
+        episodes = play("relay", RelayConfig(), {"leader": "random", "runner": peek}, episodes=6, seed=1)
+    assert all(not isinstance(e, FailedEpisode) for e in episodes)
+    assert all(e.infos["runner_0"]["peeked"] >= 1 for e in episodes)

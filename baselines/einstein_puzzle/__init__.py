@@ -1,0 +1,31 @@
+"""Scripted baselines of the Einstein puzzle, registered as its named policies for both seats.
+
+=================  ====================================================================
+name               policy
+=================  ====================================================================
+``random``         :class:`~baselines.einstein_puzzle.scripted.RandomPlayer`: a random legal action
+``mover``          :class:`~baselines.einstein_puzzle.scripted.Mover`: no communication, guesses
+``planner``        :class:`~baselines.einstein_puzzle.scripted.Planner`: the decentralised planner
+                   (``planner:guess=true`` guesses in every mode when nothing else is left)
+``oracle``         :class:`~baselines.einstein_puzzle.scripted.Oracle`: the exact shortest joint plan
+                   (privileged: it reads the hidden goal)
+``verified``       :class:`~baselines.einstein_puzzle.scripted.Verified`: any of these screened by a
+                   verifier (``verified:base=random,verifier=reasoning,k=4``)
+=================  ====================================================================
+
+Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
+"""
+
+from baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
+from eq_env.core.policy import register_policy
+from eq_env.einstein_puzzle.spec import ID
+
+__all__ = ["Mover", "Oracle", "Planner", "RandomPlayer", "Verified"]
+
+for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Planner), ("oracle", Oracle),
+                    ("verified", Verified)):  # fmt: skip
+    for _role in ("player_0", "player_1"):
+        # one subclass per seat: a policy object knows the role it plays
+        _seat = type(f"{_cls.__name__}", (_cls,), {"role": _role, "__doc__": _cls.__doc__,
+                                                   "__module__": _cls.__module__})  # fmt: skip
+        register_policy(_name, _role, _seat, env=ID)

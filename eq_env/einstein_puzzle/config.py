@@ -1,0 +1,56 @@
+"""The Einstein puzzle's configuration: one validated, immutable value, with presets.
+
+Every parameter is declared once (range or choices and documentation), so
+errors, ``eq-env --env einstein-puzzle --n 6`` flags, sweep grids and the
+manual's table all come from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from eq_env.core.config import GameConfig, choice, number
+from eq_env.einstein_puzzle.generator import MAX_OBJECTS, MIN_OBJECTS
+from eq_env.einstein_puzzle.rules import COMM_MODES, default_max_steps
+
+__all__ = ["PRESETS", "EinsteinPuzzleConfig"]
+
+
+@dataclass(frozen=True)
+class EinsteinPuzzleConfig(GameConfig):
+    """The parameters of one Einstein puzzle environment (see ``eq_env.einstein_puzzle.env`` for the game)."""
+
+    NAME: ClassVar[str] = "einstein-puzzle"
+
+    n: int = number(4, MIN_OBJECTS, MAX_OBJECTS, "objects to sort", integer=True)
+    comm_mode: str = choice("provide_and_seek", COMM_MODES, "what the players may say: shares, asks, both or nothing")
+    max_steps: int | None = number(None, 1, 1000, "turns before truncation (auto: 30, 40 for 8 objects, 5n beyond)",
+                                   integer=True, none="auto")  # fmt: skip
+    puzzles: str = choice("generated", ("generated", "suite"),
+                          "generated: a new puzzle per episode; suite: the suite's puzzle i mod 300")  # fmt: skip
+    private_share: float = number(2 / 3, 0.0, 1.0, "share of relations held by one player only (generated puzzles)")
+    max_depth: int | None = number(None, 1, MAX_OBJECTS - 1, "cap on the constraint tree's depth (generated puzzles)",
+                                   integer=True, none="any")  # fmt: skip
+    rejection_penalty: float = number(0.1, 0.0, 10.0, "team penalty for a rejected placement (the paper's code: 0.1)")
+    illegal_penalty: float = number(0.0, 0.0, 10.0, "team penalty for an action the rules do not allow")
+    pass_penalty: float = number(0.0, 0.0, 10.0, "team penalty for a pass (the original code's bug: always charged)")
+    success_reward: float = number(1.0, 0.0, 100.0, "team reward when every object is in its goal bin")
+
+    def validate(self) -> None:
+        if self.puzzles == "suite" and not 4 <= self.n <= 8:
+            raise ValueError(f"puzzles='suite' has puzzles of 4 to 8 objects, got n={self.n}")
+
+    @property
+    def step_limit(self) -> int:
+        """``max_steps``, or the paper's limit for ``n`` objects when it is ``None`` (auto)."""
+        return self.max_steps if self.max_steps is not None else default_max_steps(self.n)
+
+
+PRESETS: dict[str, EinsteinPuzzleConfig] = {
+    "paper": EinsteinPuzzleConfig(),
+    "paper_test": EinsteinPuzzleConfig(puzzles="suite"),
+    "eight": EinsteinPuzzleConfig(n=8),
+}
+EinsteinPuzzleConfig.PRESETS = PRESETS
+EinsteinPuzzleConfig.DEFAULT_PRESET = "paper"

@@ -1,0 +1,591 @@
+"""
+# The collaborative Einstein puzzle
+
+| Import               | `from eq_env import einstein_puzzle_v0`                                    |
+|----------------------|----------------------------------------------------------------------------|
+| Registered ids       | `"eq_env/einstein-puzzle-v0"` (`pettingzoo.make("aec"` or `"parallel", …)`) |
+| Actions              | Discrete(48·n + 1): moves, shares, asks, answers, pass                     |
+| Parallel API         | Yes (turn-taking: each step plays the action of the agent whose turn it is) |
+| Manual control       | No                                                                         |
+| Agents               | `agents = ['player_0', 'player_1']`                                        |
+| Number of agents     | 2                                                                          |
+| Action mask          | the acting agent's legal actions, under `"action_mask"` (all zeros for the other) |
+| Observation          | Dict: `"observation"` Box(0, 1, float32), `"action_mask"` Box(0, 1, int8), `"text"` Text |
+
+Two players sort n objects (4–8 in the paper; up to 16 here) into the four
+goal bins of a 2×2 grid. Neither can see the whole solution: the constraints
+that fix each object's goal bin are split between them, and each reaches only
+its own row. They must talk (share constraints, ask for goal bins) and hand
+objects across through a common bin. The game is that of Peng et al.,
+"Communication and Verification in LLM Agents towards Collaboration under
+Information Asymmetry" (arXiv 2510.25595); the rules are in
+`eq_env.einstein_puzzle.rules`, the spaces in `eq_env.einstein_puzzle.spaces`,
+the paper's text observation in `eq_env.einstein_puzzle.text`.
+
+```python
+from eq_env import einstein_puzzle_v0
+
+env = einstein_puzzle_v0.env(n=5, comm_mode="provide_and_seek", render_mode="ansi")
+env.reset(seed=0)
+for agent in env.agent_iter():
+    observation, reward, termination, truncation, info = env.last()
+    if termination or truncation:
+        action = None
+    else:
+        action = env.action_space(agent).sample(observation["action_mask"])
+    env.step(action)
+print(env.render())
+print(observation["text"])   # what an LLM player is told
+```
+
+## The board
+
+Four goal bins on a 2×2 grid — `top_left`, `top_right`, `bottom_left`,
+`bottom_right` (diagonals: top_left–bottom_right and top_right–bottom_left) —
+a start bin per player and one `common` bin. `player_0` sits at the bottom and
+reaches `bottom_left`, `bottom_right`, `bottom_start` and `common`;
+`player_1` sits at the top and reaches `top_left`, `top_right`, `top_start`
+and `common`. The common bin is the only way across. Every object starts in a
+start bin (an even split; odd n: one player has one more), has one goal bin,
+and all four goal bins are used. The game is won when every object is in its
+goal bin. Only an object's goal bin or the common bin takes it: any other
+placement is **rejected** (the board is unchanged; the turn is spent). Both
+players see the whole board.
+
+## Constraints and their split
+
+A puzzle has n constraints: one grounding ("object a goes in bin b",
+constraint 0) and n − 1 relations forming a tree over the objects ("a and b go
+in the same bin / the same row, different columns / the same column,
+different rows / diagonal bins"), so the goal is unique. The grounding goes
+to both players; each relation goes to `player_0` only, `player_1` only or
+both, all three kinds present. A player infers goal bins from what it holds,
+what it was told and the public placements and rejections (the relations
+compose by XOR: row∘column = diagonal, …; `rules.Knowledge`).
+
+Puzzles: `puzzles="generated"` (default) draws episode i of seed s with
+`generator.generate(n, generator.puzzle_rng(s, i), private_share=…,
+max_depth=…)`; `puzzles="suite"` plays the frozen test suite's puzzle
+`i mod 300` of n objects (`suite.load_suite(n)`; the seed is ignored).
+
+## Turns and communication modes
+
+The players strictly alternate, `player_0` first; every turn costs one step,
+whatever the action. `comm_mode`:
+
+| mode               | moves | shares | asks | answers |
+|--------------------|-------|--------|------|---------|
+| `provide_and_seek` | yes   | yes    | yes  | yes     |
+| `provide_only`     | yes   | yes    | no   | no      |
+| `seek_only`        | yes   | only right after the partner's ask, of a constraint about the object asked | yes | yes |
+| `none`             | yes   | no     | no   | no      |
+
+Pass is always allowed. A share must be of one's own constraint, not shared
+before; an ask must be about an object not in a goal bin; an answer comes on
+the turn right after the partner's ask about that object and gives the goal
+bin the answerer can infer (so answers are always true).
+
+## Actions
+
+`Discrete(48·n + 1)`, the same object every call; `spaces.actions(n)[a]`
+decodes index `a` (`spaces.action_index(action, n)` encodes):
+
+| indices           | action (text form)                         |
+|-------------------|--------------------------------------------|
+| `0 … 42n − 1`     | `move O from A to B` (object, from-bin, to-bin ≠ from-bin) |
+| `42n … 43n − 1`   | `share K` (constraint K)                   |
+| `43n … 44n − 1`   | `ask O`                                    |
+| `44n … 48n − 1`   | `answer O BIN`                             |
+| `48n`             | `pass`                                     |
+
+The action mask marks the legal actions of the agent to act: moves between
+two bins it reaches of an object in the from-bin, and the shares, asks and
+answers its mode allows now (`State.check`). A legal move into a wrong goal
+bin is legal — the mask does not reveal goals — and is rejected when played.
+
+An index **outside** the space (or anything that is not an integer) raises a
+`ValueError` naming the agent and the space; nothing is played. An index in
+the space that is **not legal** (mask 0) is played as a failed turn, as in
+the paper's environment: the board is unchanged, the turn is spent,
+`illegal_penalty` is charged, and the history marks it with its reason. LLM
+players make such moves; the text observation shows them what went wrong.
+After each of its steps, `infos[agent]["last_action"]` holds `{"action":
+text, "outcome": "accepted" | "rejected" | "illegal", "reason": why it
+failed or ""}` (it stays until the agent acts again).
+
+## Observation
+
+A Dict of three entries, built for the agent asked:
+
+* `"observation"`: the numeric view, a `Box(0, 1, (spaces.layout(n).size,),
+  float32)` of blocks — side, progress, the comm mode, the board (one-hot bin
+  per object), the goal bins still possible for each object given what the
+  agent knows (the closure of `rules.Knowledge`),
+  the constraints (flags; contents only for those it knows), the object the
+  partner just asked about, the last four turns (see
+  `eq_env.einstein_puzzle.spaces` for the layout);
+* `"action_mask"`: `int8`, 1 = legal; the acting agent's legal actions, all
+  zeros for the agent not to act and once the game is over (as in
+  PettingZoo's classic games);
+* `"text"`: the paper's text observation (`text.describe(state, player)`):
+  the side and reachable bins, the mode and the actions it allows in the
+  action grammar (`move 3 from common to top_left`, `share 2`, `ask 5`,
+  `answer 5 bottom_right`, `pass`), turn k of the limit, the explicit
+  knowledge (groundings, then relations, each numbered; "(shared by your
+  partner)" on received ones), the answers received, the whole board and the
+  full action history with failed actions marked and their reason. Its space
+  is a `Text` of every character it can hold (`text.CHARSET`), at most
+  `text.max_text_length(n, step_limit)` long.
+
+Observations are read-only arrays, built once per turn and shared: copy one
+before changing it. The game itself is `env.unwrapped.game` (a
+`rules.State`: location, knowledge, history…), for scripted policies and
+records. `state()` is a numeric global state: each object's bin (one-hot),
+each object's goal bin (one-hot), the progress and the player to act.
+
+## Rewards
+
+One team reward, the same for both agents on every step:
+
+| event                              | reward                  |
+|------------------------------------|-------------------------|
+| the last object reaches its goal   | `+success_reward` (1.0) |
+| a rejected placement               | `−rejection_penalty` (0.1, the paper's code) |
+| an illegal action                  | `−illegal_penalty` (0.0) |
+| a pass                             | `−pass_penalty` (0.0)   |
+
+Nothing else is rewarded (no shaping).
+
+## Termination and truncation
+
+The episode terminates when every object is in its goal bin (a win on the
+last allowed step is a win) and is truncated after `step_limit` turns without
+it (`max_steps`; auto: 30 turns, the paper's human study, 40 for 8 objects,
+5n beyond). Either way both agents end together, and each then takes its
+`step(None)` as usual in PettingZoo. At the end `infos[agent]` holds
+`{"success": …, "turns": …, "placed": …}` (objects in their goal bins) for
+both agents. Infos are deterministic (no times).
+
+## Arguments and seeds
+
+`einstein_puzzle_v0.env(config=None, *, preset=None, render_mode=None,
+**overrides)`: `config` is an `EinsteinPuzzleConfig`; otherwise the preset
+(default `"paper"`; `"paper_test"`: the suite; `"eight"`: 8 objects) with
+`overrides` (any of its fields: `n`, `comm_mode`, `max_steps`, `puzzles`,
+`private_share`, `max_depth`, `rejection_penalty`, `illegal_penalty`,
+`pass_penalty`, `success_reward`). Invalid values raise `ValueError`.
+`render_mode`: `"ansi"` (`render()` returns a drawing of the board and the
+last event) or `"human"` (prints it).
+
+`reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
+episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`
+(`"episode"` is the only option). A first `reset()` without a seed draws one
+from the operating system. Episode i of seed s is the same puzzle under every
+mode, step limit and reward, so conditions compare on the same puzzles.
+
+## The original code's bugs, fixed
+
+The research code's game loop had bugs; this environment does what the
+paper says (each has a test):
+
+* a win on exactly the last step counted as a loss — here it is a win;
+* every pass was penalised — here a pass costs `pass_penalty`, 0 by default;
+* a lucky correct guess (no-communication mode) was marked as failed — here
+  it is accepted and counts;
+* the communication verifier accepted every ask — here an ask about an
+  object already in a goal bin is illegal;
+* the reasoning verifier rejected answers in seek-only mode — here answers
+  are legal there (`eq_env.einstein_puzzle.verifiers`).
+
+## Version history
+
+* v0: first version (eq_env 0.1.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv, ParallelEnv
+
+from eq_env.einstein_puzzle import spaces as codec
+from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+from eq_env.einstein_puzzle.generator import generate, puzzle_rng
+from eq_env.einstein_puzzle.rules import GOAL_BINS, ILLEGAL, N_BINS, REJECTED, Move, Pass, Puzzle, State, new_game
+from eq_env.einstein_puzzle.text import CHARSET, Describer, event_line, max_text_length, render_board
+
+__all__ = [
+    "PLAYERS",
+    "ROLES",
+    "SEED_STREAMS",
+    "EinsteinPuzzleParallelEnv",
+    "episode_puzzle",
+    "raw_env",
+    "resolve_config",
+]
+
+PLAYERS = ("player_0", "player_1")  # player_0 sits at the bottom and moves first
+ROLES = {agent: (agent,) for agent in PLAYERS}  # role -> its agents: each role is one player
+SEED_STREAMS = {"player_0": 50, "player_1": 51}  # role -> the stream its policy's seed is drawn on
+_INDEX = {agent: i for i, agent in enumerate(PLAYERS)}
+_PLAIN_INTS = (int, np.int64)  # (what policies and Discrete.sample give)
+RENDER_MODES = ("ansi", "human")
+RESET_OPTIONS = ("episode",)
+# PettingZoo's api tests call reset(options={"options": 1}) to check that reset takes options: accepted, ignored
+_PETTINGZOO_PROBE = "options"
+METADATA: dict[str, Any] = {
+    "name": "einstein_puzzle_v0",
+    "render_modes": list(RENDER_MODES),
+    "is_parallelizable": False,  # turn-taking: use parallel_env()
+    "render_fps": 1,
+}
+
+
+def resolve_config(config: EinsteinPuzzleConfig | None, preset: str | None,
+                   overrides: dict[str, Any]) -> EinsteinPuzzleConfig:  # fmt: skip
+    """The configuration an environment plays (validated): ``config``, or the preset (default ``"paper"``), with
+    ``overrides``. Both ``config`` and ``preset`` is refused: one would be silently ignored."""
+    if config is not None:
+        if not isinstance(config, EinsteinPuzzleConfig):
+            raise TypeError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
+        if preset is not None:
+            raise ValueError(
+                f"give config or preset={preset!r}, not both: a config is complete already "
+                "(start from a preset with EinsteinPuzzleConfig.from_preset(name, **overrides))"
+            )
+        return config.replace(**overrides)
+    return EinsteinPuzzleConfig.from_preset(preset, **overrides)
+
+
+def episode_puzzle(config: EinsteinPuzzleConfig, seed: int, episode: int) -> Puzzle:
+    """The puzzle of episode ``episode`` of seed ``seed`` under ``config`` (the suite's ignores the seed)."""
+    if config.puzzles == "suite":
+        from eq_env.einstein_puzzle import suite  # (the frozen test suite: loaded only when asked for)
+
+        puzzles = suite.load_suite(config.n)
+        return puzzles[episode % len(puzzles)]  # type: ignore[no-any-return]
+    return generate(config.n, puzzle_rng(seed, episode), private_share=config.private_share,
+                    max_depth=config.max_depth)  # fmt: skip
+
+
+def _checked_seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    return int(seed)
+
+
+def _checked_episode(options: Any) -> int | None:
+    """The ``"episode"`` option, if given; unknown options are refused rather than ignored."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise ValueError(f"options must be a dict (or None), got {type(options).__name__} {options!r}")
+    for key in options:
+        if key not in RESET_OPTIONS and key != _PETTINGZOO_PROBE:
+            hint = ""
+            if key in EinsteinPuzzleConfig.field_names():
+                hint = f" ({key} is a game parameter: make an environment with {key}=...)"
+            raise ValueError(f"unknown reset option {key!r}; reset takes 'episode'{hint}")
+    if "episode" not in options:
+        return None
+    index = options["episode"]
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) or index < 0:
+        raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
+    return int(index)
+
+
+def _unknown_agent(agent: Any) -> ValueError:
+    return ValueError(f"unknown agent {agent!r}; agents: {', '.join(PLAYERS)}")
+
+
+@lru_cache(maxsize=32)
+def _action_texts(n: int) -> tuple[str, ...]:
+    return tuple(a.text() for a in codec.actions(n))
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """The collaborative Einstein puzzle as a PettingZoo AEC environment (see the module docstring)."""
+
+    metadata = METADATA
+
+    def __init__(self, config: EinsteinPuzzleConfig | None = None, *, preset: str | None = None,
+                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
+        self.config = resolve_config(config, preset, overrides)
+        self.render_mode = render_mode
+        n = self.config.n
+        self.n_actions = codec.n_actions(n)
+        self._actions = codec.actions(n)
+        self._texts = _action_texts(n)
+        size = codec.layout(n).size
+        text_length = max_text_length(n, self.config.step_limit)
+        self.possible_agents = list(PLAYERS)
+        self.agents: list[str] = []
+        self.action_spaces = {a: spaces.Discrete(self.n_actions) for a in PLAYERS}
+        self.observation_spaces = {a: self._observation_space(size, text_length) for a in PLAYERS}
+        self.state_space = spaces.Box(0.0, 1.0, ((N_BINS + 4) * n + 2,), np.float32)
+        self._no_moves = _read_only(np.zeros(self.n_actions, np.int8))
+        self.game: State | None = None  # the game in play (rules.State), for policies and records
+        self.episode_seed: int | None = None  # the seed whose stream is played
+        self.episode_index = -1  # the index of the episode in play in that stream
+        self._describer: Describer | None = None
+        self._encoder: codec.ObservationEncoder | None = None
+        self._observations: list[tuple[int, dict[str, Any]] | None] = [None, None]
+        self._end_info: dict[str, Any] = {}
+        self._over = False
+
+    # -- spaces ---------------------------------------------------------------------------------------
+    def _observation_space(self, size: int, text_length: int) -> spaces.Dict:
+        return spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, 1.0, (size,), np.float32),
+                "action_mask": spaces.Box(0, 1, (self.n_actions,), np.int8),
+                "text": spaces.Text(text_length, min_length=1, charset=CHARSET),
+            }
+        )
+
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
+        try:
+            return self.observation_spaces[agent]
+        except (KeyError, TypeError):  # (TypeError: an unhashable name)
+            raise _unknown_agent(agent) from None
+
+    def action_space(self, agent: str) -> spaces.Space[Any]:
+        try:
+            return self.action_spaces[agent]
+        except (KeyError, TypeError):
+            raise _unknown_agent(agent) from None
+
+    # -- episodes -------------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        seed = _checked_seed(seed)
+        index = _checked_episode(options)
+        if seed is not None:
+            self.episode_seed, self.episode_index = seed, -1
+        elif self.episode_seed is None:  # unseeded: a seed from the operating system, then its stream
+            self.episode_seed = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+        self.episode_index = self.episode_index + 1 if index is None else index
+        puzzle = episode_puzzle(self.config, self.episode_seed, self.episode_index)
+        self.game = new_game(puzzle, self.config.comm_mode, self.config.step_limit)
+        self._describer = Describer(self.game)
+        self._encoder = codec.ObservationEncoder(self.game)
+        self._observations = [None, None]
+        self._end_info = {}
+        self._over = False
+        self.agents = list(PLAYERS)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.agent_selection = PLAYERS[0]
+        self._skip_agent_selection = None
+
+    def _game(self, what: str) -> State:
+        if self.game is None:
+            raise RuntimeError(f"{what} before reset(): call env.reset(seed=...) first")
+        return self.game
+
+    # -- observations ---------------------------------------------------------------------------------
+    def observe(self, agent: str) -> dict[str, Any]:
+        try:
+            player = _INDEX[agent]
+        except (KeyError, TypeError):
+            raise _unknown_agent(agent) from None
+        game = self.game
+        if game is None:
+            raise RuntimeError("observe() before reset(): call env.reset(seed=...) first")
+        cached = self._observations[player]
+        if cached is None or cached[0] != game.turn:
+            cached = (game.turn, self._observation(game, player))
+            self._observations[player] = cached
+        return dict(cached[1])
+
+    def _observation(self, game: State, player: int) -> dict[str, Any]:
+        encoder = self._encoder
+        assert self._describer is not None and encoder is not None
+        acting = game.current == player and not self._over
+        mask = encoder.action_mask() if acting else self._no_moves
+        return {
+            "observation": encoder(player),  # (read-only: made from bytes)
+            "action_mask": mask,
+            "text": self._describer(player),
+        }
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not self.agents:  # before reset, or every agent has stepped out: AECEnv.last would fail on a KeyError
+            self._game("last()")
+            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
+        agent = self.agent_selection
+        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent], self.terminations[agent],
+                self.truncations[agent], self.infos[agent])  # fmt: skip
+
+    def state(self) -> np.ndarray:
+        """The global state: each object's bin (one-hot, 7 per object), its goal bin (one-hot, 4 per object),
+        turns played / step limit, and the player to act (0 or 1)."""
+        game = self._game("state()")
+        n = game.puzzle.n
+        out = np.zeros(self.state_space.shape, np.float32)
+        out[np.arange(n) * N_BINS + np.asarray(game.location)] = 1.0
+        out[N_BINS * n + np.arange(n) * 4 + np.asarray(game.puzzle.goal)] = 1.0
+        out[-2] = min(game.turn / game.max_steps, 1.0)
+        out[-1] = game.current
+        return out
+
+    # -- a turn ---------------------------------------------------------------------------------------
+    def _index(self, action: Any, agent: str) -> int:
+        """``action`` as an index of the action space, or a ValueError naming the agent and the space."""
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+            index = int(action)
+        elif isinstance(action, np.ndarray) and action.shape == () and np.issubdtype(action.dtype, np.integer):
+            index = int(action)
+        else:
+            index = -1
+        if not 0 <= index < self.n_actions:
+            raise ValueError(f"{agent}: action {action!r} is not in its action space Discrete({self.n_actions}) "
+                             f"(an index 0-{self.n_actions - 1}: see eq_env.einstein_puzzle.spaces)")  # fmt: skip
+        return index
+
+    def step(self, action: Any) -> None:
+        game = self.game
+        if game is None or not self.agents:  # (the order-enforcing wrapper warns instead, and never gets here)
+            self._game("step()")
+            raise RuntimeError("step() after the episode ended; call reset()")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if type(action) in _PLAIN_INTS and 0 <= action < self.n_actions:  # (the usual case, checked inline)
+            index = int(action)
+        else:
+            index = self._index(action, agent)
+        move = self._actions[index]
+        self._cumulative_rewards[agent] = 0.0
+        event = game.play(move)
+        config, outcome, won = self.config, event.outcome, False
+        if outcome == REJECTED:
+            reward = 0.0 - config.rejection_penalty
+        elif outcome == ILLEGAL:
+            reward = 0.0 - config.illegal_penalty
+        elif type(move) is Pass:
+            reward = 0.0 - config.pass_penalty
+        else:
+            won = type(move) is Move and move.dst in GOAL_BINS and game.success  # (only a placement can win)
+            reward = config.success_reward if won else 0.0
+        self.rewards = dict.fromkeys(self.agents, reward)
+        self.infos[agent] = {"last_action": {"action": self._texts[index], "outcome": outcome, "reason": event.reason}}
+        if won or game.turn >= game.max_steps:
+            self._over = True
+            self._end_info = {"success": won, "turns": game.turn, "placed": game.placed_count()}
+            for a in self.agents:
+                self.infos[a] = {**self.infos[a], **self._end_info}
+                self.terminations[a] = won
+                self.truncations[a] = not won
+        self.agent_selection = PLAYERS[game.current]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    # -- rendering ------------------------------------------------------------------------------------
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        if self.game is None:
+            text = "(no game yet: call reset())\n"
+        else:
+            history = self.game.history
+            last = event_line(history[-1]).removeprefix("- ") if history else "no turn played yet"
+            text = f"{render_board(self.game)}  last: {last}\n"
+        if self.render_mode == "human":
+            print(text, end="")
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        # cached observations are rebuilt after unpickling (read-only flags do not survive pickling)
+        return {**self.__dict__, "_observations": [None, None]}
+
+
+class EinsteinPuzzleParallelEnv(ParallelEnv):
+    """The collaborative Einstein puzzle under PettingZoo's parallel API (the same arguments as :class:`raw_env`).
+
+    The game is turn-taking: each ``step(actions)`` plays the action of the agent whose turn it is
+    (``actions`` must hold it); the other agent's entry may be omitted or anything, and is ignored. Both
+    agents receive the team reward; ``infos`` holds the acting agent's ``"last_action"`` and, at the end, both
+    agents' ``success``, ``turns`` and ``placed``.
+    """
+
+    metadata = METADATA
+
+    def __init__(self, config: EinsteinPuzzleConfig | None = None, *, preset: str | None = None,
+                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+        self._aec = raw_env(config, preset=preset, render_mode=render_mode, **overrides)
+        self.config = self._aec.config
+        self.render_mode = render_mode
+        self.possible_agents = list(PLAYERS)
+        self.agents: list[str] = []
+        self.observation_spaces = self._aec.observation_spaces
+        self.action_spaces = self._aec.action_spaces
+        self.state_space = self._aec.state_space
+
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
+        return self._aec.observation_space(agent)
+
+    def action_space(self, agent: str) -> spaces.Space[Any]:
+        return self._aec.action_space(agent)
+
+    @property
+    def game(self) -> State | None:
+        """The game in play (a ``rules.State``)."""
+        return self._aec.game
+
+    def reset(self, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:  # fmt: skip
+        self._aec.reset(seed, options)
+        self.agents = list(PLAYERS)
+        return {a: self._aec.observe(a) for a in PLAYERS}, {a: {} for a in PLAYERS}
+
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, float], dict[str, bool],
+                                                         dict[str, bool], dict[str, dict[str, Any]]]:  # fmt: skip
+        if not self.agents:
+            raise RuntimeError("step() outside an episode: call reset() first (and again after an episode ends)")
+        acting = self._aec.agent_selection
+        if not isinstance(actions, Mapping) or acting not in actions:
+            raise ValueError(f"it is {acting}'s turn: actions must include {acting!r}")
+        aec = self._aec
+        aec.step(actions[acting])
+        rewards = dict(aec.rewards)
+        terminations, truncations = dict(aec.terminations), dict(aec.truncations)
+        infos: dict[str, dict[str, Any]] = {a: dict(aec._end_info) for a in PLAYERS}
+        infos[acting] = dict(aec.infos[acting])
+        observations = {a: aec.observe(a) for a in PLAYERS}
+        if any(terminations.values()) or any(truncations.values()):
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def state(self) -> np.ndarray:
+        return self._aec.state()
+
+    def render(self) -> str | None:
+        return self._aec.render()
+
+    def close(self) -> None:
+        self._aec.close()

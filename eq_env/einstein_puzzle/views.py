@@ -1,0 +1,129 @@
+"""The single-agent Gymnasium view of the Einstein puzzle: one seat, a fixed partner in the other.
+
+``gymnasium.make("eq_env/EinsteinPuzzle-v0", partner="planner", n=4, comm_mode="provide_only")``
+plays ``seat`` (``"player_0"``, the bottom seat that moves first, by default)
+with any partner policy in the other seat (a spec or an object: ``planner``,
+``random``, ``oracle``, an LLM, a trained model). Each step is one turn of
+this seat; the partner's turns are played in between.
+
+* Observations: the seat's numeric observation (:mod:`.spaces`), a flat
+  float32 vector; the text is left out.
+* Actions: ``Discrete(48·n + 1)``, the environment's action space;
+  ``action_masks()`` gives the legal ones (sb3-contrib's MaskablePPO). An
+  unmasked action is played as the environment plays it: a failed turn.
+* Rewards: the team reward accrued from this action until this seat's next
+  turn (or the end), partner's turns included.
+* ``info``: ``success``, ``turns`` and ``placed`` when the episode ends.
+
+``reset(seed=s)`` then ``reset()``… play episodes 0, 1, 2… of seed ``s``, as
+the AEC environment does; the partner is seeded as the runner seeds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from eq_env.core.policy import Policy, make_policy
+from eq_env.core.runner import policy_seed
+from eq_env.core.spec import env_spec
+from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+from eq_env.einstein_puzzle.env import raw_env
+from eq_env.einstein_puzzle.spaces import layout, n_actions
+
+__all__ = ["EinsteinPuzzleEnv"]
+
+SEATS = ("player_0", "player_1")
+
+
+class EinsteinPuzzleEnv(gymnasium.Env):
+    """One seat of the Einstein puzzle against a fixed partner (see the module docstring)."""
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+
+    def __init__(self, partner: Policy | str = "planner", *, seat: str = "player_0",
+                 config: EinsteinPuzzleConfig | None = None, preset: str | None = None,
+                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+        if seat not in SEATS:
+            raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        if config is not None and preset is not None:
+            raise ValueError("give config or preset, not both")
+        self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
+        self.seat, self.partner_seat = seat, SEATS[1 - SEATS.index(seat)]
+        self.partner = make_policy(partner, self.partner_seat, "einstein-puzzle")
+        self.render_mode = render_mode
+        self._env = raw_env(config=self.config, render_mode=render_mode)
+        n = self.config.n
+        self.observation_space = spaces.Box(0.0, 1.0, (layout(n).size,), np.float32)
+        self.action_space = spaces.Discrete(n_actions(n))
+        self._seeded = False
+        self._mask = np.zeros(n_actions(n), np.int8)
+
+    @property
+    def game(self) -> Any:
+        """The game in progress (:class:`~eq_env.einstein_puzzle.rules.State`)."""
+        return self._env.game
+
+    def _partner_act(self, observation: Any) -> int:
+        privileged = getattr(self.partner, "act_privileged", None)
+        if callable(privileged):
+            return int(privileged(observation, self._env)[0])
+        return int(self.partner.act(observation))
+
+    def _advance(self) -> float:
+        """Play the partner until it is this seat's turn or the game ends; the team reward it earned."""
+        env, reward = self._env, 0.0
+        while env.agents and env.agent_selection == self.partner_seat:
+            if env.terminations[self.partner_seat] or env.truncations[self.partner_seat]:
+                break
+            env.step(self._partner_act(env.observe(self.partner_seat)))
+            reward += float(env.rewards[self.seat])
+        return reward
+
+    def _observe(self) -> np.ndarray:
+        obs = self._env.observe(self.seat)
+        self._mask = obs["action_mask"]
+        return np.asarray(obs["observation"], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        if options:
+            raise ValueError(
+                f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}"
+            )
+        super().reset(seed=seed)
+        if seed is not None:
+            streams = env_spec("einstein-puzzle").roles  # the partner is seeded as the runner seeds its role
+            self.partner.reset(seed=policy_seed(seed, streams[self.partner_seat]))
+            self._env.reset(seed=seed)
+            self._seeded = True
+        else:
+            if not self._seeded:
+                self.partner.reset(seed=None)
+                self._seeded = True
+            self._env.reset()
+        self._advance()  # (the partner moves first when this view plays the top seat)
+        return self._observe(), {}
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions now (bool), for MaskablePPO."""
+        return self._mask.astype(bool)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        env = self._env
+        if not env.agents or env.terminations[self.seat] or env.truncations[self.seat]:
+            raise RuntimeError("the episode is over: call reset()")
+        env.step(int(action))
+        reward = float(env.rewards[self.seat])
+        reward += self._advance()
+        observation = self._observe()
+        terminated, truncated = bool(env.terminations[self.seat]), bool(env.truncations[self.seat])
+        info = dict(env.infos[self.seat]) if terminated or truncated else {}
+        return observation, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        return self._env.render()
