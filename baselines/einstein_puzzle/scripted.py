@@ -148,7 +148,9 @@ class Planner(_Seat):
 
     def __init__(self, guess: bool = False) -> None:
         super().__init__()
-        self.guess = guess
+        if not isinstance(guess, (bool, np.bool_)):
+            raise ValueError(f"guess must be true or false, got {guess!r}")
+        self.guess = bool(guess)
 
     def act(self, observation: Mapping[str, Any]) -> int:
         seen = Seen.from_observation(observation)
@@ -199,10 +201,15 @@ class Oracle(_Seat):
     """The exact shortest joint plan from the true state (privileged: it reads the hidden goal).
 
     Plans once and follows the plan while the game follows it; replans when the partner leaves it. Falls back
-    to the decentralised planner when no plan fits the remaining steps."""
+    to the decentralised planner for the turn when no plan fits the remaining steps or the search takes longer
+    than ``time_limit`` seconds (a fresh game of up to 12 objects plans in milliseconds; a state a random
+    partner left can take far longer at 12 objects and more)."""
 
-    def __init__(self) -> None:
+    def __init__(self, time_limit: float = 2.0) -> None:
         super().__init__()
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not 0 < time_limit <= 3600:
+            raise ValueError(f"time_limit must be a number of seconds in (0, 3600], got {time_limit!r}")
+        self.time_limit = float(time_limit)
         self._plan: list[Action] = []
         self._from: int = -1  # the history length the plan starts at
         self._game: Any = None
@@ -216,7 +223,7 @@ class Oracle(_Seat):
         raise TypeError("the oracle reads the hidden state: the runner calls act_privileged(observation, env)")
 
     def act_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[int, dict[str, Any] | None]:
-        from eq_env.einstein_puzzle.planner import oracle_plan
+        from eq_env.einstein_puzzle.planner import PlannerBudgetExceeded, oracle_plan
 
         game = env.unwrapped.game
         done = len(game.history)
@@ -224,7 +231,10 @@ class Oracle(_Seat):
                    and [e.action for e in game.history[self._from:]] == self._plan[: done - self._from])  # fmt: skip
         if not on_plan:
             self._game, self._from = game, done
-            self._plan = oracle_plan(game) or []
+            try:
+                self._plan = oracle_plan(game, time_limit=self.time_limit) or []
+            except PlannerBudgetExceeded:  # (after a partner's detour a large game can take long to prove)
+                self._plan = []
         step = done - self._from
         if step < len(self._plan):
             return action_index(self._plan[step], game.puzzle.n), None

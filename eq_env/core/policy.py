@@ -348,6 +348,8 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
     """A policy from a spec string for ``role`` of the game ``env`` (default: the default game), or a
     policy object, returned as is after a role check."""
     if not isinstance(spec, str):
+        if not any(callable(getattr(spec, m, None)) for m in ("act", "aact", "act_joint", "aact_joint")):
+            raise ValueError(f"a policy is a spec string or an object with role, reset and act; got {spec!r}")
         if role is not None and getattr(spec, "role", None) != role:
             raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
         return spec

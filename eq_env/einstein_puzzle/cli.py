@@ -66,16 +66,33 @@ def _plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from eq_env.einstein_puzzle.suite import SUITE_SIZE, SUITE_SIZES
+
+    if not args.generated and args.puzzles > SUITE_SIZE and any(n in SUITE_SIZES for n in args.n):
+        print(f"eq-env einstein plan: error: argument --puzzles: the suite has {SUITE_SIZE} puzzles per size; "
+              "add --generated to plan more, generated ones", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.out is not None:  # now, not after the planning: an output that cannot be made loses nothing
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            print(f"eq-env einstein plan: error: argument --out: cannot create {args.out}: {err.strerror}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+    return _plan_run(args)
+
+
+def _plan_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from eq_env.einstein_puzzle.generator import generate, puzzle_rng
     from eq_env.einstein_puzzle.planner import PlannerBudgetExceeded, solve
     from eq_env.einstein_puzzle.rules import new_game
-    from eq_env.einstein_puzzle.suite import SUITE, SUITE_SIZE, SUITE_SIZES, load_suite
+    from eq_env.einstein_puzzle.suite import SUITE, SUITE_SIZES, load_suite
 
     rows, table = [], []
     for n in args.n:
-        from_suite = n in SUITE_SIZES and not args.generated and args.puzzles <= SUITE_SIZE
+        from_suite = n in SUITE_SIZES and not args.generated
         puzzles = (load_suite(n)[: args.puzzles] if from_suite
                    else [generate(n, puzzle_rng(0, i)) for i in range(args.puzzles)])  # fmt: skip
         source = SUITE if from_suite else "generated, seed 0"
@@ -113,7 +130,6 @@ def _plan(args: argparse.Namespace) -> int:
             f"{n} | {mode} | {source} | {count} | {planned} | {over} | {unsolved} | {mean:.2f} | {median:.4f} | {shown}"
         )
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / "plans.csv"
         with path.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=["n", "comm_mode", "puzzle", "length", "seconds", "status"])

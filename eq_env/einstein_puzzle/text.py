@@ -121,7 +121,11 @@ def _status(state: State, player: int, won: bool | None = None) -> str:
     if state.current == player:
         asked = state.last_ask()
         if asked is not None:
-            line += f"Your partner just asked about object {asked}: you may answer it now (answer {asked} BIN).\n"
+            line += (f"Your partner just asked about object {asked}. If you can infer its goal bin, you may answer now "
+                     f"(answer {asked} BIN)")  # fmt: skip
+            if state.comm_mode == "seek_only":
+                line += f"; or share a constraint of yours about object {asked} (share K)"
+            line += ".\n"
     return line
 
 

@@ -53,9 +53,14 @@ class EinsteinPuzzleEnv(gymnasium.Env):
             raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
         if config is not None and preset is not None:
             raise ValueError("give config or preset, not both")
+        if config is not None and not isinstance(config, EinsteinPuzzleConfig):
+            raise ValueError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
         self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
         self.seat, self.partner_seat = seat, SEATS[1 - SEATS.index(seat)]
-        self.partner = make_policy(partner, self.partner_seat, "einstein-puzzle")
+        try:
+            self.partner = make_policy(partner, self.partner_seat, "einstein-puzzle")
+        except ValueError as err:
+            raise ValueError(f"partner: {err}") from None
         self.render_mode = render_mode
         self._env = raw_env(config=self.config, render_mode=render_mode)
         n = self.config.n
@@ -117,7 +122,7 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         env = self._env
         if not env.agents or env.terminations[self.seat] or env.truncations[self.seat]:
             raise RuntimeError("the episode is over: call reset()")
-        env.step(int(action))
+        env.step(action)  # (the environment checks it: a ValueError names the space)
         reward = float(env.rewards[self.seat])
         reward += self._advance()
         observation = self._observe()

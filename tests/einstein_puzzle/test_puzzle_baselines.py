@@ -3,6 +3,8 @@ single-agent view."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gymnasium
 import numpy as np
 import pytest
@@ -242,3 +244,63 @@ def test_maskable_ppo_learns_four_object_puzzles_with_the_planner_as_partner() -
     model.learn(20_000)
     random_rate, learned = success(None), success(model)
     assert learned >= random_rate + 0.3, (random_rate, learned)
+
+
+# -- bad input and budgets (found by a hostile review) -------------------------------------------------------
+def test_policy_parameters_are_checked() -> None:
+    for spec, message in (("planner:guess=maybe", "guess must be true or false"),
+                          ("planner:guess=0", "guess must be true or false"),
+                          ("oracle:time_limit=0", "time_limit must be"),
+                          ("oracle:time_limit=true", "time_limit must be")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            make_policy(spec, "player_0", GAME)
+    assert make_policy("planner:guess=true", "player_0", GAME).guess is True
+
+
+def test_an_oracle_out_of_time_plays_the_decentralised_planner() -> None:
+    hurried, planner = metrics("oracle:time_limit=0.000001", episodes=20), metrics("planner", episodes=20)
+    assert hurried == planner
+
+
+def test_the_view_refuses_what_the_environment_refuses() -> None:
+    view = gymnasium.make("eq_env/EinsteinPuzzle-v0").unwrapped
+    view.reset(seed=0)
+    for bad in (2.5, None, "pass", True, 193, -1):
+        with pytest.raises(ValueError, match="not in its action space"):
+            view.step(bad)
+    assert view.game.turn == 0  # nothing was played
+    with pytest.raises(ValueError, match="partner: a policy is a spec string"):
+        gymnasium.make("eq_env/EinsteinPuzzle-v0", partner=None)
+    with pytest.raises(ValueError, match="config must be an EinsteinPuzzleConfig"):
+        gymnasium.make("eq_env/EinsteinPuzzle-v0", config=3)
+
+
+def test_eq_env_einstein_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from eq_env.cli import main
+
+    assert main(["einstein", "plan", "--n", "4", "--puzzles", "20", "--comm-mode", "none,seek_only",
+                 "--out", str(tmp_path / "plans")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "4 | none | einstein-suite-v1 | 20 | 20 | 0 | 0 |" in out and "| 5.8" in out
+    rows = (tmp_path / "plans" / "plans.csv").read_text().splitlines()
+    assert rows[0] == "n,comm_mode,puzzle,length,seconds,status" and len(rows) == 41
+    assert main(["einstein", "plan", "--n", "4", "--puzzles", "301"]) == 2
+    assert "--puzzles: the suite has 300" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    with pytest.raises(SystemExit):  # refused before any planning
+        main(["einstein", "plan", "--n", "4", "--puzzles", "2", "--out", str(tmp_path / "file" / "x")])
+    assert "argument --out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["einstein", "plan", "--comm-mode", "shout"])
+    assert "unknown comm mode" in capsys.readouterr().err
+
+
+def test_the_text_tells_of_a_pending_ask_without_presuming_an_answer() -> None:
+    env = raw_env(config=EinsteinPuzzleConfig(comm_mode="seek_only"))
+    env.reset(seed=0)
+    n = env.game.puzzle.n
+    obj = next(o for o in range(n) if not env.game.check(Ask(o)))
+    env.step(actions(n).index(Ask(obj)))
+    text = env.observe("player_1")["text"]
+    assert f"Your partner just asked about object {obj}. If you can infer its goal bin" in text
+    assert f"or share a constraint of yours about object {obj}" in text
