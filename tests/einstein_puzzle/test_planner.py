@@ -165,7 +165,7 @@ def test_plans_from_player_one_and_after_an_ask() -> None:
 
 @pytest.mark.parametrize("mode", COMM_MODES)
 def test_exact_against_the_rules_bfs(mode: str) -> None:
-    for seed in range(6):
+    for seed in range(3):  # (the slow suite checks many more, and the compact engine equals this one)
         state = new_game(puzzle(4, 100 + seed), mode)
         assert plan_length(state) == exhaustive_plan_length(state, 30, engine="rules"), seed
 
