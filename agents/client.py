@@ -68,6 +68,7 @@ __all__ = [
     "LLMSettings",
     "LLMSetupError",
     "LLMUnavailableError",
+    "NotRecordedError",
     "ResponseCache",
     "UnreadableCacheEntryError",
     "configure",
@@ -93,6 +94,14 @@ class LLMUnavailableError(RuntimeError):
         self.requests = requests
         self.retries = retries
         self.errors = list(errors or [])
+
+
+class NotRecordedError(LLMUnavailableError):
+    """A replay (``cache="read"``) found no recording of this request."""
+
+
+class ChoicesUnsupportedError(Exception):
+    """The endpoint rejected ``n > 1`` (several samples in one request), or answered with fewer choices."""
 
 
 class LLMSetupError(PolicySetupError):
@@ -186,15 +195,22 @@ class Completion:
     mode: str = ""
     errors: list[str] = field(default_factory=list)
     usage_estimated: bool = False
+    choices: list[str] = field(default_factory=list)  # every sample of an ``n > 1`` request (content: the first)
 
     @property
     def billed(self) -> bool:
         return not self.cached
 
+    @property
+    def texts(self) -> list[str]:
+        """Every sample this answer holds: ``choices`` of an ``n > 1`` request, else ``[content]``."""
+        return list(self.choices) if self.choices else [self.content]
+
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Completion:
         return cls(record["content"], record["prompt_tokens"], record["completion_tokens"], cached=True,
-                   mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")))  # fmt: skip
+                   mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")),
+                   choices=[c for c in record.get("choices") or [] if isinstance(c, str)])  # fmt: skip
 
 
 class UnreadableCacheEntryError(ValueError):
@@ -386,6 +402,7 @@ class LLMClient:
         self.base_url = register_endpoint(full)
         self._url = _ENDPOINTS.get(self.base_url, self.base_url)
         self._mode_index = 0
+        self._n_supported: bool | None = None  # does the endpoint take n > 1? (None: not asked yet)
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
     def _client(self) -> Any:
@@ -423,13 +440,20 @@ class LLMClient:
         messages: list[dict[str, str]],
         *,
         schema_name: str,
-        schema: dict[str, Any],
+        schema: dict[str, Any] | None,
         prompt_version: str,
         temperature: float,
         max_tokens: int,
         seed: int | None,
+        n: int = 1,
+        sample: int = 0,
     ) -> Completion:
         """One answer to ``messages``: from memory, the disk cache, a request in flight, or the endpoint.
+
+        ``schema=None`` asks for plain text (no ``response_format``). ``n > 1`` asks for ``n`` samples in
+        one request (``Completion.choices``; :class:`ChoicesUnsupportedError` when the endpoint rejects it);
+        ``sample`` tells apart otherwise identical requests (it is keyed, never sent): see
+        :meth:`complete_many`. Both are keyed only when not the default, so other keys never change.
 
         Raises :class:`LLMUnavailableError` when the endpoint cannot answer after the retries, when
         the same request already failed in this run, and in replay mode (``cache="read"``) when there
@@ -445,9 +469,13 @@ class LLMClient:
             "temperature": temperature,
             "max_tokens": max_tokens,
             "seed": seed,
-            "schema": schema_digest(schema),
+            "schema": None if schema is None else schema_digest(schema),
             "prompt_version": prompt_version,
         }
+        if n != 1:
+            identity["n"] = n
+        if sample:
+            identity["sample"] = sample
         key = request_key(identity)
         cache = ResponseCache(s.cache_dir)
         stored = self._memory.get(key)
@@ -461,7 +489,7 @@ class LLMClient:
         if s.cache == "read":
             self._check_once(("holds", str(s.cache_dir), self.model, self.base_url),
                              lambda: cache.check_holds(self.model, self.base_url))  # fmt: skip
-            raise LLMUnavailableError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
+            raise NotRecordedError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
 
         loop = asyncio.get_running_loop()
         slot = (id(loop), key)
@@ -475,7 +503,7 @@ class LLMClient:
             # the first asker was cancelled before any answer: ask ourselves
             return await self.complete(messages, schema_name=schema_name, schema=schema,
                                        prompt_version=prompt_version, temperature=temperature,
-                                       max_tokens=max_tokens, seed=seed)  # fmt: skip
+                                       max_tokens=max_tokens, seed=seed, n=n, sample=sample)  # fmt: skip
         future: asyncio.Future[tuple[str, Any]] = loop.create_future()
         self._inflight[slot] = future
 
@@ -487,7 +515,7 @@ class LLMClient:
         writes = s.cache in ("write", "readwrite")
         try:
             await self.check()
-            completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed)
+            completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed, n)
         except LLMUnavailableError as err:
             failure = {"error": str(err), "request": _describe(identity)}
             self._memory[key] = failure  # the rest of this run sees the same failure
@@ -503,11 +531,52 @@ class LLMClient:
         record = {"content": completion.content, "prompt_tokens": completion.prompt_tokens,
                   "completion_tokens": completion.completion_tokens, "mode": completion.mode,
                   "usage_estimated": completion.usage_estimated, "request": _describe(identity)}  # fmt: skip
+        if completion.choices:
+            record["choices"] = completion.choices
         self._memory[key] = record
         settle(("ok", record))
         if writes:
             self._store(cache, key, record)
         return completion
+
+    async def complete_many(
+        self,
+        messages: list[dict[str, str]],
+        k: int,
+        *,
+        schema_name: str,
+        schema: dict[str, Any] | None,
+        prompt_version: str,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+    ) -> list[Completion]:
+        """``k`` samples of one prompt: one request with ``n=k`` where the endpoint takes it, else ``k``
+        requests (samples 0..k-1, keyed apart; sample 0 is the plain request). An endpoint that rejects
+        ``n`` is remembered (by this client) and not asked with ``n`` again. A replay of a run that fell
+        back to ``k`` requests replays those. Each answer's ``texts`` are its samples (``k`` in all).
+        """
+        ask: dict[str, Any] = {"schema_name": schema_name, "schema": schema, "prompt_version": prompt_version,
+                               "temperature": temperature, "max_tokens": max_tokens, "seed": seed}  # fmt: skip
+        if k == 1:
+            return [await self.complete(messages, **ask)]
+        errors: list[str] = []
+        if self._n_supported is not False:
+            try:
+                many = await self.complete(messages, n=k, **ask)
+            except ChoicesUnsupportedError as err:
+                self._n_supported = False
+                errors.append(f"n={k} rejected: {err}")
+            except NotRecordedError:
+                pass  # a replay of a run that made k requests
+            else:
+                if len(many.texts) == k:
+                    return [many]
+                self._n_supported = False  # answered one choice: the endpoint ignores n
+                errors.append(f"n={k} answered with {len(many.texts)} choice(s)")
+        singles = list(await asyncio.gather(*(self.complete(messages, sample=i, **ask) for i in range(k))))
+        singles[0].errors = [*errors, *singles[0].errors]
+        return singles
 
     @classmethod
     def _recorded(cls, cache: ResponseCache, key: str, mode: str) -> dict[str, Any] | None:
@@ -613,10 +682,11 @@ class LLMClient:
         self,
         messages: list[dict[str, str]],
         schema_name: str,
-        schema: dict[str, Any],
+        schema: dict[str, Any] | None,
         temperature: float,
         max_tokens: int,
         seed: int | None,
+        n: int = 1,
     ) -> Completion:
         import openai
 
@@ -625,12 +695,14 @@ class LLMClient:
         errors: list[str] = []
         started = time.perf_counter()
         while True:
-            mode = _MODES[self._mode_index]
+            mode = "text" if schema is None else _MODES[self._mode_index]
             kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
                                       "max_tokens": max_tokens}  # fmt: skip
             if seed is not None:
                 kwargs["seed"] = seed
-            if mode == "json_schema":
+            if n != 1:
+                kwargs["n"] = n
+            if mode == "json_schema" and schema is not None:
                 kwargs["response_format"] = {"type": "json_schema",
                                              "json_schema": {"name": schema_name, "schema": schema}}  # fmt: skip
             elif mode == "json_object":
@@ -642,8 +714,11 @@ class LLMClient:
                 # pool and errors as chat.completions.create, without its per-call parameter transform
                 # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields).
                 raw = await self._client().post("/chat/completions", cast_to=_raw(), body=kwargs)
-                content, usage = parse_chat_completion(raw.content)
+                choices, usage = parse_chat_choices(raw.content)
+                content = choices[0]
             except openai.BadRequestError as err:
+                if n != 1 and not _about_response_format(err):  # (whatever else it says: asked without n, it may pass)
+                    raise ChoicesUnsupportedError(_short(err)) from None
                 if mode != "text" and _about_response_format(err):
                     errors.append(f"{mode} rejected: {_short(err)}")
                     # concurrent requests may all be rejected: move past this mode once, never further
@@ -681,7 +756,7 @@ class LLMClient:
             estimated = usage is None
             if usage is None:
                 usage = {"prompt_tokens": estimate_tokens("".join(m["content"] for m in messages)),
-                         "completion_tokens": estimate_tokens(content)}  # fmt: skip
+                         "completion_tokens": sum(estimate_tokens(c) for c in choices)}  # fmt: skip
             return Completion(
                 content=content,
                 prompt_tokens=usage["prompt_tokens"],
@@ -692,6 +767,7 @@ class LLMClient:
                 mode=mode,
                 errors=errors,
                 usage_estimated=estimated,
+                choices=choices if n != 1 else [],
             )
 
 
@@ -714,7 +790,14 @@ def estimate_tokens(text: str) -> int:
 
 
 def parse_chat_completion(body: bytes) -> tuple[str, dict[str, int] | None]:
-    """(the first choice's message text, usage or None) from a chat-completion body.
+    """(the first choice's message text, usage or None) from a chat-completion body (see
+    :func:`parse_chat_choices`)."""
+    choices, usage = parse_chat_choices(body)
+    return choices[0], usage
+
+
+def parse_chat_choices(body: bytes) -> tuple[list[str], dict[str, int] | None]:
+    """(every choice's message text, in index order; usage or None) from a chat-completion body.
 
     A message without text (``content`` null, a refusal) is the empty string: a reply the policy
     will find invalid and re-ask. Raises :class:`UnreadableResponseError` when the body is not a chat
@@ -727,14 +810,16 @@ def parse_chat_completion(body: bytes) -> tuple[str, dict[str, int] | None]:
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise UnreadableResponseError(f"no choices in {body[:120]!r}")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise UnreadableResponseError(f"no message in {body[:120]!r}")
-    content = message.get("content")
-    if isinstance(content, list):  # content parts: keep the text ones
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    if not isinstance(content, str):
-        content = ""
+    texts: list[str] = []
+    for choice in sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0):
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise UnreadableResponseError(f"no message in {body[:120]!r}")
+        content = message.get("content")
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(p.get("text", "") for p in content
+                              if isinstance(p, dict) and isinstance(p.get("text"), str))  # fmt: skip
+        texts.append(content if isinstance(content, str) else "")
     usage = data.get("usage")
     counts: dict[str, int] | None = None
     if isinstance(usage, dict):
@@ -742,7 +827,7 @@ def parse_chat_completion(body: bytes) -> tuple[str, dict[str, int] | None]:
         c: Any = usage.get("completion_tokens")
         if _count(p) and _count(c):
             counts = {"prompt_tokens": p, "completion_tokens": c}
-    return content, counts
+    return texts, counts
 
 
 def _count(x: Any) -> bool:

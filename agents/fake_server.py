@@ -53,6 +53,7 @@ class Reply:
     delay: float = 0.0
     body: dict[str, Any] | None = None  # an error body, or a whole raw response
     raw: bytes | None = None  # the exact bytes of the body (HTML from a proxy, a truncated body...)
+    choices: list[str] | None = None  # the samples of a request with ``n > 1`` (default: ``content`` n times)
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -114,14 +115,14 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)  # a fixed rule, so usage is deterministic
 
 
-def _completion(request: dict[str, Any], n: int, content: str) -> dict[str, Any]:
+def _completion(request: dict[str, Any], n: int, contents: list[str]) -> dict[str, Any]:
     prompt = "".join(str(m.get("content") or "") for m in request.get("messages", []))
-    usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": _tokens(content)}
+    usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": sum(_tokens(c) for c in contents)}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     return {
         "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": request.get("model", "fake"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop",
-                     "logprobs": None}],
+        "choices": [{"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop",
+                     "logprobs": None} for i, c in enumerate(contents)],
         "usage": usage,
     }  # fmt: skip
 
@@ -140,8 +141,10 @@ class _Server:
     """HTTP/1.1 with keep-alive on an asyncio loop: a slow answer is an ``asyncio.sleep``, so a
     hundred requests in flight cost no threads and no lock contention."""
 
-    def __init__(self, script: Script, latency: float, models: Sequence[str] | None, api_key: str | None) -> None:
+    def __init__(self, script: Script, latency: float, models: Sequence[str] | None, api_key: str | None,
+                 n_supported: bool = True) -> None:  # fmt: skip
         self.script = script
+        self.n_supported = n_supported
         self.latency = latency
         self.models = None if models is None else list(models)
         self.api_key = api_key
@@ -204,6 +207,9 @@ class _Server:
             return _http(400, {"error": {"message": "request body is not JSON"}}, {})
         self.requests.append(request)
         n = len(self.requests) - 1
+        samples = request.get("n", 1) if isinstance(request.get("n", 1), int) else 1
+        if samples != 1 and not self.n_supported:  # as endpoints that serve one sample per request answer
+            return _http(400, {"error": {"message": "n must be 1", "type": "invalid_request_error", "param": "n"}}, {})
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -221,7 +227,8 @@ class _Server:
         if reply.status != 200:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
             return _http(reply.status, body, reply.headers)
-        return _http(200, reply.body if reply.body is not None else _completion(request, n, reply.content or ""),
+        contents = reply.choices if reply.choices is not None and samples != 1 else [reply.content or ""] * samples
+        return _http(200, reply.body if reply.body is not None else _completion(request, n, contents),
                      reply.headers)  # fmt: skip
 
     def serve_forever(self) -> None:
@@ -249,6 +256,8 @@ class ScriptedLLMServer:
         latency: seconds added to every answer (an artificial model latency).
         models: the model ids ``GET /v1/models`` lists (default: the route is not served, 404).
         api_key: the key every request must carry (default: none needed).
+        n_supported: whether a request may ask for ``n > 1`` samples (each the script's ``content``, or its
+            ``choices``); when not, such a request gets 400, as on endpoints serving one sample per request.
     """
 
     def __init__(
@@ -258,6 +267,7 @@ class ScriptedLLMServer:
         latency: float = 0.0,
         models: Sequence[str] | None = None,
         api_key: str | None = None,
+        n_supported: bool = True,
     ) -> None:
         if script is None:
             script = _default_script()
@@ -266,7 +276,7 @@ class ScriptedLLMServer:
             if not replies:
                 raise ValueError("a scripted server needs at least one reply")
             script = _sequence(replies)
-        self._server = _Server(script, latency, models, api_key)
+        self._server = _Server(script, latency, models, api_key, n_supported)
         self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
 
     @property

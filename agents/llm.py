@@ -24,11 +24,11 @@ from pathlib import Path
 from string import Template
 from typing import Any, ClassVar
 
-from agents.client import LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
+from agents.client import Completion, LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
 from agents.replies import ReplyError
 from eq_env.core.policy import BasePolicy, PolicyError
 
-__all__ = ["MAX_REASKS", "LLMPolicy", "new_transport", "template"]
+__all__ = ["JSON_REASK", "MAX_REASKS", "LLMPolicy", "account", "new_info", "new_transport", "template"]
 
 MAX_REASKS = 20  # each re-ask is a paid request: more than a few only repeats the same mistake
 
@@ -49,6 +49,45 @@ def new_transport() -> dict[str, Any]:
             "billed_completion_tokens": 0, "errors": []}  # fmt: skip
 
 
+JSON_REASK = (
+    "That reply is invalid: {error}. Answer again with one JSON object that matches the schema, and nothing else."
+)
+
+
+def new_info(model: str) -> dict[str, Any]:
+    """A decision's info before anything is asked (see :meth:`LLMPolicy._ask`)."""
+    return {"model": model, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0, "usage_estimated": False,
+            "fallback": False, "fallback_reason": None, "invalid_replies": [],
+            "transport": new_transport()}  # fmt: skip
+
+
+def account(info: dict[str, Any], c: Completion) -> None:
+    """Add what answer ``c`` cost, and how it was obtained, to a decision's ``info``."""
+    t = info["transport"]
+    # attributed: what the sample cost when drawn, however it reached us (same in a replay)
+    info["prompt_tokens"] += c.prompt_tokens
+    info["completion_tokens"] += c.completion_tokens
+    info["usage_estimated"] |= c.usage_estimated
+    t["latency"] += c.latency
+    t["requests"] += c.requests
+    t["retries"] += c.retries
+    t["cached"] += int(c.cached)
+    t["errors"] += c.errors
+    if c.billed:  # paid by this call
+        t["billed_prompt_tokens"] += c.prompt_tokens
+        t["billed_completion_tokens"] += c.completion_tokens
+    if c.mode:
+        info["output_mode"] = c.mode
+
+
+def unavailable(info: dict[str, Any], err: LLMUnavailableError) -> None:
+    """Add what a failed ask tried to a decision's ``info`` (before the :class:`PolicyError`)."""
+    t = info["transport"]
+    t["requests"] += err.requests
+    t["retries"] += err.retries
+    t["errors"] += err.errors
+
+
 class LLMPolicy(BasePolicy):
     """Base of every game's LLM policies: a model at an endpoint, a versioned prompt template per role,
     replies checked by the game's parser and asked again with the error, then a fallback.
@@ -60,6 +99,7 @@ class LLMPolicy(BasePolicy):
     """
 
     PROMPTS: ClassVar[Path]
+    PROMPT_ROLE: ClassVar[str | None] = None  # the templates' role name, when not the policy's role (seats)
     # parameters that change how requests are made, never what they return: left out of result keys
     RUNTIME_PARAMETERS: tuple[str, ...] = ()
 
@@ -87,7 +127,7 @@ class LLMPolicy(BasePolicy):
             raise ValueError(f"max_tokens must be an integer in [1, 10000000], got {max_tokens!r}")
         if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
             raise ValueError(f"temperature must be a number in [0, 2], got {temperature!r}")
-        template(self.PROMPTS, self.role, prompt_version)  # an unknown version fails now
+        template(self.PROMPTS, self.PROMPT_ROLE or self.role, prompt_version)  # an unknown version fails now
         self.client = LLMClient(model, base_url)  # (checks the model name: an opaque, non-empty string)
         self.model = model
         self.base_url = self.client.base_url
@@ -124,13 +164,13 @@ class LLMPolicy(BasePolicy):
         """Before a run's first episode: can this policy be served at all? (See :meth:`LLMClient.check`.)"""
         await self.client.check()
 
-    async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any], parse: Any
-                   ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
-        """Ask, re-asking with the validation error; (parsed value or None, info)."""
-        info: dict[str, Any] = {"model": self.model, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                "usage_estimated": False, "fallback": False, "fallback_reason": None,
-                                "invalid_replies": [], "transport": new_transport()}  # fmt: skip
-        t = info["transport"]
+    async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any] | None, parse: Any,
+                   reask: str = JSON_REASK) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+        """Ask, re-asking with the validation error; (parsed value or None, info).
+
+        ``parse(completion)`` raises :class:`ReplyError` for an invalid reply, which is sent back in the
+        ``reask`` message (``{error}``: the error); ``schema=None`` asks for plain text."""
+        info = new_info(self.model)
         for attempt in range(self.max_reasks + 1):
             try:
                 c = await self.client.complete(
@@ -138,32 +178,16 @@ class LLMPolicy(BasePolicy):
                     temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
                 )  # fmt: skip
             except LLMUnavailableError as err:
-                t["requests"] += err.requests
-                t["retries"] += err.retries
-                t["errors"] += err.errors
+                unavailable(info, err)
                 raise PolicyError(f"{self.name}: {err}", info=info) from None
             info["attempts"] = attempt + 1
-            # attributed: what the sample cost when drawn, however it reached us (same in a replay)
-            info["prompt_tokens"] += c.prompt_tokens
-            info["completion_tokens"] += c.completion_tokens
-            info["usage_estimated"] |= c.usage_estimated
-            t["latency"] += c.latency
-            t["requests"] += c.requests
-            t["retries"] += c.retries
-            t["cached"] += int(c.cached)
-            t["errors"] += c.errors
-            if c.billed:  # paid by this call
-                t["billed_prompt_tokens"] += c.prompt_tokens
-                t["billed_completion_tokens"] += c.completion_tokens
-            if c.mode:
-                info["output_mode"] = c.mode
+            account(info, c)
             try:
                 return parse(c), info
             except ReplyError as err:
                 info["invalid_replies"].append(str(err))
                 messages = [*messages, {"role": "assistant", "content": c.content},
-                            {"role": "user", "content": f"That reply is invalid: {err}. Answer again with one "
-                             "JSON object that matches the schema, and nothing else."}]  # fmt: skip
+                            {"role": "user", "content": reask.format(error=err)}]  # fmt: skip
         info["fallback"] = True
         info["fallback_reason"] = f"no valid reply in {self.max_reasks + 1} attempts: {info['invalid_replies'][-1]}"
         return None, info

@@ -16,6 +16,7 @@ name               policy
 Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
 """
 
+from baselines.einstein_puzzle.noisy import Noisy
 from baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
 from eq_env.core.policy import register_policy
 from eq_env.einstein_puzzle.spec import ID
@@ -23,7 +24,7 @@ from eq_env.einstein_puzzle.spec import ID
 __all__ = ["Mover", "Oracle", "Planner", "RandomPlayer", "Verified"]
 
 for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Planner), ("oracle", Oracle),
-                    ("verified", Verified)):  # fmt: skip
+                    ("verified", Verified), ("noisy", Noisy)):  # fmt: skip
     for _role in ("player_0", "player_1"):
         # one subclass per seat: a policy object knows the role it plays
         _seat = type(f"{_cls.__name__}", (_cls,), {"role": _role, "__doc__": _cls.__doc__,

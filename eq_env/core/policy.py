@@ -21,8 +21,9 @@ policy that cannot act in one episode raises :class:`PolicyError` (that
 episode fails, the run goes on); one that cannot act at all in this run raises
 :class:`PolicySetupError` (the run stops, nothing recorded). A *privileged*
 policy (an oracle that plans with the hidden state) implements
-``act_privileged(observation, env) -> (action, info)``: the runner passes it the
-episode's raw environment, whose state it may read. Such a policy is a baseline, never a
+``act_privileged(observation, env) -> (action, info)`` (or its coroutine
+``aact_privileged``): the runner passes it the episode's raw environment, whose
+state it may read. Such a policy is a baseline, never a
 player under study.
 
 A :class:`JointPolicy` acts for several agents at once (a centralised
@@ -348,7 +349,8 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
     """A policy from a spec string for ``role`` of the game ``env`` (default: the default game), or a
     policy object, returned as is after a role check."""
     if not isinstance(spec, str):
-        if not any(callable(getattr(spec, m, None)) for m in ("act", "aact", "act_joint", "aact_joint")):
+        if not any(callable(getattr(spec, m, None)) for m in ("act", "aact", "act_joint", "aact_joint",
+                                                              "act_privileged", "aact_privileged")):  # fmt: skip
             raise ValueError(f"a policy is a spec string or an object with role, reset and act; got {spec!r}")
         if role is not None and getattr(spec, "role", None) != role:
             raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")

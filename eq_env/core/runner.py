@@ -75,7 +75,7 @@ def forced_action(observation: Any) -> int | None:
 def is_async(policy: Any) -> bool:
     """The policy offers ``async aact(observation) -> (action, info)`` (LLM policies do), or a joint policy
     ``async aact_joint(observations) -> (actions, info)``."""
-    return callable(getattr(policy, "aact", None)) or callable(getattr(policy, "aact_joint", None))
+    return any(callable(getattr(policy, m, None)) for m in ("aact", "aact_joint", "aact_privileged"))
 
 
 def _is_joint(policy: Any) -> bool:
@@ -263,7 +263,10 @@ class _Turns:
                     action = pending.pop(agent)
                 else:
                     privileged = getattr(policy, "act_privileged", None)
-                    if callable(privileged):  # an oracle: it reads the game itself (documented in core.policy)
+                    waiting = getattr(policy, "aact_privileged", None)
+                    if callable(waiting):  # (e.g. an LLM screened by the game's verifiers)
+                        action, info = await waiting(observation, env)
+                    elif callable(privileged):  # an oracle: it reads the game itself (documented in core.policy)
                         action, info = privileged(observation, env)
                     else:
                         action, info = await _act(policy, observation)

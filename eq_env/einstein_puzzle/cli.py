@@ -140,10 +140,16 @@ def _plan_run(args: argparse.Namespace) -> int:
 
 
 def _einstein_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="einstein_command", required=True, metavar="{plan}")
+    from eq_env.einstein_puzzle import demos, human
+
+    sub = parser.add_subparsers(dest="einstein_command", required=True, metavar="{plan,demos,play}")
     plan = sub.add_parser("plan", help="the oracle planner's optimal plan lengths per comm mode and size",
                           description=_PLAN_DESCRIPTION)  # fmt: skip
     _plan_arguments(plan)
+    for name, module in (("demos", demos), ("play", human)):
+        doc = (module.__doc__ or "").strip()
+        cmd = sub.add_parser(name, help=doc.split("\n")[0], description=doc)
+        module.add_arguments(cmd)
 
 
 _PLAN_DESCRIPTION = (
@@ -153,15 +159,40 @@ _PLAN_DESCRIPTION = (
 
 
 def _einstein(args: argparse.Namespace) -> int:
-    return {"plan": _plan}[args.einstein_command](args)
+    from eq_env.einstein_puzzle import demos, human
+
+    return {"plan": _plan, "demos": demos.run, "play": human.run}[args.einstein_command](args)
+
+
+def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
+    from eq_env.einstein_puzzle import reproduce
+
+    reproduce.add_arguments(parser)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from eq_env.einstein_puzzle import reproduce
+
+    return reproduce.run(args)
 
 
 COMMANDS = (
     Command(
         "einstein",
-        "the Einstein puzzle's tools (plan: optimal plan lengths)",
+        "the Einstein puzzle's tools: plan, demos, play",
         _einstein_arguments,
         _einstein,
-        "The collaborative Einstein puzzle's own tools. `eq-env einstein plan` runs the oracle planner.",
+        "The collaborative Einstein puzzle's own tools: `plan` (the oracle planner's plan lengths), `demos` "
+        "(fine-tuning data from the oracle's games), `play` (a person in one seat, in the terminal).",
+    ),
+    Command(
+        "reproduce",
+        "the paper's experiments on the Einstein puzzle (with --env einstein-puzzle)",
+        _reproduce_arguments,
+        _reproduce,
+        "Success, steps, rejected placements, rule-inconsistent actions and partial success per comm mode and n, "
+        "for scripted (or LLM) players with and without each verifier; the oracle's plan lengths beside the "
+        "paper's. Re-running resumes.",
+        "finished runs are saved in --out; run the same command to resume",
     ),
 )

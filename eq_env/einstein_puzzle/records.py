@@ -51,6 +51,8 @@ class EpisodeRecord:
         actions: every turn's action in the action grammar (``move 3 from common to top_left``...).
         outcomes: each turn's outcome: accepted, rejected or illegal.
         agent_infos: what each agent's policy reported, by agent.
+        puzzle: the puzzle played (``Puzzle.to_dict()``), so that a record alone replays its game (the error
+            taxonomy does); empty in records written before it was added.
     """
 
     seed: int
@@ -72,6 +74,7 @@ class EpisodeRecord:
     actions: tuple[str, ...]
     outcomes: tuple[str, ...]
     agent_infos: dict[str, Any] = field(default_factory=dict)
+    puzzle: dict[str, Any] = field(default_factory=dict)
 
     @property
     def infos(self) -> dict[str, Any]:
@@ -153,6 +156,7 @@ def record_episode(env: Any, seed: int, episode: int, infos: Mapping[str, Any]) 
         actions=tuple(e.action.text() for e in history),
         outcomes=tuple(e.outcome for e in history),
         agent_infos={agent: dict(info) for agent, info in infos.items()},
+        puzzle=game.puzzle.to_dict(),
     )
 
 

@@ -407,3 +407,21 @@ def test_a_privileged_policy_is_given_the_episodes_environment(concurrent: bool)
         episodes = play("relay", RelayConfig(), {"leader": "random", "runner": peek}, episodes=6, seed=1)
     assert all(not isinstance(e, FailedEpisode) for e in episodes)
     assert all(e.infos["runner_0"]["peeked"] >= 1 for e in episodes)
+
+
+class _AsyncPeeking(_Peeking):
+    """The same, as a coroutine (an LLM screened by the game's verifiers is one)."""
+
+    def act_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[int, dict[str, Any]]:
+        raise AssertionError("the coroutine is preferred")
+
+    async def aact_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[int, dict[str, Any]]:
+        await asyncio.sleep(0)
+        return _Peeking.act_privileged(self, observation, env)
+
+
+def test_an_async_privileged_policy_is_awaited_with_the_environment() -> None:
+    episodes = play_concurrent("relay", RelayConfig(), {"leader": "random", "runner": _AsyncPeeking()}, episodes=4,
+                               seed=2, concurrency=2)  # fmt: skip
+    assert all(not isinstance(e, FailedEpisode) and e.infos["runner_0"]["peeked"] >= 1 for e in episodes)
+    assert play("relay", RelayConfig(), {"leader": "random", "runner": _AsyncPeeking()}, episodes=2, seed=2)

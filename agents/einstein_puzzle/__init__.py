@@ -1,0 +1,20 @@
+"""LLM players of the Einstein puzzle (policy ``llm``, both seats; the prompt: :mod:`.prompt`).
+
+==========  ======================  =====================================================================
+name        roles                   policy
+==========  ======================  =====================================================================
+``llm``     player_0, player_1      :class:`~agents.einstein_puzzle.policies.LLMPlayer`; with ``verifier``
+                                    or ``k``, :class:`~agents.einstein_puzzle.policies.VerifiedLLMPlayer`
+==========  ======================  =====================================================================
+
+Scripted participants for the local test server live in :mod:`.scripts`.
+"""
+
+from agents.einstein_puzzle.policies import LLMPlayer, VerifiedLLMPlayer, player_factory
+from eq_env.core.policy import register_policy
+from eq_env.einstein_puzzle.spec import ID
+
+__all__ = ["LLMPlayer", "VerifiedLLMPlayer"]
+
+for _role in ("player_0", "player_1"):
+    register_policy("llm", _role, player_factory(_role), env=ID)
