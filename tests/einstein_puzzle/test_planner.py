@@ -163,6 +163,7 @@ def test_plans_from_player_one_and_after_an_ask() -> None:
 # -- the oracle is exact ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # (the fast run keeps the compact-BFS checks, which test_compact_model_is_the_rules ties to these)
 @pytest.mark.parametrize("mode", COMM_MODES)
 def test_exact_against_the_rules_bfs(mode: str) -> None:
     for seed in range(3):  # (the slow suite checks many more, and the compact engine equals this one)
@@ -195,6 +196,7 @@ def test_exact_from_mid_game_states() -> None:
             check_plan(state, oracle_plan(state) or [])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", COMM_MODES)
 def test_heuristic_is_admissible(mode: str) -> None:
     """h never exceeds the true distance to success, on states a few turns into the search (pending asks,
