@@ -570,11 +570,18 @@ class LLMClient:
             except NotRecordedError:
                 pass  # a replay of a run that made k requests
             else:
-                if len(many.texts) == k:
+                if len(many.texts) >= k:  # (more than asked: the first k are the samples)
+                    many.choices = many.texts[:k]
                     return [many]
                 self._n_supported = False  # answered one choice: the endpoint ignores n
                 errors.append(f"n={k} answered with {len(many.texts)} choice(s)")
-        singles = list(await asyncio.gather(*(self.complete(messages, sample=i, **ask) for i in range(k))))
+
+        # separate requests differ in their seed (seed + i) when a seed is set: an endpoint that honours it
+        # would otherwise answer the same sample k times
+        def asked(i: int) -> dict[str, Any]:
+            return {**ask, "seed": None if seed is None else seed + i}
+
+        singles = list(await asyncio.gather(*(self.complete(messages, sample=i, **asked(i)) for i in range(k))))
         singles[0].errors = [*errors, *singles[0].errors]
         return singles
 
@@ -713,7 +720,13 @@ class LLMClient:
                 # The SDK's plain POST, as its docs show for any endpoint: the same client, connection
                 # pool and errors as chat.completions.create, without its per-call parameter transform
                 # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields).
-                raw = await self._client().post("/chat/completions", cast_to=_raw(), body=kwargs)
+                try:
+                    raw = await self._client().post("/chat/completions", cast_to=_raw(), body=kwargs)
+                except openai.UnprocessableEntityError as err:
+                    if n == 1:
+                        raise
+                    # (some servers answer 422, not 400, to a parameter they do not take)
+                    raise ChoicesUnsupportedError(_short(err)) from None
                 choices, usage = parse_chat_choices(raw.content)
                 content = choices[0]
             except openai.BadRequestError as err:

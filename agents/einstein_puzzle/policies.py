@@ -215,7 +215,9 @@ class LLMPlayer(LLMPolicy):
                                        lambda c: _check(c.content, observation, n), reask=self._reask)  # fmt: skip
         if action is None:  # the documented fallback
             action = Pass()
-        info.update(action=action.text(), fallbacks=int(info["fallback"]), reasks=len(info["invalid_replies"]))
+        info.update(
+            action=action.text(), fallbacks=int(info["fallback"]), reasks=len(info["invalid_replies"]), decisions=1
+        )
         return action_index(action, n), info
 
 
@@ -314,7 +316,7 @@ class VerifiedLLMPlayer(LLMPlayer):
             index = action_index(played, n)
         except ValueError:  # (a move from a bin to itself: no index; the game would reject it anyway)
             played, index = Pass(), action_index(Pass(), n)
-        info.update(action=played.text(), fallbacks=int(info["fallback"]), reasks=0,
+        info.update(action=played.text(), fallbacks=int(info["fallback"]), reasks=0, decisions=1,
                     verifier_interventions=int(not (candidates[0] is not None and all(verdicts[0]))),
                     verifier_candidates=len(candidates))  # fmt: skip
         return index, info
@@ -336,17 +338,18 @@ def player_factory(role: str) -> Callable[..., LLMPlayer]:
         prompt_version: str = "v1",
         max_reasks: int = 2,
         reasoning: bool = False,
-        verifier: str | None = None,
+        verifier: str | None = "",
         k: int | None = None,
     ) -> LLMPlayer:
-        """An LLM player (text observation in, one action out); with verifier=... and k=..., screened by a
-        verifier over k candidates."""
+        """An LLM player (text observation in, one action out); with verifier=... and/or k=..., screened by a
+        verifier over k candidates (``verifier=none``: the first candidate that is an action)."""
         common = {"model": model, "base_url": base_url, "temperature": temperature, "max_tokens": max_tokens,
                   "seed": seed, "prompt_version": prompt_version, "max_reasks": max_reasks,
                   "reasoning": reasoning}  # fmt: skip
-        if verifier is None and k is None:
+        if verifier == "" and k is None:  # ("" is "not given": the spec parser reads verifier=none as None)
             return plain(**common)  # type: ignore[no-any-return]
-        return verified(**common, verifier=verifier, k=4 if k is None else k)  # type: ignore[no-any-return]
+        chosen = None if verifier == "" else verifier
+        return verified(**common, verifier=chosen, k=4 if k is None else k)  # type: ignore[no-any-return]
 
     llm.canonical_parameters = LLMPlayer.canonical_parameters  # type: ignore[attr-defined]
     return llm

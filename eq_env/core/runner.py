@@ -470,11 +470,12 @@ def llm_summary(
         drawn = [*answered, *lost]
         transport = [i.get("transport", {}) for i in (*drawn, *earlier)]
         out[role] = {
-            "calls": len(answered),
+            # a policy that decides several times an episode reports "decisions" (summed over the episode)
+            "calls": sum(int(i.get("decisions", 1)) for i in answered),
             "prompt_tokens": sum(i.get("prompt_tokens", 0) for i in drawn),
             "completion_tokens": sum(i.get("completion_tokens", 0) for i in drawn),
             "usage_estimated": sum(bool(i.get("usage_estimated")) for i in drawn),
-            "fallbacks": sum(bool(i.get("fallback")) for i in answered),
+            "fallbacks": sum(int(i["fallbacks"]) if "fallbacks" in i else bool(i.get("fallback")) for i in answered),
             "reasks": sum(len(i.get("invalid_replies", [])) for i in drawn),
             "gated": sum(bool(i.get("gated")) for i in answered),
             "transport": {  # varies from run to run (a replay has no latency, requests, retries or bill)

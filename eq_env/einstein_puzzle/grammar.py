@@ -11,7 +11,8 @@
 Objects and constraints are numbers; bins are the names in ``rules.BIN_NAMES``
 (``top_left``, ``top_right``, ``bottom_left``, ``bottom_right``,
 ``bottom_start``, ``top_start``, ``common``). Case and surrounding whitespace
-are ignored, and so is one trailing period; nothing else is: a reply with
+are ignored, and so is one trailing period; nothing else is (characters outside ASCII, a number of more
+than six digits, two actions, prose around the action): a reply with
 anything more (two actions, prose around the action) is a :class:`GrammarError`
 naming what was expected. :meth:`Action.text` writes the same grammar, so
 ``parse_action(a.text(), n) == a`` for every action of an ``n``-object game.
@@ -35,10 +36,10 @@ GRAMMAR = (
 
 _BIN = "|".join(BIN_NAMES)
 _PATTERNS = (
-    (re.compile(rf"move (\d+) from ({_BIN}) to ({_BIN})"), "move"),
-    (re.compile(r"share (\d+)"), "share"),
-    (re.compile(r"ask (\d+)"), "ask"),
-    (re.compile(rf"answer (\d+) ({_BIN})"), "answer"),
+    (re.compile(rf"move ([0-9]{{1,6}}) from ({_BIN}) to ({_BIN})"), "move"),
+    (re.compile(r"share ([0-9]{1,6})"), "share"),
+    (re.compile(r"ask ([0-9]{1,6})"), "ask"),
+    (re.compile(rf"answer ([0-9]{{1,6}}) ({_BIN})"), "answer"),
     (re.compile(r"pass"), "pass"),
 )
 _ACTION_LINE = re.compile(r"^\s*action\s*:\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
@@ -52,7 +53,11 @@ def parse_action(text: str, n: int) -> Action:
     """The action ``text`` names in an ``n``-object game, or a :class:`GrammarError` saying what is wrong."""
     if not isinstance(text, str):
         raise GrammarError(f"expected one action as text, got {type(text).__name__}")
-    line = " ".join(text.strip().lower().split()).removesuffix(".").strip()
+    stripped = text.strip()
+    if not stripped.isascii():  # (a fullwidth digit or a Kelvin sign is not the grammar's, however it looks)
+        raise GrammarError(f"the reply has characters outside ASCII; expected exactly one of: {GRAMMAR}")
+    line = " ".join(stripped.lower().split(" ")).removesuffix(".").strip()
+    line = " ".join(line.split())
     if not line:
         raise GrammarError(f"the reply is empty; expected one action: {GRAMMAR}")
     for pattern, kind in _PATTERNS:

@@ -21,6 +21,7 @@ the AEC environment does; the partner is seeded as the runner seeds it.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import gymnasium
@@ -75,6 +76,10 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         return self._env.game
 
     def _partner_act(self, observation: Any) -> int:
+        """The partner's action, however it acts: privileged (reading the game), as a coroutine, or plainly."""
+        waiting = getattr(self.partner, "aact_privileged", None)
+        if callable(waiting):  # (an LLM screened by a verifier: one event loop per decision, as LLM act() does)
+            return int(asyncio.run(waiting(observation, self._env))[0])
         privileged = getattr(self.partner, "act_privileged", None)
         if callable(privileged):
             return int(privileged(observation, self._env)[0])

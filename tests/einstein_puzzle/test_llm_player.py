@@ -166,7 +166,10 @@ def test_bad_player_games_finish_with_every_failure_recorded() -> None:
         assert info["reasks"] == 2 * decisions and len(info["invalid_replies"]) == 2 * decisions
         assert not r.success
     summary = llm_summary(ENV, PAPER, records)
-    assert summary["player_0"]["fallbacks"] == 3 and summary["player_0"]["reasks"] > 0
+    # the summary counts decisions, not episodes: every decision of the three games fell back
+    total = sum(r.infos["player_0"]["fallbacks"] for r in records)
+    assert summary["player_0"]["fallbacks"] == total == summary["player_0"]["calls"] > 3
+    assert summary["player_0"]["reasks"] > 0
 
 
 def test_bad_player_that_corrects_itself_when_asked_again() -> None:
@@ -286,3 +289,65 @@ def test_good_player_success_rate_by_mode(comm_mode: str) -> None:
                        concurrency=8)  # fmt: skip
     rate = sum(r.success for r in records) / len(records)
     assert rate >= (0.5 if comm_mode == "none" else 0.9), rate
+
+
+# ---------------------------------------------------------------------------
+# Found by a hostile review
+# ---------------------------------------------------------------------------
+def verified_games(server: ScriptedLLMServer, episodes: int = 2, **params: Any) -> list[Any]:
+    spec = llm(server, **params)
+    return play(ENV, PAPER, {"player_0": spec, "player_1": "planner"}, episodes=episodes, seed=0)
+
+
+def test_a_huge_number_or_a_lookalike_character_is_a_grammar_error_not_a_crash() -> None:
+    with ScriptedLLMServer([Reply("ask " + "9" * 5000), Reply("pass")]) as server:
+        records = play(ENV, PAPER, {"player_0": llm(server), "player_1": "planner"}, episodes=1, seed=0)
+    assert records and "not an action" in records[0].infos["player_0"]["invalid_replies"][0]
+    for text in ("move \uff13 from common to top_left", "as\u212a 2", "share\xa01"):
+        with pytest.raises(GrammarError, match="outside ASCII"):
+            read_action(text, 4)
+
+
+def test_separate_samples_differ_in_their_seed() -> None:
+    with ScriptedLLMServer(good_script, n_supported=False) as server:
+        verified_games(server, episodes=1, verifier="reasoning", k=3, seed=7, temperature=0.8)
+        singles = [r for r in server.requests if r.get("n", 1) == 1]
+    seeds = {r["seed"] for r in singles}
+    assert {7, 8, 9} <= seeds  # sample i is asked with seed 7 + i
+
+
+def test_an_endpoint_answering_422_to_n_gets_k_requests() -> None:
+    def script(request: dict[str, Any], n: int) -> Reply:
+        if request.get("n", 1) > 1:
+            return Reply(status=422, body={"error": {"message": "n > 1 is not supported"}})
+        return good_script(request, n)
+
+    with ScriptedLLMServer(script) as server:
+        records = verified_games(server, verifier="reasoning", k=2)
+        asked_n = [r for r in server.requests if r.get("n", 1) > 1]
+    assert all(r.success for r in records) and len(asked_n) == 1  # rejected once, then never asked again
+
+
+def test_more_choices_than_asked_keep_the_first_k_and_n_stays_in_use() -> None:
+    def script(request: dict[str, Any], n: int) -> Reply:
+        reply = good_script(request, n)
+        return Reply(reply.content, choices=[reply.content or "pass"] * (request.get("n", 1) + 2))
+
+    with ScriptedLLMServer(script) as server:
+        verified_games(server, episodes=1, verifier="reasoning", k=2)
+        assert all(r.get("n", 1) == 2 for r in server.requests)  # no fallback to single requests
+
+
+def test_verifier_none_is_the_verified_player() -> None:
+    policy = make_policy("llm:model=fake,base_url=http://127.0.0.1:9/v1,verifier=none", "player_0", ENV)
+    assert type(policy).__name__ == "VerifiedLLMPlayer" and policy.k == 4
+
+
+def test_the_view_plays_with_a_verified_llm_partner() -> None:
+    import gymnasium
+
+    with ScriptedLLMServer(good_script) as server:
+        view = gymnasium.make("eq_env/EinsteinPuzzle-v0", partner=llm(server, verifier="reasoning", k=2),
+                              seat="player_1").unwrapped  # fmt: skip
+        view.reset(seed=0)
+        assert view.game.turn >= 1  # the partner (bottom seat) moved first
