@@ -14,10 +14,11 @@ import csv
 import math
 import statistics
 import sys
+from collections.abc import Mapping, Sequence
 
 from eq_env.core.cli import Command, int_in, list_of, out_dir, positive_float
 
-__all__ = ["COMMANDS", "PAPER_PLAN_LENGTHS", "describe_config"]
+__all__ = ["COMMANDS", "PAPER_PLAN_LENGTHS", "describe_config", "dry_run"]
 
 # The paper's mean shortest solution on 4 objects (its planner; "none" with lucky guesses).
 PAPER_PLAN_LENGTHS = {"provide_and_seek": 7.5, "provide_only": 7.5, "seek_only": 8.8, "none": 5.8}
@@ -27,6 +28,36 @@ def describe_config(config: object) -> str:
     """The parameters ``eq-env play`` shows beside the preset."""
     c = config
     return f"n={c.n}, comm_mode={c.comm_mode}, puzzles={c.puzzles}, step limit {c.step_limit}"  # type: ignore[attr-defined]
+
+
+def dry_run(config: object, policies: Mapping[str, Sequence[str]]) -> int:
+    """``--dry-run``: what each LLM player among ``policies`` (role → specs) would be sent on its first turn
+    of seed 0's first game, and the grammar its reply must follow; nothing is called."""
+    from agents.einstein_puzzle.prompt import render_messages
+    from eq_env import einstein_puzzle_v0
+    from eq_env.core.policy import make_policy
+    from eq_env.einstein_puzzle.grammar import GRAMMAR
+
+    env = einstein_puzzle_v0.env(config=config)
+    shown = 0
+    for role, specs in policies.items():
+        for spec in dict.fromkeys(specs):
+            policy = make_policy(spec, role, "einstein-puzzle")
+            if not hasattr(policy, "prompt_version"):
+                continue
+            env.reset(seed=0)
+            while env.agent_selection != role:  # (the top seat sees the game after the bottom seat's pass)
+                env.step(env.unwrapped.action_space(env.agent_selection).n - 1)
+            text = env.observe(role)["text"]
+            messages = render_messages(text, policy.prompt_version, reasoning=bool(getattr(policy, "reasoning", False)))
+            print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
+            for m in messages:
+                print(f"--- {m['role']} ---\n{m['content']}")
+            print(f"--- reply: one action ---\n{GRAMMAR}\n")
+            shown += 1
+    if not shown:
+        print("no LLM player among the policies: nothing would be sent")
+    return 0
 
 
 def _modes(text: str) -> list[str]:

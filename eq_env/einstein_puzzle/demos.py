@@ -29,8 +29,10 @@ Each puzzle is played in every ``--comm-mode`` (the same puzzle, one game per mo
 plans may pass while its partner must act first, or fill the wait with an ask, and the reasoning verifier
 allows a pass only when nothing else is rational. The plan is kept as it is; ``meta.rational`` says whether
 the reasoning verifier (:func:`~eq_env.einstein_puzzle.verifiers.rational_reason`) accepts the action and
-``meta.reason`` why not, so such lines can be filtered out. A game the planner cannot finish within the step
-limit (or its expansion budget) is skipped and counted, never written in part.
+``meta.reason`` why not, so such lines can be filtered out. In ``none`` mode the oracle's guesses (moves
+into a goal bin the mover cannot infer) are always right, since it reads the goal; ``meta.guess`` marks
+them, so a user can drop them rather than teach a model guesses that never fail. A game the planner cannot
+finish within the step limit (or its expansion budget) is skipped and counted, never written in part.
 
 The same flags always write the same file (the planner's budget is in expansions, not seconds).
 :func:`demonstrations` yields the same dicts from Python.
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.core.cli import MAX_SEED, episodes_arg, new_file, seed_arg
+from eq_env.einstein_puzzle.rules import COMMON, Move
 
 __all__ = [
     "SPLITS",
@@ -140,13 +143,16 @@ def _game_lines(split: str, n: int, mode: str, seed: int, episode: int, prompt_v
         player = PLAYERS.index(agent)
         messages = render_messages(env.observe(agent)["text"], prompt_version)
         reason = rational_reason(game, action)
+        # a move into a goal bin (or across) the mover cannot infer: in `none` mode the oracle's guesses are
+        # lucky by construction (it reads the goal), which no player could count on
+        guess = isinstance(action, Move) and action.dst != COMMON and game.knowledge(player).goal(action.obj) is None
         turn = game.turn
         env.step(codec.action_index(action, n))
         outcome = env.infos[agent]["last_action"]["outcome"]
         messages.append({"role": "assistant", "content": action.text()})
         meta = {"split": split, "source": SUITE if split == "test" else "generated", "n": n, "comm_mode": mode,
                 "seed": None if split == "test" else seed, "episode": episode, "turn": turn, "player": player,
-                "agent": agent, "outcome": outcome, "rational": not reason, "reason": reason,
+                "agent": agent, "outcome": outcome, "rational": not reason, "reason": reason, "guess": guess,
                 "plan_length": len(plan), "prompt_version": prompt_version, "puzzle": puzzle}  # fmt: skip
         lines.append({"messages": messages, "meta": meta})
     if not game.success:  # (the planner's plans are checked in its tests; a broken one is a bug, not data)
@@ -254,14 +260,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n",
         type=_sizes_arg,
-        default=list(TRAIN_SIZES),
+        default=None,
         dest="sizes",
         help="object counts of the train split: 4, 4,6 or 4-6 (default 4-6)",
     )
     parser.add_argument(
         "--test-n",
         type=_sizes_arg,
-        default=list(TEST_SIZES),
+        default=None,
         dest="test_sizes",
         help="object counts of the test split, 4-8 (the suite's sizes; default 7-8)",
     )
@@ -314,6 +320,12 @@ def run(args: argparse.Namespace) -> int:
     from eq_env.einstein_puzzle.suite import SUITE_SIZE, SUITE_SIZES
 
     modes = list(COMM_MODES) if args.comm_modes is None else list(args.comm_modes)
+    if args.split == "train" and args.test_sizes is not None:  # (a flag that would change nothing is refused)
+        return _error("argument --test-n: it sizes the test split; add --split test or --split both")
+    if args.split == "test" and args.sizes is not None:
+        return _error("argument --n: it sizes the train split; use --test-n with --split test")
+    args.sizes = list(TRAIN_SIZES) if args.sizes is None else args.sizes
+    args.test_sizes = list(TEST_SIZES) if args.test_sizes is None else args.test_sizes
     if args.split in ("test", "both"):
         bad = [n for n in args.test_sizes if n not in SUITE_SIZES]
         if bad:

@@ -112,7 +112,10 @@ def play_human(
     from eq_env.core.runner import policy_seed
 
     role = _other(human)
-    policy = make_policy(partner, role, "einstein-puzzle")
+    try:
+        policy = make_policy(partner, role, "einstein-puzzle")
+    except ValueError as err:
+        raise ValueError(f"argument --partner: {err}") from None
     policy.reset(seed=policy_seed(seed, SEED_STREAMS[role]))
     if env is None:
         from eq_env import einstein_puzzle_v0

@@ -48,7 +48,7 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from eq_env.core.experiments import (
     Condition,
     EpisodeStore,
     ResultsStore,
+    _die_with_parent,
     aggregate,
     check_runs,
     failed_runs,
@@ -256,12 +257,18 @@ def _taxonomy(conds: Sequence[Condition], seed: int, out: Path, jobs: int) -> li
     todo = [c for k, c in unique.items() if run_key(c, seed) not in done]
     if todo:
         if jobs > 1 and len(todo) > 1 and not any(_is_llm(c) for c in todo):
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # as the core's run_all does: workers die with the parent, and an interrupt cancels what waits
+            with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
                 futures = [pool.submit(_taxonomy_record, c, seed, out / "episodes") for c in todo]
-                for future in futures:
-                    record = future.result()
-                    store.append(record)
-                    done[record["key"]] = record
+                try:
+                    for future in as_completed(futures):
+                        record = future.result()
+                        store.append(record)
+                        done[record["key"]] = record
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
         else:
             for c in todo:
                 record = _taxonomy_record(c, seed, out / "episodes")
@@ -396,6 +403,10 @@ def _gain_rows(opts: ReproduceOptions, results: Results) -> list[dict[str, Any]]
                 if verifier == "none":
                     continue
                 mean, low, high, used = paired_difference(per_seed(verifier), without, "success")
+                # a gain lies within [-success without, 1 - success without]: a t-interval on few seeds may not
+                base = statistics.fmean(v["success"] for v in without.values()) if without else math.nan
+                if not math.isnan(low) and not math.isnan(base):
+                    low, high = max(low, -base), min(high, 1.0 - base)
                 by_n = [
                     results[_labels(kind, verifier, mode, n)][0]["success_rate"][0]
                     - results[_labels(kind, "none", mode, n)][0]["success_rate"][0]

@@ -157,8 +157,8 @@ def _as_record(record: EpisodeRecord | Mapping[str, Any]) -> tuple[EpisodeRecord
         return record, record.puzzle or None
     if not isinstance(record, Mapping):
         raise ValueError(f"expected an EpisodeRecord or its dict, got {type(record).__name__}")
-    puzzle = record.get("puzzle")
-    return EpisodeRecord.from_dict(record), puzzle if isinstance(puzzle, Mapping) else None
+    puzzle = record.get("puzzle")  # ({} in records written without it)
+    return EpisodeRecord.from_dict(record), puzzle if isinstance(puzzle, Mapping) and puzzle else None
 
 
 def _replay(record: EpisodeRecord, puzzle: Puzzle) -> list[tuple[State, Action]] | str:
@@ -189,12 +189,16 @@ def _candidates(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, store
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
     from eq_env.einstein_puzzle.suite import SUITE_SIZES
 
+    if stored is not None:  # the record's own puzzle comes first: it is the one played
+        try:
+            return [("the record's puzzle", Puzzle.from_dict(stored))]
+        except ValueError as err:
+            raise ValueError(f"the record (seed {record.seed}, episode {record.episode}) holds a bad puzzle: {err}"
+                             ) from None  # fmt: skip
     if puzzle is not None:
         return [("the given puzzle", puzzle)]
     if config is not None:
         return [("the given config", episode_puzzle(config.replace(n=record.n), record.seed, record.episode))]
-    if stored is not None:
-        return [("the record's puzzle", Puzzle.from_dict(stored))]
     default = EinsteinPuzzleConfig(n=record.n)
     out = [("the generated puzzle (default knobs)", episode_puzzle(default, record.seed, record.episode))]
     if record.n in SUITE_SIZES:
@@ -206,8 +210,9 @@ def _candidates(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, store
 def record_puzzle(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle | None = None,
                   config: Any = None) -> Puzzle:  # fmt: skip
     """The puzzle ``record`` was played on (see the module docstring for where it is looked for): ``puzzle``
-    itself, the ``config``'s episode (an ``EinsteinPuzzleConfig``), the record's ``"puzzle"`` entry, else the
-    default generator's or the suite's, whichever replays the record exactly. ValueError if none does."""
+    the record's own (``EpisodeRecord.puzzle``), else ``puzzle`` itself, the ``config``'s episode (an
+    ``EinsteinPuzzleConfig``), else the default generator's or the suite's, whichever replays the record
+    exactly. ValueError if none does."""
     rec, stored = _as_record(record)
     return _resolve(rec, puzzle, config, stored)[0]
 

@@ -464,3 +464,39 @@ def test_table_rows() -> None:
         assert {c: row[f"{c} actions"] for c in CATEGORIES} == counts(records, scope="actions")
     text = format_table(rows)
     assert text.count("\n") == 4 and "task reasoning" in text
+
+
+# -- found by a hostile review -----------------------------------------------------------------------------
+def test_the_oracles_none_mode_guesses_are_marked(lines: list[dict[str, Any]]) -> None:
+    guesses = [line for line in lines if line["meta"]["guess"]]
+    assert guesses and all(line["meta"]["comm_mode"] == "none" for line in guesses)
+    for line in guesses:  # a guess is a move the mover could not infer, and the oracle's is always right
+        assert line["messages"][2]["content"].startswith("move") and line["meta"]["outcome"] == "accepted"
+
+
+def test_a_record_dict_without_its_puzzle_falls_back_and_its_own_puzzle_comes_first() -> None:
+    import dataclasses
+
+    record = _play(["pass"], max_steps=4)
+    bare = dataclasses.replace(record, puzzle={}).to_dict()
+    assert taxonomy.counts([bare]) == taxonomy.counts([record])  # (found by the generator, as before)
+    # a record that carries its puzzle is classified on it, whatever config is passed
+    wrong = EinsteinPuzzleConfig(n=5, puzzles="suite")
+    assert taxonomy.counts([record.to_dict()], config=wrong) == taxonomy.counts([record])
+    with pytest.raises(ValueError, match="holds a bad puzzle"):
+        taxonomy.counts([{**record.to_dict(), "puzzle": {"garbage": 1}}])
+
+
+def test_a_flag_for_the_other_split_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["einstein", "demos", "--split", "train", "--test-n", "8", "--out", str(tmp_path / "a.jsonl")]) == 2
+    assert "argument --test-n" in capsys.readouterr().err
+    assert main(["einstein", "demos", "--split", "test", "--n", "5", "--out", str(tmp_path / "b.jsonl")]) == 2
+    assert "argument --n" in capsys.readouterr().err
+    assert not (tmp_path / "a.jsonl").exists() and not (tmp_path / "b.jsonl").exists()
+
+
+def test_dry_run_shows_the_llm_players_prompt(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["play", "--env", "einstein-puzzle", "--player_0", "llm:verifier=reasoning,k=4", "--player_1",
+                   "planner", "--model", "M", "--base-url", "http://127.0.0.1:9/v1", "--dry-run"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 0 and "===== player_0" in out and "You are player_0" in out and "move O from BIN" in out
