@@ -53,7 +53,7 @@ from eq_env.core.policy import PolicyError
 from eq_env.einstein_puzzle.grammar import GRAMMAR, GrammarError, action_line, parse_action
 from eq_env.einstein_puzzle.rules import BIN_NAMES, GOAL_BINS, Action, Answer, Ask, Move, Pass, Share
 from eq_env.einstein_puzzle.spaces import action_index, actions, n_from_actions
-from eq_env.einstein_puzzle.verifiers import VERIFIERS
+from eq_env.einstein_puzzle.verifiers import VERIFIERS, least_bad, verdicts
 
 __all__ = ["VERIFIER_NAMES", "LLMPlayer", "VerifiedLLMPlayer", "illegal_reason", "player_factory", "read_action"]
 
@@ -221,11 +221,6 @@ class LLMPlayer(LLMPolicy):
         return action_index(action, n), info
 
 
-def _least_bad(verdicts: list[tuple[int, ...]]) -> int:
-    """The candidate passing the most verifiers, in order; the first among ties (unparsable: all -1)."""
-    return max(range(len(verdicts)), key=lambda i: (verdicts[i], -i))
-
-
 class VerifiedLLMPlayer(LLMPlayer):
     """An LLM player screened by one of the paper's verifiers: the first of ``k`` candidates it accepts
     (privileged: it reads the game to verify; see the module docstring).
@@ -288,7 +283,7 @@ class VerifiedLLMPlayer(LLMPlayer):
         order = list(VERIFIERS) if self.verifier != "none" else []
         upto = order.index(self.verifier) + 1 if order else 0
         candidates: list[Action | None] = []
-        verdicts: list[tuple[int, ...]] = []
+        screened: list[tuple[int, ...]] = []
         chosen: int | None = None
         for text in (t for c in answers for t in c.texts):
             try:
@@ -298,15 +293,15 @@ class VerifiedLLMPlayer(LLMPlayer):
                 info["invalid_replies"].append(str(err))
             candidates.append(action)
             if action is None:
-                verdicts.append((-1,) * max(upto, 1))
+                screened.append((-1,) * max(upto, 1))
                 continue
-            results = tuple(int(VERIFIERS[v](game, action, None)[0]) for v in order[:upto])
-            verdicts.append(results)
+            results = verdicts(game, action, order[:upto])
+            screened.append(results)
             if all(results):
                 chosen = len(candidates) - 1
                 break
         if chosen is None:
-            chosen = _least_bad(verdicts)
+            chosen = least_bad(screened)
         played = candidates[chosen]
         if played is None:  # no candidate was an action at all
             played = Pass()
@@ -317,7 +312,7 @@ class VerifiedLLMPlayer(LLMPlayer):
         except ValueError:  # (a move from a bin to itself: no index; the game would reject it anyway)
             played, index = Pass(), action_index(Pass(), n)
         info.update(action=played.text(), fallbacks=int(info["fallback"]), reasks=0, decisions=1,
-                    verifier_interventions=int(not (candidates[0] is not None and all(verdicts[0]))),
+                    verifier_interventions=int(not (candidates[0] is not None and all(screened[0]))),
                     verifier_candidates=len(candidates))  # fmt: skip
         return index, info
 

@@ -44,7 +44,7 @@ from eq_env.einstein_puzzle.rules import (
     start_bin,
 )
 from eq_env.einstein_puzzle.spaces import action_index, actions
-from eq_env.einstein_puzzle.verifiers import VERIFIERS
+from eq_env.einstein_puzzle.verifiers import VERIFIERS, least_bad, verdicts
 
 __all__ = ["Mover", "Oracle", "Planner", "RandomPlayer", "Verified"]
 
@@ -241,11 +241,6 @@ class Oracle(_Seat):
         return self._fallback.act(observation), None
 
 
-def _least_bad(verdicts: list[tuple[int, ...]]) -> int:
-    """The candidate that passes the most verifiers, in order (affordance, communication, reasoning)."""
-    return max(range(len(verdicts)), key=lambda i: (verdicts[i], -i))
-
-
 class Verified(_Seat):
     """Any policy screened by a verifier: the first of k candidates it accepts (privileged: game feedback).
 
@@ -277,15 +272,15 @@ class Verified(_Seat):
         order = list(VERIFIERS)
         chosen = order.index(self.verifier)
         tried: list[int] = []
-        verdicts: list[tuple[int, ...]] = []
+        screened: list[tuple[int, ...]] = []
         for _ in range(self.k):
             privileged = getattr(self.base, "act_privileged", None)
             index = int(privileged(observation, env)[0] if callable(privileged) else self.base.act(observation))
             tried.append(index)
-            results = tuple(int(VERIFIERS[v](game, table[index], None)[0]) for v in order)
-            if results[chosen] and all(results[: chosen + 1]):
+            results = verdicts(game, table[index])
+            if all(results[: chosen + 1]):
                 info = {"verifier_interventions": int(len(tried) > 1), "verifier_candidates": len(tried)}
                 return index, info
-            verdicts.append(results)
+            screened.append(results)
         info = {"verifier_interventions": 1, "verifier_candidates": len(tried)}
-        return tried[_least_bad(verdicts)], info
+        return tried[least_bad(screened)], info

@@ -129,6 +129,23 @@ class GameConfig:
             raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(cls.PRESETS)}")
         return cls.PRESETS[preset].replace(**overrides)  # type: ignore[no-any-return]
 
+    @classmethod
+    def resolve(cls: type[C], config: Any, preset: str | None, overrides: Mapping[str, Any]) -> C:
+        """The configuration an environment plays (validated): ``config``, or the preset (default
+        ``DEFAULT_PRESET``), with ``overrides``. Both ``config`` and ``preset`` is refused: one would be silently
+        ignored."""
+        if config is None:
+            return cls.from_preset(preset, **overrides)
+        if not isinstance(config, cls):
+            article = "an" if cls.__name__[:1] in "AEIOU" else "a"
+            raise TypeError(f"config must be {article} {cls.__name__}, got {type(config).__name__}")
+        if preset is not None:
+            raise ValueError(
+                f"give config or preset={preset!r}, not both: a config is complete already "
+                f"(start from a preset with {cls.__name__}.from_preset(name, **overrides))"
+            )
+        return config.replace(**overrides)
+
     def replace(self: C, **overrides: Any) -> C:
         """A copy with some fields changed; unknown names raise ``ValueError``."""
         unknown = set(overrides) - set(self.field_names())

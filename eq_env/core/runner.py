@@ -215,6 +215,35 @@ async def _act(policy: Any, observation: Any) -> tuple[Any, dict[str, Any] | Non
     return policy.act(observation), None
 
 
+async def decide(policy: Any, observation: Any, env: Any) -> tuple[Any, dict[str, Any] | None]:
+    """One decision of a policy for one agent, however it acts: privileged ones (``aact_privileged`` /
+    ``act_privileged``, see :mod:`eq_env.core.policy`) are given the raw environment ``env``; waiting ones are
+    awaited; plain ones are called. Returns (action, info or None)."""
+    waiting = getattr(policy, "aact_privileged", None)
+    if callable(waiting):  # (e.g. an LLM screened by the game's verifiers)
+        action, info = await waiting(observation, env)
+        return action, info
+    privileged = getattr(policy, "act_privileged", None)
+    if callable(privileged):  # an oracle: it reads the game itself
+        action, info = privileged(observation, env)
+        return action, info
+    return await _act(policy, observation)
+
+
+def decide_now(policy: Any, observation: Any, env: Any) -> tuple[Any, dict[str, Any] | None]:
+    """:func:`decide` from synchronous code: an event loop only for a policy that waits (an RL view's partner
+    steps on a hot path)."""
+    if is_async(policy):
+        return asyncio.run(decide(policy, observation, env))
+    coroutine = decide(policy, observation, env)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()  # pragma: no cover - is_async guards
+    raise RuntimeError("a synchronous policy awaited something")  # pragma: no cover
+
+
 async def _act_joint(policy: Any, observations: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict | None]:
     act = getattr(policy, "aact_joint", None)
     if callable(act):
@@ -262,14 +291,7 @@ class _Turns:
                             self.infos.setdefault(agent, []).append(info)
                     action = pending.pop(agent)
                 else:
-                    privileged = getattr(policy, "act_privileged", None)
-                    waiting = getattr(policy, "aact_privileged", None)
-                    if callable(waiting):  # (e.g. an LLM screened by the game's verifiers)
-                        action, info = await waiting(observation, env)
-                    elif callable(privileged):  # an oracle: it reads the game itself (documented in core.policy)
-                        action, info = privileged(observation, env)
-                    else:
-                        action, info = await _act(policy, observation)
+                    action, info = await decide(policy, observation, env)
                     if info:
                         self.infos.setdefault(agent, []).append(info)
             env.step(action)

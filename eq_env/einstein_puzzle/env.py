@@ -247,18 +247,8 @@ METADATA: dict[str, Any] = {
 
 def resolve_config(config: EinsteinPuzzleConfig | None, preset: str | None,
                    overrides: dict[str, Any]) -> EinsteinPuzzleConfig:  # fmt: skip
-    """The configuration an environment plays (validated): ``config``, or the preset (default ``"paper"``), with
-    ``overrides``. Both ``config`` and ``preset`` is refused: one would be silently ignored."""
-    if config is not None:
-        if not isinstance(config, EinsteinPuzzleConfig):
-            raise TypeError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
-        if preset is not None:
-            raise ValueError(
-                f"give config or preset={preset!r}, not both: a config is complete already "
-                "(start from a preset with EinsteinPuzzleConfig.from_preset(name, **overrides))"
-            )
-        return config.replace(**overrides)
-    return EinsteinPuzzleConfig.from_preset(preset, **overrides)
+    """The configuration an environment plays (:meth:`~eq_env.core.config.GameConfig.resolve`)."""
+    return EinsteinPuzzleConfig.resolve(config, preset, overrides)
 
 
 def episode_puzzle(config: EinsteinPuzzleConfig, seed: int, episode: int) -> Puzzle:

@@ -193,22 +193,12 @@ class _Game:
 
     async def partner(self, observation: Any) -> int:
         """The partner policy's action: forced, privileged, waiting or plain, as the runner asks it."""
-        from eq_env.core.runner import forced_action
+        from eq_env.core.runner import decide, forced_action
 
         forced = forced_action(observation)
         if forced is not None:
             return forced
-        policy, env = self.policy, self.env
-        waiting = getattr(policy, "aact_privileged", None)
-        privileged = getattr(policy, "act_privileged", None)
-        if callable(waiting):
-            action, _ = await waiting(observation, env)
-        elif callable(privileged):
-            action, _ = privileged(observation, env)
-        elif callable(getattr(policy, "aact", None)):
-            action, _ = await policy.aact(observation)
-        else:
-            action = policy.act(observation)
+        action, _ = await decide(self.policy, observation, self.env)
         return int(action)
 
     def ask(self, observation: Any, n: int) -> int:

@@ -19,7 +19,7 @@ action, for the player to act unless ``player`` is given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from eq_env.einstein_puzzle.rules import (
     BIN_NAMES,
@@ -35,7 +35,16 @@ from eq_env.einstein_puzzle.rules import (
     row_bins,
 )
 
-__all__ = ["VERIFIERS", "affordance", "all_actions", "communication", "rational_reason", "reasoning"]
+__all__ = [
+    "VERIFIERS",
+    "affordance",
+    "all_actions",
+    "communication",
+    "least_bad",
+    "rational_reason",
+    "reasoning",
+    "verdicts",
+]
 
 Verdict = tuple[bool, str]
 
@@ -128,6 +137,18 @@ VERIFIERS: dict[str, Callable[[State, Action, int | None], Verdict]] = {
     "communication": communication,
     "reasoning": reasoning,
 }
+
+
+def verdicts(state: State, action: Action, verifiers: Sequence[str] = tuple(VERIFIERS)) -> tuple[int, ...]:
+    """1 or 0 per verifier named (in order): does ``action`` pass it, for the player to act. The candidates of a
+    screened policy are compared by these tuples (:func:`least_bad`)."""
+    return tuple(int(VERIFIERS[v](state, action, None)[0]) for v in verifiers)
+
+
+def least_bad(candidates: Sequence[tuple[int, ...]]) -> int:
+    """The index of the candidate whose verdicts are best (most verifiers passed, in order); the first among
+    ties. What verifier-assisted play executes when no candidate passes."""
+    return max(range(len(candidates)), key=lambda i: (candidates[i], -i))
 
 
 def all_actions(n: int) -> Iterator[Action]:

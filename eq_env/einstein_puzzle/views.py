@@ -21,7 +21,6 @@ the AEC environment does; the partner is seeded as the runner seeds it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import gymnasium
@@ -29,7 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
-from eq_env.core.runner import policy_seed
+from eq_env.core.runner import decide_now, policy_seed
 from eq_env.core.spec import env_spec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.env import raw_env
@@ -76,14 +75,8 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         return self._env.game
 
     def _partner_act(self, observation: Any) -> int:
-        """The partner's action, however it acts: privileged (reading the game), as a coroutine, or plainly."""
-        waiting = getattr(self.partner, "aact_privileged", None)
-        if callable(waiting):  # (an LLM screened by a verifier: one event loop per decision, as LLM act() does)
-            return int(asyncio.run(waiting(observation, self._env))[0])
-        privileged = getattr(self.partner, "act_privileged", None)
-        if callable(privileged):
-            return int(privileged(observation, self._env)[0])
-        return int(self.partner.act(observation))
+        """The partner's action, however it acts (privileged, waiting or plain: the runner's :func:`decide`)."""
+        return int(decide_now(self.partner, observation, self._env)[0])
 
     def _advance(self) -> float:
         """Play the partner until it is this seat's turn or the game ends; the team reward it earned."""

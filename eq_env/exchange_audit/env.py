@@ -208,18 +208,8 @@ METADATA: dict[str, Any] = {
 def resolve_config(
     config: ExchangeAuditConfig | None, preset: str | None, overrides: dict[str, Any]
 ) -> ExchangeAuditConfig:
-    """The configuration an environment is built from (validated): ``config`` or the preset (default
-    ``"paper"``), with ``overrides``. Both at once is refused: one of them would be silently ignored."""
-    if config is not None:
-        if not isinstance(config, ExchangeAuditConfig):
-            raise TypeError(f"config must be an ExchangeAuditConfig, got {type(config).__name__}")
-        if preset is not None:
-            raise ValueError(
-                f"give config or preset={preset!r}, not both: a config is complete already "
-                "(start from a preset with ExchangeAuditConfig.from_preset(name, **overrides))"
-            )
-        return config.replace(**overrides)
-    return ExchangeAuditConfig.from_preset("paper" if preset is None else preset, **overrides)
+    """The configuration an environment plays (:meth:`~eq_env.core.config.GameConfig.resolve`)."""
+    return ExchangeAuditConfig.resolve(config, preset, overrides)
 
 
 RESET_OPTIONS = ("episode",)
