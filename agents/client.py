@@ -447,13 +447,16 @@ class LLMClient:
         seed: int | None,
         n: int = 1,
         sample: int = 0,
+        extra: dict[str, Any] | None = None,
     ) -> Completion:
         """One answer to ``messages``: from memory, the disk cache, a request in flight, or the endpoint.
 
         ``schema=None`` asks for plain text (no ``response_format``). ``n > 1`` asks for ``n`` samples in
         one request (``Completion.choices``; :class:`ChoicesUnsupportedError` when the endpoint rejects it);
         ``sample`` tells apart otherwise identical requests (it is keyed, never sent): see
-        :meth:`complete_many`. Both are keyed only when not the default, so other keys never change.
+        :meth:`complete_many`. ``extra`` holds further sampling parameters sent in the request body as
+        given (``{"frequency_penalty": 0.4}``, ``{"repetition_penalty": 1.2}``); it may not set what the
+        client sets itself. All three are keyed only when not the default, so other keys never change.
 
         Raises :class:`LLMUnavailableError` when the endpoint cannot answer after the retries, when
         the same request already failed in this run, and in replay mode (``cache="read"``) when there
@@ -462,6 +465,7 @@ class LLMClient:
         :class:`LLMSetupError` when the run cannot make requests at all (see :meth:`check`).
         """
         s = settings()
+        extra = _check_extra(extra)
         identity = {
             "model": self.model,
             "base_url": self.base_url,
@@ -476,6 +480,8 @@ class LLMClient:
             identity["n"] = n
         if sample:
             identity["sample"] = sample
+        if extra:
+            identity["extra"] = extra
         key = request_key(identity)
         cache = ResponseCache(s.cache_dir)
         stored = self._memory.get(key)
@@ -503,7 +509,8 @@ class LLMClient:
             # the first asker was cancelled before any answer: ask ourselves
             return await self.complete(messages, schema_name=schema_name, schema=schema,
                                        prompt_version=prompt_version, temperature=temperature,
-                                       max_tokens=max_tokens, seed=seed, n=n, sample=sample)  # fmt: skip
+                                       max_tokens=max_tokens, seed=seed, n=n, sample=sample,
+                                       extra=extra)  # fmt: skip
         future: asyncio.Future[tuple[str, Any]] = loop.create_future()
         self._inflight[slot] = future
 
@@ -515,7 +522,7 @@ class LLMClient:
         writes = s.cache in ("write", "readwrite")
         try:
             await self.check()
-            completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed, n)
+            completion = await self._request(messages, schema_name, schema, temperature, max_tokens, seed, n, extra)
         except LLMUnavailableError as err:
             failure = {"error": str(err), "request": _describe(identity)}
             self._memory[key] = failure  # the rest of this run sees the same failure
@@ -550,14 +557,17 @@ class LLMClient:
         temperature: float,
         max_tokens: int,
         seed: int | None,
+        extra: dict[str, Any] | None = None,
     ) -> list[Completion]:
         """``k`` samples of one prompt: one request with ``n=k`` where the endpoint takes it, else ``k``
         requests (samples 0..k-1, keyed apart; sample 0 is the plain request). An endpoint that rejects
         ``n`` is remembered (by this client) and not asked with ``n`` again. A replay of a run that fell
         back to ``k`` requests replays those. Each answer's ``texts`` are its samples (``k`` in all).
+        ``extra``: further sampling parameters, as for :meth:`complete`.
         """
         ask: dict[str, Any] = {"schema_name": schema_name, "schema": schema, "prompt_version": prompt_version,
-                               "temperature": temperature, "max_tokens": max_tokens, "seed": seed}  # fmt: skip
+                               "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
+                               "extra": extra}  # fmt: skip
         if k == 1:
             return [await self.complete(messages, **ask)]
         errors: list[str] = []
@@ -694,6 +704,7 @@ class LLMClient:
         max_tokens: int,
         seed: int | None,
         n: int = 1,
+        extra: dict[str, Any] | None = None,
     ) -> Completion:
         import openai
 
@@ -709,6 +720,8 @@ class LLMClient:
                 kwargs["seed"] = seed
             if n != 1:
                 kwargs["n"] = n
+            if extra:
+                kwargs.update(extra)
             if mode == "json_schema" and schema is not None:
                 kwargs["response_format"] = {"type": "json_schema",
                                              "json_schema": {"name": schema_name, "schema": schema}}  # fmt: skip
@@ -782,6 +795,20 @@ class LLMClient:
                 usage_estimated=estimated,
                 choices=choices if n != 1 else [],
             )
+
+
+# what the client sets in a request body itself: ``extra`` may not override it
+_OWN_PARAMETERS = frozenset({"model", "messages", "temperature", "max_tokens", "seed", "n", "response_format"})
+
+
+def _check_extra(extra: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``extra`` as sent and keyed (None when empty); a ValueError for a parameter the client sets itself."""
+    if not extra:
+        return None
+    clash = sorted(_OWN_PARAMETERS.intersection(extra))
+    if clash:
+        raise ValueError(f"extra may not set {', '.join(clash)}: the client sets it (pass it as an argument)")
+    return dict(extra)
 
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx: the server may answer next time

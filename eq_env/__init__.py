@@ -7,6 +7,7 @@ single-agent view of each role with Gymnasium::
     env = pettingzoo.make("aec", "eq_env/exchange-audit-v0", q=0.3)
     proposer_env = gymnasium.make("eq_env/ExchangeAuditProposer-v0", validator="rule", q=0.3)
     puzzle_env = pettingzoo.make("aec", "eq_env/einstein-puzzle-v0", n=5, comm_mode="seek_only")
+    team = pettingzoo.make("parallel", "eq_env/belief-coordination-v0", n_executors=5)
 
 The games are :mod:`eq_env.core.spec` registrations (``eq_env.core.spec.registered_envs()``);
 the ids and views below are derived from them.
@@ -14,7 +15,8 @@ the ids and views below are derived from them.
 
 from __future__ import annotations
 
-from eq_env import einstein_puzzle_v0, exchange_audit_v0
+from eq_env import belief_coordination_v0, einstein_puzzle_v0, exchange_audit_v0
+from eq_env.belief_coordination import BeliefCoordinationConfig
 from eq_env.core.spec import registered_envs
 from eq_env.einstein_puzzle import EinsteinPuzzleConfig
 from eq_env.exchange_audit import ExchangeAuditConfig
@@ -23,13 +25,18 @@ from eq_env.exchange_audit import spec as _exchange_audit  # noqa: F401 - regist
 # isort: split
 from eq_env.einstein_puzzle import spec as _einstein_puzzle  # noqa: F401 - registers the game (after the default)
 
+# isort: split
+from eq_env.belief_coordination import spec as _belief_coordination  # noqa: F401 - registers the game (third)
+
 __version__ = "0.1.0"
 __all__ = [
     "ENV_IDS",
     "GYM_IDS",
+    "BeliefCoordinationConfig",
     "EinsteinPuzzleConfig",
     "ExchangeAuditConfig",
     "__version__",
+    "belief_coordination_v0",
     "einstein_puzzle_v0",
     "exchange_audit_v0",
 ]

@@ -43,6 +43,22 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _numbers(value: Any) -> tuple[float, ...]:
+    if not isinstance(value, (list, tuple)) or not all(_is_number(v) for v in value):
+        raise TypeError("a list of numbers")
+    return tuple(float(v) for v in value)
+
+
+def _numbers_or_none(value: Any) -> tuple[float | None, ...]:
+    if not isinstance(value, (list, tuple)) or not all(v is None or _is_number(v) for v in value):
+        raise TypeError("a list of numbers or nulls")
+    return tuple(None if v is None else float(v) for v in value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError("an object")
@@ -56,6 +72,8 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "bool": _boolean,
     "str": _string,
     "tuple[str, ...]": _strings,
+    "tuple[float, ...]": _numbers,
+    "tuple[float | None, ...]": _numbers_or_none,
     "dict[str, Any]": _object,
 }
 

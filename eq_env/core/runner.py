@@ -44,6 +44,7 @@ __all__ = [
     "forced_action",
     "format_metrics_table",
     "is_async",
+    "is_idle",
     "llm_summary",
     "merge_infos",
     "play",
@@ -70,6 +71,12 @@ def forced_action(observation: Any) -> int | None:
         return None
     mask = np.asarray(mask)
     return int(np.argmax(mask)) if mask.ndim == 1 and int(mask.sum()) == 1 else None
+
+
+def is_idle(observation: Any) -> bool:
+    """The agent has nothing to decide this turn (its observation's ``"idle"`` is set: another role's phase
+    of a simultaneous-move game); the runner plays ``None`` for it without asking its policy."""
+    return isinstance(observation, Mapping) and bool(observation.get("idle", False))
 
 
 def is_async(policy: Any) -> bool:
@@ -274,7 +281,7 @@ class _Turns:
                 env.step(None)
                 continue
             action = forced_action(observation)
-            if action is not None:
+            if action is not None or is_idle(observation):
                 pending.pop(agent, None)  # (an answer for a move that was not the agent's to choose)
             else:
                 self.acting = agent

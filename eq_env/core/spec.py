@@ -18,6 +18,9 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
   episodes 0, 1, 2... of that stream;
 * a legal-action mask, where there is one, under ``"action_mask"`` in the
   observation (a single legal action is taken without asking the policy);
+* in a simultaneous-move game whose phases belong to different roles, ``"idle"``
+  set in the observation of an agent with nothing to decide this step: the
+  runner plays ``None`` for it, and the environment ignores whatever it is given;
 * the raw environment's ``config`` attribute: the configuration it plays.
 
 :mod:`eq_env.core.conformance` checks all of it, with PettingZoo's own tests.

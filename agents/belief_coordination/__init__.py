@@ -1,0 +1,28 @@
+"""Belief coordination's LLM parts: the answerer of the executors and the coordinator policy.
+
+==========  ============  ======================================================================
+name        role          policy
+==========  ============  ======================================================================
+``llm``     coordinator   :class:`~agents.belief_coordination.coordinator.LLMCoordinator`: commits one
+                          executor's answer (majority vote when the model's reply is of no use)
+==========  ============  ======================================================================
+
+The executors' answers come from an *answerer*, not a policy (the executors' policies choose
+only T and p): :class:`~agents.belief_coordination.answerer.LLMAnswerer` is the one backed by a
+model. Prompts (``prompts/<role>_<version>.txt``) and scripted participants for the local test
+server (:mod:`.scripts`) live here too.
+"""
+
+from agents.belief_coordination.answerer import LLMAnswerer
+from agents.belief_coordination.coordinator import ID, LLMCoordinator
+from eq_env.core.policy import register_policy
+from eq_env.core.spec import registered_envs
+
+__all__ = ["LLMAnswerer", "LLMCoordinator"]
+
+try:
+    register_policy("llm", "coordinator", LLMCoordinator, env=ID)
+except ValueError:
+    if any(spec.id == ID for spec in registered_envs()):
+        raise  # the game is there: a real error (its roles, say)
+    # the game is not registered in this build: the answerer and the coordinator still work on their own

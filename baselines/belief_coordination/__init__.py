@@ -1,0 +1,47 @@
+"""Scripted baselines of belief coordination, registered as its named policies.
+
+=============  ============  ===================================================================
+name           role          policy
+=============  ============  ===================================================================
+``fixed``      executor      :class:`FixedExecutor`: the same (T, p) always (``fixed:temperature=0.7,penalty=1.1``)
+``random``     executor      :class:`RandomExecutor`: (T, p) uniformly at random per question
+``schedule``   executor      :class:`ScheduleExecutors` (joint): executor i at the i-th of N temperatures
+``econ``       executor      :class:`~baselines.belief_coordination.econ.ECON` (joint): the learned beliefs
+``majority``   coordinator   :class:`MajorityCoordinator`: the most common number
+``first``      coordinator   :class:`FirstCoordinator`: executor 0's answer (single-agent baseline)
+``random``     coordinator   :class:`RandomCoordinator`: a random executor's number
+=============  ============  ===================================================================
+"""
+
+from baselines.belief_coordination.scripted import (
+    FirstCoordinator,
+    FixedExecutor,
+    MajorityCoordinator,
+    RandomCoordinator,
+    RandomExecutor,
+    ScheduleExecutors,
+)
+from eq_env.belief_coordination.spec import ID
+from eq_env.core.policy import REQUIRED, register_policy
+
+__all__ = ["FirstCoordinator", "FixedExecutor", "MajorityCoordinator", "RandomCoordinator", "RandomExecutor",
+           "ScheduleExecutors"]  # fmt: skip
+
+
+def econ(path: str = REQUIRED) -> ScheduleExecutors:  # (an ECON: typed loosely so that torch loads only when used)
+    """ECON's learned executors (a joint policy), loaded from the directory ``eq-env train`` wrote."""
+    from baselines.belief_coordination.econ import econ as load
+
+    return load(path)  # type: ignore[return-value]
+
+
+register_policy("econ", "executor", econ, env=ID)
+for _name, _cls in (
+    ("fixed", FixedExecutor),
+    ("random", RandomExecutor),
+    ("schedule", ScheduleExecutors),
+    ("majority", MajorityCoordinator),
+    ("first", FirstCoordinator),
+    ("random", RandomCoordinator),
+):
+    register_policy(_name, _cls.role, _cls, env=ID)

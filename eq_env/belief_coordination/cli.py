@@ -1,0 +1,122 @@
+"""Belief coordination's own ``eq-env`` commands.
+
+* ``eq-env reproduce --env belief-coordination --out DIR``: ECON's claims against the three falsifiers
+  (:mod:`eq_env.belief_coordination.reproduce`).
+* ``eq-env train --env belief-coordination --out DIR``: train ECON once, save it (a policy:
+  ``econ:path=DIR``), write its learning curve, and compare it with the baselines on held-out questions.
+
+(``eq-env play --env belief-coordination`` plays questions with any policies and prints the metrics.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+
+from eq_env.core.cli import Command, int_in, out_dir
+
+__all__ = ["COMMANDS", "describe_config"]
+
+
+def describe_config(config: object) -> str:
+    """The parameters ``eq-env play`` shows beside the preset."""
+    c = config
+    return (f"{c.n_executors} executors, {c.rounds} round(s), {c.action_space} actions, "  # type: ignore[attr-defined]
+            f"difficulty {'mixed' if c.difficulty is None else c.difficulty}, "  # type: ignore[attr-defined]
+            f"{'sensitive' if c.sensitive else 'insensitive (null)'} answerer")  # type: ignore[attr-defined]  # fmt: skip
+
+
+def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
+    from eq_env.belief_coordination import reproduce
+
+    reproduce.add_arguments(parser)
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from eq_env.belief_coordination import reproduce
+
+    return reproduce.run(args)
+
+
+def _train_arguments(parser: argparse.ArgumentParser) -> None:
+    from eq_env.core.spec import registered_envs
+
+    names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
+    parser.add_argument("--env", choices=names, metavar="NAME", help="the game (belief-coordination here)")
+    parser.add_argument("--out", type=out_dir, required=True, help="directory for the trained ECON (econ:path=DIR)")
+    parser.add_argument("--n-executors", type=int_in(1, 16), default=3, help="executors N (default 3)")
+    parser.add_argument("--steps", type=int_in(1, 1_000_000), default=1500, help="gradient steps (default 1500)")
+    parser.add_argument("--seed", type=int_in(0, 2**31 - 1), default=0, help="training seed (default 0)")
+    parser.add_argument("--null", action="store_true", help="train on the null instrument (T and p cannot matter)")
+    parser.add_argument("--eval-questions", type=int_in(10, 100_000), default=2000,
+                        help="held-out questions of the comparison (default 2000)")  # fmt: skip
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar (default: on a terminal)")  # fmt: skip
+
+
+def _train(args: argparse.Namespace) -> int:
+    from eq_env.belief_coordination.reproduce import need_torch
+
+    need_torch()
+    import numpy as np
+    import torch
+
+    from baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
+    from eq_env.belief_coordination import engine
+    from eq_env.belief_coordination.config import BeliefCoordinationConfig
+    from eq_env.belief_coordination.reproduce import BASE, _fixed, _schedule, _tuned
+    from eq_env.core.report import markdown_table, plot_lines, write_csv
+
+    torch.set_num_threads(1)  # 2 cores: more threads only contend
+    config = BeliefCoordinationConfig(n_executors=args.n_executors, action_space="grid", sensitive=not args.null)
+    started = time.perf_counter()
+    econ, curve = train_econ(config, replace(ECONHyper(), steps=args.steps), seed=args.seed, progress=args.progress)
+    seconds = time.perf_counter() - started
+    out = args.out
+    econ.save(out)
+    write_csv(out / "curve.csv", curve, list(curve[0]) if curve else ["step"])
+    if curve:
+        steps = [c["step"] for c in curve]
+        plot_lines(out / "curve.png", [{"ylabel": "held-out reward (greedy)",
+                                        "series": [{"label": "ECON", "x": steps, "y": [c["reward"] for c in curve]}]}],
+                   xlabel="gradient step", title=f"ECON, N={config.n_executors}, seed {args.seed}")  # fmt: skip
+    batch = engine.episodes_batch(config, 10_000 + args.seed, range(args.eval_questions))
+    pool = engine.training_batch(config, np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(43,))),
+                                 1000)  # fmt: skip
+    tuned = _tuned(config, pool)
+    t_tuned, p_tuned = (float(x) for x in config.grid_point(tuned))
+    frozen = ECON.untrained(config, replace(ECONHyper(), steps=args.steps), seed=args.seed)
+    methods = {
+        "econ (trained)": econ.chooser(),
+        "econ (frozen at init)": frozen.chooser(),
+        f"fixed T={BASE[0]}, p={BASE[1]}": _fixed(*BASE),
+        f"tuned fixed T={t_tuned:.2f}, p={p_tuned:.2f}": _fixed(t_tuned, p_tuned),
+        "schedule": _schedule(config.n_executors),
+    }
+    rows = []
+    for name, choose in methods.items():
+        o = engine.play(batch, config, choose)
+        rows.append([name, f"{o.ts.mean():.3f}", f"{o.reward.mean():.4f}", f"{o.tokens.mean():.0f}",
+                     f"{o.temperatures.mean():.2f}"])  # fmt: skip
+    print(f"trained ECON ({config.n_executors} executors, {args.steps} steps) in {seconds:.0f} s; saved to {out} "
+          f"(policy econ:path={out})\n")  # fmt: skip
+    print(markdown_table(["held-out, majority vote", "accuracy", "reward", "tokens", "mean T"], rows))
+    return 0
+
+
+COMMANDS = (
+    Command(
+        "reproduce",
+        "ECON's claims against the three falsifiers, with intervals over seeds",
+        _reproduce_arguments,
+        _reproduce,
+        interrupted="finished runs are saved in --out/results.jsonl; run the same command to resume",
+    ),
+    Command(
+        "train",
+        "train ECON (belief networks + QMIX mixer) and compare it with the baselines",
+        _train_arguments,
+        _train,
+    ),
+)
