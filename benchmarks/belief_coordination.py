@@ -59,7 +59,8 @@ def main() -> None:
 
     print(f"parallel environment: {env_rate:,.0f} questions/s (3 executors, random grid actions, majority)")
     print(
-        f"batch engine: {batch_rate:,.0f} questions/s including gathering the questions ({batch_rate / env_rate:.0f}x), "
+        f"batch engine: {batch_rate:,.0f} questions/s including gathering the questions "
+        f"({batch_rate / env_rate:.0f}x), "
         f"{play_rate:,.0f} questions/s playing them ({play_rate / env_rate:.0f}x)"
     )
     print(

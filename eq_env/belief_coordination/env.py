@@ -74,8 +74,9 @@ Every observation is a Dict with `"observation"` (numbers in [0, 1]) and `"idle"
   the share of executors that gave its number, whether it gave one, and its
   temperature scaled to [0, 1]. Also `"question"` (Text: the question) and
   `"transcript"` (Text: the replies, `[executor i] T=0.70 p=1.20` and the reply,
-  each cut to its last 600 characters, after `[...] `, so the final answer stays), in printable ASCII (other characters become `?`):
-  what an LLM coordinator reads.
+  each cut to its last 600 characters, after `[...] `, so the final answer
+  stays), in printable ASCII (other characters become `?`): what an LLM
+  coordinator reads.
 
 ## Rewards
 

@@ -238,7 +238,8 @@ def _summary(out: engine.Outcome) -> dict[str, float]:
 
 def _tuned(config: BeliefCoordinationConfig, pool: engine.Batch) -> int:
     """The grid point whose fixed use scores best on ``pool`` (the training questions)."""
-    rewards = [engine.play(pool, config, _grid_chooser(config, np.full((len(pool), config.n_executors), g))).reward.mean()
+    n = config.n_executors
+    rewards = [engine.play(pool, config, _grid_chooser(config, np.full((len(pool), n), g))).reward.mean()
                for g in range(config.grid_size)]  # fmt: skip
     return int(np.argmax(rewards))
 
@@ -610,14 +611,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--questions-file", type=str, default=None,
                         help="held-out questions from a GSM8K-style JSONL file instead of generated ones")  # fmt: skip
     parser.add_argument("--answerer", choices=("simulated", "llm"), default="simulated",
-                        help="who answers: the simulated answerer (offline) or a model (--model, --base-url)")  # fmt: skip
+                        help="the simulated answerer (offline) or a model (--model, --base-url)")  # fmt: skip
     parser.add_argument("--model", default="", help="the model (with --answerer llm)")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
     parser.add_argument("--penalty", choices=("frequency", "repetition", "none"), default="frequency",
-                        help="how p reaches the model: frequency_penalty = 2(p-1), repetition_penalty = p, or not")  # fmt: skip
+                        help="p as frequency_penalty = 2(p-1), repetition_penalty = p, or not sent")  # fmt: skip
     parser.add_argument("--concurrency", type=int_in(1, 1024), default=16, help="requests in flight (LLM)")
     parser.add_argument("--equilibrium-questions", type=int_in(2, 100_000), default=20,
-                        help="questions of F2's deviation search with --answerer llm (N x grid requests each)")  # fmt: skip
+                        help="F2's questions with --answerer llm (N x grid requests each)")  # fmt: skip
     parser.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
                         help="LLM answers: replay (read: no request), record, or both (default)")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path, default=None,
