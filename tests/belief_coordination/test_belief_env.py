@@ -3,6 +3,7 @@ engine (equal episode by episode), bad input, records."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 
@@ -43,7 +44,7 @@ def test_agreement_falls_and_single_answers_get_less_accurate_as_temperature_ris
     cfg, easy, _ = easy_hard
     single = replace(cfg, n_executors=1)
     agreement = [_play(easy, cfg, t, 1.2).al.mean() for t in (0.1, 0.5, 1.0, 2.0)]
-    assert all(a > b for a, b in zip(agreement, agreement[1:], strict=False)), agreement
+    assert all(a > b for a, b in itertools.pairwise(agreement)), agreement
     per_answer = [_play(easy, single, t, 1.2).cc.mean() for t in (0.1, 1.0, 2.0)]
     assert per_answer[0] > per_answer[1] > per_answer[2], per_answer
 
