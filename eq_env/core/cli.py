@@ -708,21 +708,26 @@ def _cmd_policies(args: argparse.Namespace) -> int:
     for game in games:
         if len(games) > 1 or args.env is not None:
             print(f"# {game.name} ({game.id})")
-        for entry in available_policies(env=game):
+        entries = available_policies(env=game)
+        name_width = max([10, *(len(e.name) for e in entries)])
+        role_width = max([9, *(len(e.role) for e in entries)])
+        for entry in entries:
             params = ", ".join(f"{k} (required)" if v is REQUIRED else f"{k}={v!r}"
                                for k, v in entry.parameters().items())  # fmt: skip
-            print(f"{entry.name:<10} {entry.role:<9} {entry.summary}")
+            print(f"{entry.name:<{name_width}} {entry.role:<{role_width}} {entry.summary}")
             if params:
-                print(f"{'':<20} parameters: {params}")
+                print(f"{'':<{name_width + role_width + 1}} parameters: {params}")
     return 0
 
 
 def _cmd_envs(_: argparse.Namespace) -> int:
+    width = max(16, *(len(g.name) + 1 for g in registered_envs()))
     for game in registered_envs():
         agents_of = game.agents(game.config.from_preset())
         roles = ", ".join(f"{role} ({', '.join(agents)})" for role, agents in agents_of.items())
         commands = ", ".join(c.name for c in game.commands()) or "none"
-        print(f"{game.name:<16} {game.id}\n{'':<16} roles: {roles}; presets: {', '.join(game.config.PRESETS)}; "
+        presets = ", ".join(game.config.PRESETS)
+        print(f"{game.name:<{width}} {game.id}\n{'':<{width}} roles: {roles}; presets: {presets}; "
               f"its commands: {commands}")  # fmt: skip
     return 0
 
