@@ -7,6 +7,7 @@ and the manual's table all come from here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -59,15 +60,19 @@ class BeliefCoordinationConfig(GameConfig):
     def weights(self) -> tuple[float, float, float]:
         return (self.w_ts, self.w_al, self.w_cc)
 
-    @property
+    @functools.cached_property
     def temperatures(self) -> np.ndarray:
-        """The grid's temperatures."""
-        return np.linspace(self.temperature_min, self.temperature_max, self.grid_temperatures)
+        """The grid's temperatures (read-only)."""
+        values = np.linspace(self.temperature_min, self.temperature_max, self.grid_temperatures)
+        values.flags.writeable = False
+        return values
 
-    @property
+    @functools.cached_property
     def penalties(self) -> np.ndarray:
-        """The grid's penalties."""
-        return np.linspace(self.penalty_min, self.penalty_max, self.grid_penalties)
+        """The grid's penalties (read-only)."""
+        values = np.linspace(self.penalty_min, self.penalty_max, self.grid_penalties)
+        values.flags.writeable = False
+        return values
 
     @property
     def grid_size(self) -> int:

@@ -184,6 +184,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         self._seed: int | None = None
         self._episode = 0
         self._orders: dict[int, np.ndarray] = {}
+        self._observations = {}
         self._build_spaces()
 
     # -- spaces ------------------------------------------------------------------
@@ -265,6 +266,8 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         self.terms: dict[str, float] = {}
         self.reward = 0.0
         self.agents = list(self.possible_agents)
+        self._observations: dict[str, dict[str, Any]] = {}
+        self._question_text = ascii_text(self.question.text, QUESTION_CHARS)
         observations = {a: self.observe(a) for a in self.agents}
         return observations, {a: {} for a in self.agents}
 
@@ -332,12 +335,14 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             rewards = dict.fromkeys(self.agents, float(self.reward))
             done = True
         agents = list(self.agents)
+        self._observations = {}
         observations = {a: self.observe(a) for a in agents}
         terminations = dict.fromkeys(agents, done)
         truncations = dict.fromkeys(agents, False)
         infos: dict[str, dict[str, Any]] = {a: {} for a in agents}
         if done:
             self.agents = []
+            self._observations = {}  # (after the end every agent is idle)
         if self.render_mode == "human":
             print(self.render())
         return observations, rewards, terminations, truncations, infos
@@ -380,10 +385,16 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         return np.array([math.nan if a.value is None else float(a.value) for a in self.replies[-1]])
 
     def observe(self, agent: str) -> dict[str, Any]:
+        """``agent``'s observation: built once per step and shared (read-only: copy one before changing it)."""
+        cached = self._observations.get(agent)
+        if cached is None:
+            cached = self._observations[agent] = self._observe(agent)
+        return cached
+
+    def _observe(self, agent: str) -> dict[str, Any]:
         c, n = self.config, self.config.n_executors
         idle = int(self._idle(agent)) if self.agents else 1
-        values = self.values()
-        support = rules.support(values[None, :])[0]
+        values, support = self._support()
         if agent == COORDINATOR:
             t_last = np.array(self.temperatures[-1]) if self.temperatures else np.full(n, c.temperature_min)
             span = max(c.temperature_max - c.temperature_min, 1e-12)
@@ -400,7 +411,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
                 if not mask.any():
                     mask[:] = 1
             return {"observation": features, "action_mask": mask, "idle": idle,
-                    "question": ascii_text(self.question.text, QUESTION_CHARS),
+                    "question": self._question_text,
                     "transcript": self.transcript()}  # fmt: skip
         i = c.executors.index(agent)
         features = np.zeros(EXECUTOR_FEATURES, np.float32)
@@ -422,6 +433,13 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         else:
             obs["ranges"] = self._ranges
         return obs
+
+    def _support(self) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._observations.get("")  # (under a key no agent has: cleared with the observations)
+        if cached is None:
+            values = self.values()
+            cached = self._observations[""] = {"values": values, "support": rules.support(values[None, :])[0]}
+        return cached["values"], cached["support"]
 
     def transcript(self) -> str:
         """The executors' last replies as the coordinator reads them."""
