@@ -184,7 +184,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         self._seed: int | None = None
         self._episode = 0
         self._orders: dict[int, np.ndarray] = {}
-        self._observations = {}
+        self._observations: dict[str, dict[str, Any]] = {}
         self._build_spaces()
 
     # -- spaces ------------------------------------------------------------------
@@ -266,7 +266,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         self.terms: dict[str, float] = {}
         self.reward = 0.0
         self.agents = list(self.possible_agents)
-        self._observations: dict[str, dict[str, Any]] = {}
+        self._observations = {}
         self._question_text = ascii_text(self.question.text, QUESTION_CHARS)
         observations = {a: self.observe(a) for a in self.agents}
         return observations, {a: {} for a in self.agents}
