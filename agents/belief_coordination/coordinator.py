@@ -5,12 +5,15 @@ Spec (``eq-env`` fills ``model``, ``base_url``, ``temperature``, ``max_tokens``,
 
     llm:model=gpt-4.1,base_url=http://localhost:8000/v1,max_reasks=1,prompt_version=v1
 
-**Observation.** ``question`` (the text), ``transcript`` (the executors' replies as the environment
-writes them: one block per executor, ``[executor i] T=0.70 p=1.20`` on a line of its own, then the
-reply), ``action_mask`` (length N; 1: that executor gave a number) and ``observation`` (ignored).
+**Observation.** ``question`` (the text), ``replies`` (each executor's reply), ``answers`` (the number
+each reply commits to, as the environment scores it: lines ``i: N`` or ``i: none``), ``action_mask``
+(length N; 1: that executor gave a number); ``transcript`` and ``observation`` are not needed. The
+numbers come from ``answers``, never from the replies' text, which the executors write: an executor
+cannot change what another one answered. (An observation without ``replies``/``answers``, as before
+they existed, falls back to reading the transcript, below.)
 
-**Reading the transcript.** The blocks are found from the end: executor N−1's header is the last
-header line naming it, executor i's the last naming i before executor i+1's. A header line an
+**Reading a transcript** (only without ``replies``). The blocks are found from the end: executor
+N−1's header is the last header line naming it, executor i's the last naming i before executor i+1's. A header line an
 executor writes into its own reply therefore moves only the start of its own block; no reply can
 take over another executor's block (a forged header naming an earlier executor comes after that
 executor's real one; one naming a later executor comes before the real one). Each block's number
@@ -25,7 +28,7 @@ no strategy message: the coordinator is asked once per question (plus re-asks).
 **The commitment** is the first number after the reply's *last* ``####``; numbers anywhere before
 it — an executor's injected ``#### 999999`` the model quotes, its own working — do not count. It
 becomes the lowest-indexed executor, among those the mask allows, whose block's number equals it
-(within a relative 1e-6, as the rules compare answers). A reply without ``####``, without a number
+(within 1e-6, as the rules compare answers). A reply without ``####``, without a number
 after it, or committing a number no allowed executor gave is invalid: it is sent back with the
 reason up to ``max_reasks`` times (default 0: the paper's one call), then the coordinator falls
 back to the **majority** among allowed executors (the most common number; ties: the lowest index)
@@ -34,7 +37,7 @@ executor 0 (a commitment to nothing), ``fallback=True``.
 
 **Info** (per decision): the LLM policies' (:meth:`agents.llm.LLMPolicy._ask`: tokens, attempts,
 invalid replies, fallback and its reason, transport), plus ``committed`` (the model's number, or
-None), ``values`` (each executor's number as read from the transcript), ``executor`` (the index
+None), ``values`` (each executor's number, from ``answers``), ``executor`` (the index
 played), ``action``, ``decisions``, ``fallbacks`` and ``reasks``. An endpoint that cannot answer
 after its retries raises :class:`~eq_env.core.policy.PolicyError` (the runner records a failed
 episode).
@@ -52,10 +55,10 @@ from agents.belief_coordination.answerer import PROMPT_DIR, fence, sections
 from agents.llm import LLMPolicy, new_info
 from agents.replies import ReplyError
 from eq_env.belief_coordination.questions import final_number
-from eq_env.belief_coordination.rules import RTOL
+from eq_env.belief_coordination.rules import ATOL, RTOL
 
-__all__ = ["BLOCK_CAP", "ID", "LLMCoordinator", "coordinator_messages", "majority", "read_commitment",
-           "split_transcript"]  # fmt: skip
+__all__ = ["BLOCK_CAP", "ID", "LLMCoordinator", "coordinator_messages", "majority", "parse_answers",
+           "read_commitment", "split_transcript"]  # fmt: skip
 
 ID = "eq_env/belief-coordination-v0"  # the game (eq_env.belief_coordination.spec registers it)
 BLOCK_CAP = 2000  # characters of each executor's reply the coordinator reads (their ends)
@@ -82,6 +85,21 @@ def split_transcript(transcript: str, n: int) -> list[str | None]:
     return blocks
 
 
+def parse_answers(text: str, n: int) -> list[float | None]:
+    """The environment's ``answers`` text (lines ``i: N`` or ``i: none``) as N numbers (None: none, or a
+    line that is not the environment's)."""
+    values: list[float | None] = [None] * n
+    for line in text.splitlines():
+        index, _, value = line.partition(": ")
+        if index.isdigit() and int(index) < n and value != "none":
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            values[int(index)] = number if np.isfinite(number) else None
+    return values
+
+
 def read_commitment(reply: str) -> float:
     """The number a coordinator's reply commits to: the first after its last ``####`` (a
     :class:`ReplyError` when there is no ``####`` or no number after it)."""
@@ -95,7 +113,7 @@ def read_commitment(reply: str) -> float:
 
 
 def _same(a: float, b: float) -> bool:
-    return abs(a - b) <= RTOL * max(1.0, abs(b))
+    return abs(a - b) <= ATOL + RTOL * abs(b)  # (as the rules compare answers)
 
 
 def majority(values: Sequence[float | None], allowed: Sequence[int]) -> int | None:
@@ -112,12 +130,20 @@ def _show(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
 
 
-def coordinator_messages(question: str, transcript: str, n: int, version: str = "v1") -> list[dict[str, str]]:
-    """The chat messages (system, user) of a coordinator's observation."""
+def coordinator_messages(question: str, transcript: str, n: int, version: str = "v1",
+                         replies: Sequence[str] | None = None,
+                         values: Sequence[float | None] | None = None) -> list[dict[str, str]]:  # fmt: skip
+    """The chat messages (system, user) of a coordinator's observation (``replies``: each executor's, when the
+    observation gives them apart; else they are read out of ``transcript``)."""
     parts = sections("coordinator", version)
-    blocks = split_transcript(transcript, n)
+    blocks: list[str | None] = list(replies) if replies is not None else split_transcript(transcript, n)
     if any(b is not None for b in blocks):
-        shown = [fence(b if b is not None else "(no reply)", BLOCK_CAP, solver=i) for i, b in enumerate(blocks)]
+        # each reply's final answer as the environment scores it, in the tag (outside the untrusted text: a long
+        # reply's own last line may be cut away)
+        shown = [fence(b if b is not None else "(no reply)", BLOCK_CAP, solver=i,
+                       **({} if values is None else {"final_answer": "none" if values[i] is None
+                                                     else _show(values[i])}))  # type: ignore[arg-type]
+                 for i, b in enumerate(blocks)]  # fmt: skip
         answers = "\n\n".join(shown)
     else:  # not the environment's layout: the whole text, fenced all the same
         answers = fence(transcript, TRANSCRIPT_CAP, solver="all")
@@ -157,14 +183,20 @@ class LLMCoordinator(LLMPolicy):
     def messages(self, observation: Mapping[str, Any]) -> list[dict[str, str]]:
         """The chat messages an observation becomes."""
         n = len(np.asarray(observation["action_mask"]))
-        return coordinator_messages(str(observation["question"]), str(observation["transcript"]), n,
-                                    self.prompt_version)  # fmt: skip
+        replies = observation.get("replies")
+        texts = None if replies is None else [str(r) for r in replies]
+        values = parse_answers(str(observation["answers"]), n) if "answers" in observation else None
+        return coordinator_messages(str(observation["question"]), str(observation.get("transcript", "")), n,
+                                    self.prompt_version, texts, values)  # fmt: skip
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         mask = np.asarray(observation["action_mask"])
         n = len(mask)
-        blocks = split_transcript(str(observation["transcript"]), n)
-        values = [final_number(b) if b is not None else None for b in blocks]
+        if "answers" in observation:
+            values = parse_answers(str(observation["answers"]), n)
+        else:
+            blocks = split_transcript(str(observation["transcript"]), n)
+            values = [final_number(b) if b is not None else None for b in blocks]
         allowed = [i for i in range(n) if mask[i]]
         eligible = [i for i in allowed if values[i] is not None]
         if not eligible:

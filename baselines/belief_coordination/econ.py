@@ -289,6 +289,9 @@ class ECON(BasePolicy):
         for agent in agents:
             self._check_space(agent, observations[agent])
         features = np.stack([np.asarray(observations[a]["observation"], dtype=np.float32) for a in agents])
+        if features[:, 1:].any():  # round > 0, or a previous reply: a debate
+            raise PolicySetupError("ECON answers once per question (rounds=1, the paper's setting); this game has "
+                                   "debate rounds")  # fmt: skip
         chosen = self.act_batch(features[None])[0]
         actions: dict[str, Any] = {}
         for agent, index in zip(agents, chosen, strict=True):
@@ -341,7 +344,7 @@ class ECON(BasePolicy):
                 raise ValueError(f"{file}: missing; {path} does not hold a saved ECON")
         try:
             meta = json.loads(meta_path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise ValueError(f"{meta_path}: not valid JSON ({_one_line(e)})") from None
         config, hyper, seed, training = _read_metadata(meta_path, meta)
         try:

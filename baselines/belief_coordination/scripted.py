@@ -110,9 +110,7 @@ class MajorityCoordinator(BasePolicy):
 
     def act(self, observation: Mapping[str, Any]) -> int:
         features = np.asarray(observation["observation"])
-        mask = np.asarray(observation["action_mask"])
-        support = features[1::3] * mask
-        return int(np.argmax(support))
+        return int(np.argmax(features[1::3]))  # (an executor with no number has no support)
 
 
 class FirstCoordinator(BasePolicy):
@@ -125,9 +123,10 @@ class FirstCoordinator(BasePolicy):
 
 
 class RandomCoordinator(BasePolicy):
-    """Commits a random executor's answer among those that gave a number."""
+    """Commits a random executor's answer among those that gave a number (any, if none did)."""
 
     role: ClassVar[str] = "coordinator"
 
     def act(self, observation: Mapping[str, Any]) -> int:
-        return int(self.rng.choice(np.flatnonzero(np.asarray(observation["action_mask"]))))
+        numbered = np.flatnonzero(np.asarray(observation["observation"])[2::3])
+        return int(self.rng.choice(numbered if len(numbered) else np.arange(len(observation["action_mask"]))))

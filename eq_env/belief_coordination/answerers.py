@@ -167,7 +167,7 @@ class SimulationParams:
     def __post_init__(self) -> None:
         checks = {
             "correct_paths": self.correct_paths >= 1,
-            "noise_answers": self.noise_answers >= 0,
+            "noise_answers": 0 <= self.noise_answers <= 64,
             "trap_noise": self.trap_noise >= 0,
             "loop_rate": 0 <= self.loop_rate <= 1,
             "loop_decay": self.loop_decay >= 0,
@@ -210,7 +210,16 @@ def question_traits(question: Question, params: SimulationParams) -> QuestionTra
     gold = float(question.answer)
     values = [gold]
     scale = max(1.0, abs(gold))
+    tries = 0
     while len(values) < 2 + params.noise_answers:
+        tries += 1
+        if tries > 1000:  # (a small answer has few plausible slips: fill with distinct ones, never loop forever)
+            step = 1.0
+            while len(values) < 2 + params.noise_answers:
+                if all(abs(gold + step - v) > 1e-9 * max(1.0, abs(v)) for v in values):
+                    values.append(gold + step)
+                step += 1.0
+            break
         # plausible slips: small additive errors or a wrong factor, never the answer itself
         kind = rng.integers(3)
         if kind == 0:
@@ -315,14 +324,16 @@ class SimulatedAnswerer:
 
     def __init__(self, params: SimulationParams | None = None) -> None:
         self.params = params or SimulationParams()
-        self._traits: dict[str, QuestionTraits] = {}
+        self._traits: dict[tuple[str, float, float], QuestionTraits] = {}
 
     def traits(self, question: Question) -> QuestionTraits:
-        cached = self._traits.get(question.qid)
-        if cached is None or len(self._traits) > 100_000:
+        # by content, not qid: two questions may share a qid (generated ones at two difficulties)
+        key = (question.text, float(question.answer), float(question.difficulty))
+        cached = self._traits.get(key)
+        if cached is None:
             if len(self._traits) > 100_000:
                 self._traits.clear()
-            cached = self._traits[question.qid] = question_traits(question, self.params)
+            cached = self._traits[key] = question_traits(question, self.params)
         return cached
 
     def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:

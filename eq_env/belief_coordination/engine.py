@@ -151,6 +151,8 @@ class Outcome:
     completion_tokens: np.ndarray  # (B,)
     temperatures: np.ndarray  # (B, R, N)
     penalties: np.ndarray  # (B, R, N)
+    failed: np.ndarray | None = None  # (B,) requests the answerer could not answer (an LLM's, after retries)
+    estimated: np.ndarray | None = None  # (B,) answers whose tokens were estimated (no usage reported)
 
     @property
     def tokens(self) -> np.ndarray:

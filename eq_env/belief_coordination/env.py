@@ -58,9 +58,9 @@ terminated with the shared reward (0 on earlier steps).
   while answering, only 0 while idle) and the `"grid"` itself (G × 2: the (T, p)
   of each index), so a policy can pick the index of the (T, p) it wants.
 * **coordinator**: `Discrete(N)`, the executor whose answer is committed. Its
-  `"action_mask"` marks the executors that gave a number (all, if none did; only
-  0 while idle). Committing an answer that is no number is allowed and scores
-  TS = AL = 0.
+  `"action_mask"` is all ones (only 0 while idle): committing an answer that is
+  no number is allowed and scores TS = AL = 0; who gave a number is in its
+  features and its `"answers"`.
 
 ## Observations
 
@@ -75,8 +75,12 @@ Every observation is a Dict with `"observation"` (numbers in [0, 1]) and `"idle"
   temperature scaled to [0, 1]. Also `"question"` (Text: the question) and
   `"transcript"` (Text: the replies, `[executor i] T=0.70 p=1.20` and the reply,
   each cut to its last 600 characters, after `[...] `, so the final answer
-  stays), in printable ASCII (other characters become `?`): what an LLM
-  coordinator reads.
+  stays), `"replies"` (a Tuple of N Texts: the same replies, one each) and
+  `"answers"` (Text: a line `i: N` per executor, the number the environment
+  scores, `i: none` for none), in printable ASCII (other characters become
+  `?`): what an LLM coordinator reads. A coordinator should map its commitment
+  to an executor with `"answers"`, never by reading numbers out of the
+  replies, which the executors write.
 
 ## Rewards
 
@@ -133,6 +137,7 @@ CHARSET = "".join(sorted(set(string.printable) - set("\t\r\x0b\x0c")))  # printa
 _ALLOWED = frozenset(CHARSET)
 QUESTION_CHARS = 4000
 REPLY_CHARS = 600
+ANSWER_CHARS = 32  # a line "i: <number>" of the "answers" text
 EXECUTOR_FEATURES = 5
 
 
@@ -215,6 +220,8 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             "idle": idle,
             "question": spaces.Text(QUESTION_CHARS, min_length=0, charset=CHARSET),
             "transcript": spaces.Text(n * (REPLY_CHARS + 40), min_length=0, charset=CHARSET),
+            "replies": spaces.Tuple([spaces.Text(REPLY_CHARS, min_length=0, charset=CHARSET)] * n),
+            "answers": spaces.Text(n * ANSWER_CHARS, min_length=0, charset=CHARSET),
         })  # fmt: skip
         executor_space = spaces.Dict(executor_obs)
         self._observation_spaces = {a: executor_space for a in self.config.executors}
@@ -280,18 +287,14 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         """(T, p) of an executor's action, or a ValueError naming the agent and what was expected."""
         c = self.config
         if c.action_space == "grid":
-            if (
-                isinstance(action, (bool, np.bool_))
-                or not isinstance(action, (int, np.integer))
-                or not (0 <= action < c.grid_size)
-            ):
+            index = _index(action, c.grid_size)
+            if index is None:
                 raise ValueError(f"{agent}: action must be a grid index in [0, {c.grid_size}), got {action!r}")
-            grid_t, grid_p = c.grid_point(int(action))
+            grid_t, grid_p = c.grid_point(index)
             return float(grid_t), float(grid_p)
-        try:
-            values = np.asarray(action, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            values = np.array([])
+        raw = np.asarray(action) if isinstance(action, (np.ndarray, list, tuple)) else np.array([])
+        real = raw.dtype.kind in "iuf"  # (not bool, complex, text or objects)
+        values = raw.astype(float) if real else np.array([])
         if values.shape != (2,) or not np.isfinite(values).all() or not ((values >= 0) & (values <= 1)).all():
             raise ValueError(f"{agent}: action must be two numbers in [0, 1] (where T and p lie in their ranges), "
                              f"got {action!r}")  # fmt: skip
@@ -309,7 +312,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             return
         if agent == COORDINATOR:
             n = self.config.n_executors
-            if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < n:
+            if _index(action, n) is None:
                 raise ValueError(f"{agent}: action must be an executor's index in [0, {n}), got {action!r}")
         else:
             self.executor_parameters(agent, action)
@@ -320,6 +323,10 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
             raise ValueError("the episode is over (or not started); call reset()")
+        unknown = sorted(set(actions) - set(self.agents))
+        if unknown:
+            raise ValueError(f"actions for agents not in this game: {', '.join(map(str, unknown))}; agents: "
+                             f"{', '.join(self.agents)}")  # fmt: skip
         acting = [a for a in self.agents if not self._idle(a)]
         missing = [a for a in acting if actions.get(a) is None]
         if missing:
@@ -331,7 +338,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             rewards = dict.fromkeys(self.agents, 0.0)
             done = False
         else:
-            self._commit(int(actions[COORDINATOR]))
+            self._commit(int(_index(actions[COORDINATOR], self.config.n_executors)))  # type: ignore[arg-type]
             rewards = dict.fromkeys(self.agents, float(self.reward))
             done = True
         agents = list(self.agents)
@@ -406,13 +413,12 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             mask = np.zeros(n, np.int8)
             if idle:
                 mask[0] = 1
-            else:
-                mask[:] = ~np.isnan(values)
-                if not mask.any():
-                    mask[:] = 1
+            else:  # any commitment is legal (one to no number scores 0); who gave a number is in the features
+                mask[:] = 1
             return {"observation": features, "action_mask": mask, "idle": idle,
                     "question": self._question_text,
-                    "transcript": self.transcript()}  # fmt: skip
+                    "transcript": self.transcript(), "replies": self._replies(),
+                    "answers": self.answers_text()}  # fmt: skip
         i = c.executors.index(agent)
         features = np.zeros(EXECUTOR_FEATURES, np.float32)
         features[0] = self.question.difficulty
@@ -441,17 +447,35 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             cached = self._observations[""] = {"values": values, "support": rules.support(values[None, :])[0]}
         return cached["values"], cached["support"]
 
-    def transcript(self) -> str:
-        """The executors' last replies as the coordinator reads them."""
+    def _replies(self) -> tuple[str, ...]:
+        """Each executor's last reply as the coordinator sees it: its last 600 characters, in the charset."""
         if not self.replies:
-            return ""
-        blocks = []
-        for i, a in enumerate(self.replies[-1]):
-            t, p = self.temperatures[-1][i], self.penalties[-1][i]
+            return ("",) * self.config.n_executors
+        out = []
+        for a in self.replies[-1]:
             body = "(no reply: the answerer failed)" if a.failed else a.text
             if len(body) > REPLY_CHARS:  # keep the end: a reply's final answer is its last line
                 body = "[...] " + body[-(REPLY_CHARS - 6) :]
-            blocks.append(f"[executor {i}] T={t:.2f} p={p:.2f}\n{ascii_text(body, REPLY_CHARS)}\n")
+            out.append(ascii_text(body, REPLY_CHARS))
+        return tuple(out)
+
+    def answers_text(self) -> str:
+        """The number each executor's last reply commits to, as the environment scores it: lines ``i: N``
+        (``i: none`` for no number), N exact (``repr``). What a coordinator should map a commitment with,
+        rather than reading numbers out of the replies, which an executor writes."""
+        if not self.replies:
+            return ""
+        return "".join(f"{i}: {'none' if a.value is None else _exact(a.value)}\n"
+                       for i, a in enumerate(self.replies[-1]))  # fmt: skip
+
+    def transcript(self) -> str:
+        """The executors' last replies as one text, a header line before each."""
+        if not self.replies:
+            return ""
+        blocks = []
+        for i, body in enumerate(self._replies()):
+            t, p = self.temperatures[-1][i], self.penalties[-1][i]
+            blocks.append(f"[executor {i}] T={t:.2f} p={p:.2f}\n{body}\n")
         return "".join(blocks)
 
     def state(self) -> np.ndarray:
@@ -481,6 +505,21 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
 
     def close(self) -> None:
         pass
+
+
+def _index(action: Any, n: int) -> int | None:
+    """``action`` as an index in [0, n) — an int, a numpy integer or a 0-d integer array, as a Discrete space
+    takes them — or None."""
+    if isinstance(action, np.ndarray) and action.ndim == 0 and action.dtype.kind in "iu":
+        action = action.item()
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < n:
+        return None
+    return int(action)
+
+
+def _exact(value: float) -> str:
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
 class raw_env(parallel_to_aec_wrapper):  # type: ignore[misc]  # noqa: N801 - PettingZoo's name

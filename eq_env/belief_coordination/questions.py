@@ -274,18 +274,33 @@ def _boxed(text: str) -> str | None:
 
 
 def final_number(text: str) -> float | None:
-    """The answer a reply commits to: the first number after the last ``####``, else the first number in the
-    last ``\\boxed{...}``, else the last number in the text; ``None`` when there is none (or it is absurd)."""
+    """The answer a reply commits to: the first number on the line of the last ``####`` (None when that line
+    has none: the reply's own final line decides, whatever numbers came before it), else the number in the
+    last ``\\boxed{...}`` when it holds exactly one, else the last number in the text; ``None`` when there is
+    none, or it is absurd or only part of a number (``1.5e3``, ``3/4``: read whole or not at all)."""
     marker = text.rfind("####")
-    if marker >= 0 and (m := _IN_TEXT.search(text, marker + 4)) is not None:
-        return _number(m["s1"], m["num"])
+    if marker >= 0:
+        end = text.find("\n", marker)
+        line = text[marker + 4 : end if end >= 0 else len(text)]
+        m = _IN_TEXT.search(line)
+        return None if m is None else _whole(line, m)
     inside = _boxed(text)
-    if inside is not None and (m := _IN_TEXT.search(inside)) is not None:
-        return _number(m["s1"], m["num"])
+    if inside is not None and (found := list(_IN_TEXT.finditer(inside))):
+        # one number in the box (\text{12 dollars}), or no answer we can read (\frac{1}{2}, 3/4)
+        return _whole(inside, found[0]) if len(found) == 1 else None
     last = None
     for last in _IN_TEXT.finditer(text):  # noqa: B007 - only the last match is wanted
         pass
-    return None if last is None else _number(last["s1"], last["num"])
+    return None if last is None else _whole(text, last)
+
+
+def _whole(text: str, m: re.Match[str]) -> float | None:
+    """The number ``m`` found, unless it is only the start of one (an exponent or a fraction follows)."""
+    after = text[m.end() : m.end() + 2]
+    follows = after[:1]
+    if (follows in ("e", "E", "/") and after[1:2].isdigit()) or (follows in ("e", "E") and after[1:2] in ("+", "-")):
+        return None
+    return _number(m["s1"], m["num"])
 
 
 # -- question files ----------------------------------------------------------------------------------------
@@ -302,6 +317,12 @@ def _question(obj: object, where: str, qid: str) -> Question:
     if not isinstance(text, str) or not text.strip():
         got = "nothing" if "question" not in obj else _show(text)
         raise ValueError(f'{where}: "question" must be a non-empty string, got {got}')
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f'{where}: "question" holds characters no UTF-8 text can (a lone surrogate such as "\\ud83d")'
+        ) from None
     if "answer" not in obj:
         raise ValueError(f'{where}: missing "answer" (a string ending with a line "#### N", or a number)')
     raw = obj["answer"]
@@ -314,7 +335,8 @@ def _question(obj: object, where: str, qid: str) -> Question:
         if answer is None or not math.isfinite(answer):
             raise ValueError(f'{where}: "answer" must be a finite number, got {_show(raw)}')
     elif isinstance(raw, str):
-        solution = raw.strip().splitlines() or [""]
+        # GSM8K's solution lines are "\n"-separated (str.splitlines would also split on U+2028, \x0b...)
+        solution = [line.rstrip("\r") for line in raw.strip().split("\n")] or [""]
         last = solution[-1].strip()
         answer = parse_number(last[4:]) if last.startswith("####") else None
         if answer is None:

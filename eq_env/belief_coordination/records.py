@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
+from eq_env.belief_coordination import rules
 from eq_env.core.records import checked_fields
 
 __all__ = ["METRICS", "EpisodeRecord", "compute_metrics", "record_episode"]
@@ -154,8 +157,10 @@ def compute_metrics(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     records = list(records)
 
     def unanimous(r: EpisodeRecord) -> bool:
-        return r.values[0] is not None and all(v is not None and abs(v - r.values[0]) <= 1e-6 * max(1.0, abs(v))
-                                               for v in r.values)  # fmt: skip
+        first = r.values[0]
+        if first is None or any(v is None for v in r.values):
+            return False
+        return bool(rules.equal(np.array(r.values, dtype=float), np.full(len(r.values), first)).all())
 
     return {
         "accuracy": _mean([r.ts for r in records]),

@@ -60,7 +60,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from eq_env.belief_coordination import engine, rules
-from eq_env.belief_coordination.answerers import Answer, AnswerRequest, answer_draws
+from eq_env.belief_coordination.answerers import MAX_EXECUTORS, Answer, AnswerRequest, answer_draws
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question
 from eq_env.core.experiments import ResultsStore, _die_with_parent, t_quantile_975
@@ -121,9 +121,25 @@ def _config(n: int, instrument: str) -> BeliefCoordinationConfig:
 
 
 def run_key(instrument: str, n: int, seed: int, opts: Options) -> str:
-    answerer = opts.answerer if opts.answerer == "simulated" else f"llm:{opts.model}"
-    source = "generated" if not opts.questions_file else Path(opts.questions_file).name
+    """What determines a run's results (an LLM run's endpoint with its credentials masked)."""
+    answerer = "simulated"
+    if opts.answerer != "simulated":
+        from agents.client import resolve_base_url
+        from eq_env.core.redact import public_url
+
+        endpoint = public_url(resolve_base_url(opts.base_url))
+        answerer = f"llm:{opts.model}@{endpoint}/penalty={opts.penalty}/f2q{opts.equilibrium_questions}"
+    source = "generated" if not opts.questions_file else _file_id(opts.questions_file)
     return f"{instrument}/n{n}/seed{seed}/q{opts.questions}/steps{opts.train_steps}/{answerer}/{source}"
+
+
+def _file_id(path: str) -> str:
+    """A questions file as a run key names it: its name and its content's digest (another file of the same
+    name, or the file edited, is another experiment)."""
+    import hashlib
+
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    return f"{Path(path).name}@{digest}"
 
 
 # ---------------------------------------------------------------------------
@@ -142,7 +158,9 @@ def _random(config: BeliefCoordinationConfig, seed: int) -> engine.Chooser:
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(41,)))
 
     def choose(r: int, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return config.grid_point(rng.integers(0, config.grid_size, f.shape[:2]))
+        # drawn for every possible executor, so that executor j's choices do not depend on N
+        index = rng.integers(0, config.grid_size, (f.shape[0], MAX_EXECUTORS))[:, : f.shape[1]]
+        return config.grid_point(index)
 
     return choose
 
@@ -189,6 +207,8 @@ def play_with(questions: Sequence[Question], episodes: Sequence[int], seed: int,
     replies: list[list[Answer]] = []
     prompt = np.zeros(b, np.int64)
     completion = np.zeros(b, np.int64)
+    failed = np.zeros(b, np.int64)
+    estimated = np.zeros(b, np.int64)
     temps = np.zeros((b, rounds, n))
     pens = np.zeros((b, rounds, n))
     for r in range(rounds):
@@ -211,13 +231,17 @@ def play_with(questions: Sequence[Question], episodes: Sequence[int], seed: int,
         values = np.array([[math.nan if a.value is None else float(a.value) for a in row] for row in replies])
         prompt += np.array([sum(a.prompt_tokens for a in row) for row in replies], dtype=np.int64)
         completion += np.array([sum(a.completion_tokens for a in row) for row in replies], dtype=np.int64)
+        failed += np.array([sum(a.failed for a in row) for row in replies], dtype=np.int64)
+        estimated += np.array([sum(bool(a.info.get("usage_estimated")) for a in row) for row in replies],
+                              dtype=np.int64)  # fmt: skip
     assert values is not None
     committed = rules.majority(values) if coordinator == "majority" else np.zeros(b, np.int64)
     gold = np.array([float(q.answer) for q in questions])
     terms = rules.reward_terms(values, committed, gold)
     index = np.where(np.isnan(values), -1, 0)
     return engine.Outcome(index, values, committed, terms["ts"], terms["al"], terms["cc"],
-                          rules.reward(terms, config.weights), prompt, completion, temps, pens)  # fmt: skip
+                          rules.reward(terms, config.weights), prompt, completion, temps, pens, failed,
+                          estimated)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -233,6 +257,10 @@ def _summary(out: engine.Outcome) -> dict[str, float]:
         "temperature": float(out.temperatures.mean()),
         "penalty": float(out.penalties.mean()),
         "no_answer": float(np.isnan(out.values).mean()),
+        # requests that failed after the retries (counted in no_answer too), and answers whose tokens were
+        # estimated because the endpoint reported no usage: per question
+        "failed_requests": float(out.failed.mean()) if out.failed is not None else 0.0,
+        "estimated_tokens": float(out.estimated.mean()) if out.estimated is not None else 0.0,
     }
 
 
@@ -246,24 +274,26 @@ def _tuned(config: BeliefCoordinationConfig, pool: engine.Batch) -> int:
 
 def equilibrium_gaps(config: BeliefCoordinationConfig, actions: np.ndarray, difficulty: np.ndarray,
                      play_actions: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:  # fmt: skip
-    """F2: each executor's best unilateral deviation and its gain.
+    """F2: each executor's best unilateral deviation over the (T, p) grid, and its gain.
 
-    ``actions`` (B, N): the profile's grid indices; ``play_actions(actions) -> reward (B,)`` plays a profile
-    on the held-out questions (common random numbers). The deviation is a grid point per difficulty value
-    (what an executor observes in round 1), chosen on the even-indexed questions; its gain is measured on the
-    odd-indexed ones (``gain``) and, for reference, in-sample on all (``gain_in_sample``, biased upwards by
-    the choice).
+    ``actions`` (B, N): the profile's grid indices; ``play_actions(profiles) -> reward (M·B,)`` plays M
+    profiles stacked (M·B, N), each on the same held-out questions (common random numbers). The deviation is
+    a grid point per difficulty value (what an executor observes in round 1), chosen on the even-indexed
+    questions; its gain is measured on the odd-indexed ones (``gain``) and, for reference, in-sample on all
+    (``gain_in_sample``, biased upwards by the choice). At a difficulty no even-indexed question has, there is
+    nothing to choose with: the executor keeps its own choice there (gain 0).
     """
     b, n = actions.shape
-    base = play_actions(actions)
+    g_count = config.grid_size
+    # every deviation at once (one batch: an LLM answerer has them all in flight together)
+    profiles = np.repeat(actions[None], 1 + n * g_count, axis=0)
+    for i in range(n):
+        profiles[1 + i * g_count : 1 + (i + 1) * g_count, :, i] = np.arange(g_count)[:, None]
+    rewards = play_actions(profiles.reshape(-1, n)).reshape(1 + n * g_count, b)
+    base = rewards[0]
+    per_g = rewards[1:].reshape(n, g_count, b)
     tune, test = np.arange(b) % 2 == 0, np.arange(b) % 2 == 1
     levels = np.unique(difficulty)
-    per_g = np.empty((n, config.grid_size, b))
-    for i in range(n):
-        for g in range(config.grid_size):
-            deviated = actions.copy()
-            deviated[:, i] = g
-            per_g[i, g] = play_actions(deviated)
     gains, in_sample, best = [], [], []
     for i in range(n):
         out_gain = np.zeros(b)
@@ -271,8 +301,9 @@ def equilibrium_gaps(config: BeliefCoordinationConfig, actions: np.ndarray, diff
         choice = {}
         for level in levels:
             at = difficulty == level
-            g_tune = int(np.argmax([per_g[i, g, at & tune].mean() if (at & tune).any() else -np.inf
-                                    for g in range(config.grid_size)]))  # fmt: skip
+            if not (at & tune).any():  # nothing to choose a deviation on: the executor keeps its choice (gain 0)
+                continue
+            g_tune = int(np.argmax([per_g[i, g, at & tune].mean() for g in range(config.grid_size)]))
             g_all = int(np.argmax([per_g[i, g, at].mean() for g in range(config.grid_size)]))
             out_gain[at] = per_g[i, g_tune, at] - base[at]
             all_gain[at] = per_g[i, g_all, at] - base[at]
@@ -330,15 +361,24 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
     }
     features = engine.executor_features(batch, config, 0, None)
     actions = econ.act_batch(features)
+
+    def stacked(sub: engine.Batch, eps: Sequence[int]) -> Callable[[np.ndarray], np.ndarray]:
+        def play_profiles(profiles: np.ndarray) -> np.ndarray:
+            m = len(profiles) // len(sub)
+            tiled = sub.subset(np.tile(np.arange(len(sub)), m))
+            if answerer is None:
+                return engine.play(tiled, config, _grid_chooser(config, profiles)).reward
+            return play_with(tiled.questions, list(eps) * m, seed, config, _grid_chooser(config, profiles),
+                             answerer).reward  # fmt: skip
+
+        return play_profiles
+
     if answerer is None:
-        f2 = equilibrium_gaps(config, actions, batch.difficulty,
-                              lambda a: engine.play(batch, config, _grid_chooser(config, a)).reward)  # fmt: skip
+        f2 = equilibrium_gaps(config, actions, batch.difficulty, stacked(batch, episodes))
     else:
         k = min(opts.equilibrium_questions, len(batch))
         sub = batch.subset(np.arange(k))
-        f2 = equilibrium_gaps(config, actions[:k], sub.difficulty,
-                              lambda a: play_with(sub.questions, episodes[:k], seed, config, _grid_chooser(config, a),
-                                                  answerer).reward)  # fmt: skip
+        f2 = equilibrium_gaps(config, actions[:k], sub.difficulty, stacked(sub, episodes[:k]))
     t_grid, p_grid = config.grid_point(actions)
     easy, hard = batch.difficulty <= 0.25, batch.difficulty >= 0.75
     return {
@@ -354,8 +394,8 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
             "train_seconds": round(train_seconds, 3),
             "curve": curve,
             "tuned_grid_point": [float(x) for x in config.grid_point(tuned)],
-            "temperature_easy": float(t_grid[easy].mean()) if easy.any() else math.nan,
-            "temperature_hard": float(t_grid[hard].mean()) if hard.any() else math.nan,
+            "temperature_easy": float(t_grid[easy].mean()) if easy.any() else None,  # (JSON has no NaN)
+            "temperature_hard": float(t_grid[hard].mean()) if hard.any() else None,
             "penalty_mean": float(p_grid.mean()),
         },
     }
@@ -432,13 +472,13 @@ def falsifier_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def _verdict(mean: float, half: float) -> str:
+def _verdict(mean: float, half: float, words: tuple[str, str] = ("higher", "lower")) -> str:
     if math.isnan(half):
         return "one seed: no interval"
     if mean - half > 0:
-        return "higher (the interval excludes 0)"
+        return f"{words[0]} (the interval excludes 0)"
     if mean + half < 0:
-        return "lower (the interval excludes 0)"
+        return f"{words[1]} (the interval excludes 0)"
     return "no difference we can detect (the interval contains 0)"
 
 
@@ -464,7 +504,7 @@ def summary(records: Sequence[Mapping[str, Any]], opts: Options) -> str:
     lines.append(f"| +11.2% over multi-LLM methods | {_fmt(*c2, 1, 100)} points (ECON − {multi}, the best of "
                  f"fixed-T majority, schedule majority and 3-round debate) | {_verdict(*c2)} |")  # fmt: skip
     lines.append(f"| 21.4% fewer tokens than a three-round debate | {_fmt(*c3, 1, 100)}% fewer | "
-                 f"{'fewer' if c3[0] > 0 else 'not fewer'} |")  # fmt: skip
+                 f"{_verdict(*c3, ('fewer', 'more'))} |")  # fmt: skip
     if 9 in sizes:
         nine = _runs(records, "sensitive", 9)
         c4 = paired(nine, _metric("econ", acc), _metric("single", acc))
@@ -482,8 +522,9 @@ def summary(records: Sequence[Mapping[str, Any]], opts: Options) -> str:
     lines.append(f"* **F1** (trained vs the same networks frozen at random initialisation): {_fmt(*f1, 1, 100)} "
                  f"points of accuracy — {_verdict(*f1)}.")  # fmt: skip
     lines.append(f"* **F2** (equilibrium, checked directly): the best unilateral change of one executor's own "
-                 f"(T, p) gains at most {_fmt(*eps, 4)} reward out of sample (largest over executors; mean "
-                 f"{np.mean(gains):.4f}); the learned profile is an ε-equilibrium only for ε above that.")  # fmt: skip
+                 f"(T, p) — a point of the (T, p) grid per difficulty — gains at most {_fmt(*eps, 4)} reward out "
+                 f"of sample (largest over executors; mean {np.mean(gains):.4f}); over the grid the learned profile "
+                 "is an ε-equilibrium only for ε above that (deviations off the grid may gain more).")  # fmt: skip
     lines.append(f"* **F3** (vs majority vote over a fixed temperature schedule, same coordinator): "
                  f"{_fmt(*f3, 1, 100)} points — {_verdict(*f3)}.")  # fmt: skip
     lines.append(f"* Against the best fixed (T, p) tuned on the training questions: {_fmt(*tuned, 4)} reward — "
@@ -523,10 +564,11 @@ def write_outputs(records: Sequence[Mapping[str, Any]], out: Path, opts: Options
     )  # fmt: skip
     (out / "falsifiers.md").write_text(falsifiers + "\n")
     (out / "summary.md").write_text(summary(records, opts))
-    _figure(rows, out / "belief_coordination.png")
+    who = "simulated answerer" if opts.answerer == "simulated" else f"model {opts.model}"
+    _figure(rows, out / "belief_coordination.png", who)
 
 
-def _figure(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+def _figure(rows: Sequence[Mapping[str, Any]], path: Path, who: str) -> None:
     sensitive = [r for r in rows if r["instrument"] == "sensitive"]
     sizes = sorted({r["n"] for r in sensitive})
     panels = []
@@ -543,7 +585,7 @@ def _figure(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
                 }
             )
         panels.append({"ylabel": label, "series": series})
-    plot_lines(path, panels, xlabel="executors N", title="Belief coordination (simulated answerer): methods vs N")
+    plot_lines(path, panels, xlabel="executors N", title=f"Belief coordination ({who}): methods vs N")
 
 
 # ---------------------------------------------------------------------------
@@ -561,7 +603,7 @@ def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict
     """Every run not yet in ``out/results.jsonl``, in parallel, each written when it finishes; every record."""
     store = ResultsStore(out / "results.jsonl")
     with store.exclusive():
-        done = store.load()
+        done = {r["key"]: r for r in store.records(check_record)}
         todo = [r for r in plan(opts) if run_key(*r, opts) not in done]
         bar = tqdm(total=len(plan(opts)), initial=len(plan(opts)) - len(todo), unit="run",
                    desc="belief coordination", disable=None if progress is None else not progress)  # fmt: skip
@@ -581,8 +623,36 @@ def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict
                 for r in todo:
                     store.append(run_one(*r, opts))
                     bar.update()
-        done = store.load()
+        done = {r["key"]: r for r in store.records(check_record)}
     return [done[run_key(*r, opts)] for r in plan(opts)]
+
+
+def check_record(record: Mapping[str, Any]) -> None:
+    """A ValueError saying what a results line lacks (the store names the file and line)."""
+    problems = []
+    if record.get("instrument") not in ("sensitive", "null"):
+        problems.append("'instrument' must be sensitive or null")
+    for field_ in ("n", "seed", "questions"):
+        if isinstance(record.get(field_), bool) or not isinstance(record.get(field_), int):
+            problems.append(f"{field_!r} must be an integer")
+    methods = record.get("methods")
+    if not isinstance(methods, dict) or any(
+        not isinstance(methods.get(m), dict)
+        or any(isinstance(methods[m].get(k), bool) or not isinstance(methods[m].get(k), (int, float))
+               for k in METRIC_NAMES)
+        for m in METHODS
+    ):  # fmt: skip
+        problems.append(f"'methods' must give {', '.join(METRIC_NAMES)} for each of {', '.join(METHODS)}")
+    f2 = record.get("f2")
+    if (
+        not isinstance(f2, dict)
+        or not isinstance(f2.get("epsilon"), (int, float))
+        or not isinstance(f2.get("gain"), list)
+    ):
+        problems.append("'f2' must give epsilon and gain")
+    if problems:
+        raise ValueError(f"not a belief-coordination run record: {'; '.join(problems)}; remove that line to run it "
+                         "again")  # fmt: skip
 
 
 async def _check(answerer: Any) -> None:
@@ -593,7 +663,7 @@ async def _check(answerer: Any) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from eq_env.core.cli import int_in, list_of, out_dir
+    from eq_env.core.cli import int_in, list_of, out_dir, positive_float
     from eq_env.core.spec import registered_envs
 
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
@@ -616,7 +686,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
     parser.add_argument("--penalty", choices=("frequency", "repetition", "none"), default="frequency",
                         help="p as frequency_penalty = 2(p-1), repetition_penalty = p, or not sent")  # fmt: skip
-    parser.add_argument("--concurrency", type=int_in(1, 1024), default=16, help="requests in flight (LLM)")
+    parser.add_argument("--concurrency", type=int_in(1, 1024), default=16,
+                        help="requests in flight (LLM; runs then go one at a time, whatever --jobs says)")  # fmt: skip
+    parser.add_argument("--max-retries", type=int_in(0, 100), default=5,
+                        help="retries after a 429, 5xx, timeout or dropped connection (default 5)")  # fmt: skip
+    parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per request (default 60)")
     parser.add_argument("--equilibrium-questions", type=int_in(2, 100_000), default=20,
                         help="F2's questions with --answerer llm (N x grid requests each)")  # fmt: skip
     parser.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
@@ -657,15 +731,23 @@ def run(args: argparse.Namespace) -> int:
     need_torch()
     opts = options_from_args(args)
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     if opts.answerer == "llm":
         from agents.client import configure
 
-        configure(cache=args.cache, cache_dir=args.cache_dir or out / "llm_cache")
+        configure(cache=args.cache, cache_dir=args.cache_dir or out / "llm_cache", max_retries=args.max_retries,
+                  timeout=args.timeout)  # fmt: skip
         answerer = _answerer(opts, _config(opts.executors[0], "sensitive"))
         asyncio.run(_check(answerer))  # an unreachable endpoint fails now, not after the training
+    out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    records = run_all(opts, out, progress=args.progress)
+    try:
+        records = run_all(opts, out, progress=args.progress)
+    except RuntimeError as err:  # an answer a replay does not hold (LLMUnavailableError): one line
+        from agents.client import LLMUnavailableError
+
+        if not isinstance(err, LLMUnavailableError):
+            raise
+        raise ValueError(f"{err} (runs finished before it are saved in {out / 'results.jsonl'})") from None
     write_outputs(records, out, opts)
     print((out / "summary.md").read_text())
     print(f"tables: {out / 'methods.md'}, {out / 'falsifiers.md'}; figure: {out / 'belief_coordination.png'}; "

@@ -13,8 +13,9 @@ The reward (the same for every agent) is ``w_ts·TS + w_al·AL + w_cc·CC``
 * **CC** (collaborative contribution): the share of the N executors whose final
   answer is correct.
 
-Answers are equal when both are numbers within a relative 1e-6 (GSM8K answers
-may be written ``1,234.0``). The paper's AL and CC also mix in text-similarity
+Answers are equal when both are numbers within 1e-6 (plus a relative 1e-12 for
+huge ones): GSM8K answers may be written ``1,234.0``, and a wrong digit of a
+large answer is wrong. The paper's AL and CC also mix in text-similarity
 and answer-diversity scores computed with an embedding model; ours keep only
 the parts defined on the committed numbers, so that the reward is exact and
 needs no model (the README lists this departure).
@@ -27,7 +28,8 @@ import numpy as np
 __all__ = ["WEIGHTS", "equal", "majority", "reward_terms", "support"]
 
 WEIGHTS = (0.5, 0.3, 0.2)  # TS, AL, CC: the paper's
-RTOL = 1e-6
+ATOL = 1e-6  # 1234.0000001 is 1234 ...
+RTOL = 1e-12  # ... but 5,000,003 is not 5,000,000: answers are exact numbers, not measurements
 
 
 def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -35,7 +37,7 @@ def equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     with np.errstate(invalid="ignore"):
-        return np.abs(a - b) <= RTOL * np.maximum(1.0, np.abs(b))  # type: ignore[no-any-return]
+        return np.abs(a - b) <= ATOL + RTOL * np.abs(b)  # type: ignore[no-any-return]
 
 
 def support(values: np.ndarray) -> np.ndarray:

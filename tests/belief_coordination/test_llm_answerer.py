@@ -269,7 +269,10 @@ def test_no_api_key_in_any_cache_file(tmp_path: Path, monkeypatch: pytest.Monkey
     script = hostile_script(ANSWERS, fates=("good", "down", "injected"))
     with ScriptedLLMServer(script, api_key=SENTINEL) as server:  # the key is sent: the server demands it
         answers = LLMAnswerer("fake", base_url=server.url).answer([request(executor=i) for i in range(8)])
-        asyncio.run(LLMCoordinator("fake", base_url=server.url).aact(observation(["#### 7", "#### 7"])))
+        try:  # (the script's fate for this request may be an outage: its failure is recorded too)
+            asyncio.run(LLMCoordinator("fake", base_url=server.url).aact(observation(["#### 7", "#### 7"])))
+        except PolicyError:
+            pass
     assert any(a.failed for a in answers) and any(not a.failed for a in answers)
     files = list((tmp_path / "llm_cache").rglob("*"))
     assert len(cache_files(tmp_path)) == 9

@@ -271,7 +271,7 @@ def test_parse_number(text: str, number: float | None) -> None:
         ("\\boxed{\\text{12 dollars}}", 12),
         ("\\boxed {1,000}", 1000),
         ("unclosed \\boxed{12", 12),
-        ("it is 4 ####", 4),  # a bare #### falls through to the last number
+        ("it is 4 ####", None),  # a final #### line without a number: no answer (what came before does not count)
         ("it is 7, \\boxed{}", 7),
         ("so 3-5 gives 12.", 12),
         ("x = -4", -4),
