@@ -421,8 +421,9 @@ def _bodies(requests: list[dict[str, Any]]) -> set[str]:
     return {json.dumps(b, sort_keys=True) for b in requests}
 
 
-def _records(out: Path) -> dict[str, dict[str, Any]]:
-    return {r["key"]: {"methods": r["methods"], "f2": r["f2"]}
+def _records(out: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
+    # (by run, not by key: a key names the endpoint, and two servers listen on two ports)
+    return {(r["instrument"], r["n"], r["seed"]): {"methods": r["methods"], "f2": r["f2"]}
             for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}  # fmt: skip
 
 
