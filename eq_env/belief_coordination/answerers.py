@@ -39,7 +39,8 @@ falls into a repetition loop with probability ``ρ0·exp(−κ(p − 1))·exp(�
 (more often at low T), which produces no final answer and ``max_tokens``
 tokens. Too much and the model avoids repeating the numbers it needs: the
 correct paths' score drops by ``λ·(p − 1)²``. The best p lies in between
-(about 1.1–1.3 with the defaults). A reply's length is
+where loops threaten (about 1.2 at low T, with the defaults) and near 1 at
+high T, where they are rare. A reply's length is
 ``tokens_per_step·(steps + 1)·(0.9 + 0.2·T)·exp(−0.15(p − 1))``, times a
 uniform factor in [0.6, 1.4].
 

@@ -36,7 +36,7 @@ class BeliefCoordinationConfig(GameConfig):
                                                "rewarded repetition)")  # fmt: skip
     penalty_max: float = number(2.0, 1.0, 5.0, "highest repetition penalty p")
     grid_temperatures: int = number(6, 1, 64, "temperatures in the grid (evenly spaced, ends included)", integer=True)
-    grid_penalties: int = number(3, 1, 64, "penalties in the grid (evenly spaced, ends included)", integer=True)
+    grid_penalties: int = number(5, 1, 64, "penalties in the grid (evenly spaced, ends included)", integer=True)
     difficulty: float | None = number(None, 0.0, 1.0, "questions' difficulty; mixed: every difficulty equally often",
                                       none="mixed")  # fmt: skip
     sensitive: bool = flag(True, "the simulated answerer heeds T and p (false: the null instrument, on which they "

@@ -53,7 +53,7 @@ terminated with the shared reward (0 on earlier steps).
   outside the box, or not finite, is refused with a ValueError naming the
   executor. `action_space="grid"`: `Discrete(G)`, the index
   `t·grid_penalties + p` of the grid of `grid_temperatures` evenly spaced
-  temperatures times `grid_penalties` penalties (6 × 3 by default), for
+  temperatures times `grid_penalties` penalties (6 × 5 by default: T 0.1, 0.48 … 2.0; p 1, 1.25 … 2), for
   value-based learners; the observation then has an `"action_mask"` (all ones
   while answering, only 0 while idle) and the `"grid"` itself (G × 2: the (T, p)
   of each index), so a policy can pick the index of the (T, p) it wants.

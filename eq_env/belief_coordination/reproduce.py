@@ -51,7 +51,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,7 @@ from eq_env.belief_coordination import engine, rules
 from eq_env.belief_coordination.answerers import MAX_EXECUTORS, Answer, AnswerRequest, answer_draws
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question
-from eq_env.core.experiments import ResultsStore, _die_with_parent, t_quantile_975
+from eq_env.core.experiments import ResultsStore, t_quantile_975, worker_pool
 from eq_env.core.report import markdown_table, plot_lines, write_csv
 
 __all__ = ["CLAIMS", "METHODS", "Options", "add_arguments", "run", "run_one"]
@@ -609,16 +609,11 @@ def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict
                    desc="belief coordination", disable=None if progress is None else not progress)  # fmt: skip
         with bar:
             if opts.jobs > 1 and len(todo) > 1 and opts.answerer == "simulated":
-                with ProcessPoolExecutor(max_workers=opts.jobs, initializer=_die_with_parent) as pool:
+                with worker_pool(opts.jobs) as pool:
                     futures = [pool.submit(run_one, *r, opts) for r in todo]
-                    try:
-                        for future in as_completed(futures):
-                            store.append(future.result())
-                            bar.update()
-                    except BaseException:
-                        for f in futures:
-                            f.cancel()
-                        raise
+                    for future in as_completed(futures):
+                        store.append(future.result())
+                        bar.update()
             else:
                 for r in todo:
                     store.append(run_one(*r, opts))

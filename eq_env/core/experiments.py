@@ -416,19 +416,14 @@ def _run_all(
             done[record["key"]] = record
             bar.update(1)
         if pooled:
-            with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
+            with worker_pool(jobs) as pool:
                 futures = [pool.submit(run_one, c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
                            for c, s in pooled]  # fmt: skip
-                try:
-                    for future in as_completed(futures):
-                        record = future.result()
-                        store.append(record)
-                        done[record["key"]] = record
-                        bar.update(1)
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+                for future in as_completed(futures):
+                    record = future.result()
+                    store.append(record)
+                    done[record["key"]] = record
+                    bar.update(1)
     finally:
         bar.close()
     store.compact()  # runs played again (failed episodes retried) replaced their records
@@ -443,6 +438,30 @@ def failed_runs(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, in
     """(run key, failed episodes, episodes) of every run with failed episodes."""
     unique = {r["key"]: r for r in records}
     return [(k, len(r["failed"]), int(r["episodes"])) for k, r in unique.items() if r.get("failed")]
+
+
+def _worker_init() -> None:
+    """A pool worker: dies with its parent, and leaves Ctrl-C to it (a worker interrupted while it holds the pool's
+    queue lock would leave the parent waiting forever; the parent ends the workers itself)."""
+    import signal
+
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers end with it when the block is left by an exception (Ctrl-C, a failed run):
+    they are terminated at once, not waited for, so an interrupted command exits in a moment."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+    try:
+        yield pool
+    except BaseException:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _die_with_parent() -> None:

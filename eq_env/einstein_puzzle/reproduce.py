@@ -48,7 +48,7 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,6 @@ from eq_env.core.experiments import (
     Condition,
     EpisodeStore,
     ResultsStore,
-    _die_with_parent,
     aggregate,
     check_runs,
     failed_runs,
@@ -66,6 +65,7 @@ from eq_env.core.experiments import (
     paired_difference,
     run_all,
     run_key,
+    worker_pool,
 )
 from eq_env.core.policy import format_policy_spec, parse_policy_spec
 from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
@@ -258,17 +258,12 @@ def _taxonomy(conds: Sequence[Condition], seed: int, out: Path, jobs: int) -> li
     if todo:
         if jobs > 1 and len(todo) > 1 and not any(_is_llm(c) for c in todo):
             # as the core's run_all does: workers die with the parent, and an interrupt cancels what waits
-            with ProcessPoolExecutor(max_workers=jobs, initializer=_die_with_parent) as pool:
+            with worker_pool(jobs) as pool:
                 futures = [pool.submit(_taxonomy_record, c, seed, out / "episodes") for c in todo]
-                try:
-                    for future in as_completed(futures):
-                        record = future.result()
-                        store.append(record)
-                        done[record["key"]] = record
-                except BaseException:
-                    for f in futures:
-                        f.cancel()
-                    raise
+                for future in as_completed(futures):
+                    record = future.result()
+                    store.append(record)
+                    done[record["key"]] = record
         else:
             for c in todo:
                 record = _taxonomy_record(c, seed, out / "episodes")

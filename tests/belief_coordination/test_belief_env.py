@@ -186,8 +186,8 @@ def test_idle_agents_are_ignored_and_bad_actions_named():
         env.step({"coordinator": 0})
     grid = bc.parallel_env(action_space="grid")
     grid.reset(seed=0)
-    with pytest.raises(ValueError, match=r"executor_0: action must be a grid index in \[0, 18\)"):
-        grid.step({a: 18 for a in grid.agents})
+    with pytest.raises(ValueError, match=r"executor_0: action must be a grid index in \[0, 30\)"):
+        grid.step({a: 30 for a in grid.agents})
     with pytest.raises(ValueError, match="temperature_min"):
         bc.parallel_env(temperature_min=1.5, temperature_max=1.0)
     with pytest.raises(ValueError, match="penalty_min must be a number in"):
@@ -199,10 +199,10 @@ def test_observations_say_who_acts():
     obs, _ = env.reset(seed=4)
     assert [obs[a]["idle"] for a in env.possible_agents] == [0, 0, 0, 1]
     assert obs["coordinator"]["action_mask"].tolist() == [1, 0, 0]
-    assert obs["executor_0"]["grid"].shape == (18, 2) and obs["executor_0"]["action_mask"].all()
+    assert obs["executor_0"]["grid"].shape == (30, 2) and obs["executor_0"]["action_mask"].all()
     obs, *_ = env.step({a: 0 for a in env.config.executors})
     assert [obs[a]["idle"] for a in env.possible_agents] == [1, 1, 1, 0]
-    assert obs["executor_1"]["action_mask"].tolist() == [1] + [0] * 17
+    assert obs["executor_1"]["action_mask"].tolist() == [1] + [0] * 29
     text = obs["coordinator"]["transcript"]
     assert text.count("[executor ") == 3 and "T=0.10 p=1.00" in text
     assert env.question.text[:50] in obs["coordinator"]["question"]

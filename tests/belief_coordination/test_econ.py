@@ -188,7 +188,7 @@ def test_save_load_round_trip(saved: tuple[ECON, Path]) -> None:
                                                   loaded.network.state_dict().values(), strict=True))  # fmt: skip
     assert (loaded.config, loaded.hyper, loaded.seed, loaded.curve) == (GRID, ECONHyper(), 6, policy.curve)
     meta = json.loads((path / META_FILE).read_text())
-    assert meta["n_executors"] == 3 and len(meta["grid"]) == 18 and meta["version"]
+    assert meta["n_executors"] == 3 and len(meta["grid"]) == 30 and meta["version"]
 
 
 def copy_saved(src: Path, dst: Path) -> Path:
