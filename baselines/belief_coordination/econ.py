@@ -337,7 +337,8 @@ class ECON(BasePolicy):
         """The ECON saved in ``directory``; a one-line ValueError naming the file when it cannot be read."""
         path = Path(directory)
         if not path.is_dir():
-            raise ValueError(f"{path}: no such directory (save an ECON there with train_econ and ECON.save)")
+            raise ValueError(f"{path}: no such directory (train one there: eq-env train --env belief-coordination "
+                             f"--out {path})")  # fmt: skip
         meta_path, weights_path = path / META_FILE, path / WEIGHTS_FILE
         for file in (meta_path, weights_path):
             if not file.is_file():
@@ -422,6 +423,8 @@ def _check_state(path: Path, state: Any, network: ECONNetwork) -> None:
 
 def econ(path: str = REQUIRED) -> ECON:
     """ECON's learned executors (joint), loaded from the directory ECON.save wrote (train_econ trains them)."""
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError("econ needs path=DIR, the directory eq-env train --env belief-coordination --out DIR wrote")
     return ECON.load(path)
 
 

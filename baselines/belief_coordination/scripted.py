@@ -2,7 +2,7 @@
 that commit by a fixed rule.
 
 Executors return a (T, p) action in whichever executor action space the environment has: the Box's
-normalised ``[x, y]`` (from the observation's ``"ranges"``; a (T, p) outside them is clipped to them), or,
+normalised ``[x, y]`` (from the observation's ``"ranges"``; a (T, p) outside them is an error), or,
 when the observation carries the ``"grid"`` (``action_space="grid"``), the index of the grid point nearest to
 the (T, p) they want (distance measured in units of each axis' range).
 """
@@ -27,14 +27,24 @@ def _finite(name: str, value: Any, low: float, high: float) -> float:
 
 
 def as_action(observation: Mapping[str, Any], temperature: float, penalty: float) -> Any:
-    """The executor action for (T, p): the normalised ``[x, y]`` (float32) for the Box (clipped to its
-    ranges), the nearest grid index for a grid."""
+    """The executor action for (T, p): the normalised ``[x, y]`` (float32) for the Box, the nearest grid index
+    for a grid; a ValueError when (T, p) lies outside the game's ranges."""
     grid = observation.get("grid") if isinstance(observation, Mapping) else None
     if grid is None:
         ranges = np.asarray(observation["ranges"], dtype=float)  # [[T_min, T_max], [p_min, p_max]]
+    else:
+        grid = np.asarray(grid, dtype=float)
+        ranges = np.stack([grid.min(axis=0), grid.max(axis=0)], axis=1)
+    wanted = np.array([temperature, penalty])
+    outside = (wanted < ranges[:, 0] - 1e-6) | (wanted > ranges[:, 1] + 1e-6)
+    if outside.any():  # never silently another (T, p) than the one asked for
+        name, value, (low, high) = (("temperature", temperature, ranges[0]) if outside[0]
+                                    else ("penalty", penalty, ranges[1]))  # fmt: skip
+        raise ValueError(f"{name} {value:g} is outside this game's range [{low:g}, {high:g}] (its "
+                         "temperature_min/max, penalty_min/max)")  # fmt: skip
+    if grid is None:
         width = np.maximum(ranges[:, 1] - ranges[:, 0], 1e-12)
-        return np.clip((np.array([temperature, penalty]) - ranges[:, 0]) / width, 0, 1).astype(np.float32)
-    grid = np.asarray(grid, dtype=float)
+        return np.clip((wanted - ranges[:, 0]) / width, 0, 1).astype(np.float32)
     span = np.maximum(grid.max(axis=0) - grid.min(axis=0), 1e-12)
     distance = (((grid - np.array([temperature, penalty])) / span) ** 2).sum(axis=1)
     return int(np.argmin(distance))
@@ -58,8 +68,10 @@ class FixedExecutor(BasePolicy):
 
 
 class RandomExecutor(BasePolicy):
-    """(T, p) drawn uniformly at random each question: over the grid's points, or over
-    ``[t_min, t_max] × [p_min, p_max]`` for the Box (defaults: the environment's default ranges)."""
+    """(T, p) drawn uniformly at random for each question (grid points, or the ranges t_min–t_max, p_min–p_max).
+
+    With a grid, a uniformly random legal grid point; with the Box, uniform over ``[t_min, t_max] × [p_min,
+    p_max]`` (defaults: the environment's default ranges)."""
 
     role: ClassVar[str] = "executor"
 
@@ -78,9 +90,10 @@ class RandomExecutor(BasePolicy):
 
 
 class ScheduleExecutors(BasePolicy):
-    """Majority vote's classic diversity: executor i of N samples at the i-th of N temperatures evenly spaced
-    over ``[t_low, t_high]`` (one executor: their mean), all at penalty ``penalty``. A joint policy: it needs
-    each executor's place in the team."""
+    """A fixed temperature schedule (joint): executor i of N at the i-th of N temperatures in [t_low, t_high].
+
+    Majority vote's classic diversity: temperatures evenly spaced over ``[t_low, t_high]`` (one executor: their
+    mean), all at penalty ``penalty``. A joint policy: it needs each executor's place in the team."""
 
     role: ClassVar[str] = "executor"
 
@@ -103,8 +116,9 @@ class ScheduleExecutors(BasePolicy):
 
 
 class MajorityCoordinator(BasePolicy):
-    """Commits the number most executors gave; among equals, the lowest-indexed executor's (as
-    :func:`eq_env.belief_coordination.rules.majority`)."""
+    """Commits the number most executors gave; among equals, the lowest-indexed executor's.
+
+    As :func:`eq_env.belief_coordination.rules.majority` (the batch engine's coordinator)."""
 
     role: ClassVar[str] = "coordinator"
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from eq_env.core.cli import Command, int_in, out_dir
 
-__all__ = ["COMMANDS", "describe_config"]
+__all__ = ["COMMANDS", "describe_config", "dry_run"]
 
 
 def describe_config(config: object) -> str:
@@ -25,6 +27,39 @@ def describe_config(config: object) -> str:
     return (f"{c.n_executors} executors, {c.rounds} round(s), {c.action_space} actions, "  # type: ignore[attr-defined]
             f"difficulty {'mixed' if c.difficulty is None else c.difficulty}, "  # type: ignore[attr-defined]
             f"{'sensitive' if c.sensitive else 'insensitive (null)'} answerer")  # type: ignore[attr-defined]  # fmt: skip
+
+
+def dry_run(config: object, policies: Mapping[str, Sequence[str]]) -> int:
+    """``--dry-run``: what each LLM coordinator among ``policies`` (role → specs) would be sent for seed 0's first
+    question, the executors playing at (0.7, 1.1) with the simulated answerer; nothing is called."""
+    from eq_env import belief_coordination_v0
+    from eq_env.core.policy import make_policy
+
+    shown = 0
+    for spec in dict.fromkeys(policies.get("coordinator", ())):
+        policy: Any = make_policy(spec, "coordinator", "belief-coordination")
+        if not callable(getattr(policy, "messages", None)):
+            continue
+        env = belief_coordination_v0.parallel_env(config=config)
+        obs, _ = env.reset(seed=0)
+        while obs["coordinator"]["idle"]:
+            obs, *_ = env.step({a: None if obs[a]["idle"] else _fixed_action(obs[a]) for a in env.agents})
+        print(f"===== coordinator: {policy!r} =====")
+        for m in policy.messages(obs["coordinator"]):
+            print(f"--- {m['role']} ---\n{m['content']}")
+        print('--- reply: a justification, then a last line "#### N" ---\n')
+        shown += 1
+    if any(spec.startswith("llm") for spec in policies.get("executor", ())):
+        print("executors choose (T, p); an LLM answers them only through --answerer llm of eq-env reproduce")
+    if not shown:
+        print("no LLM coordinator among the policies: nothing would be sent")
+    return 0
+
+
+def _fixed_action(observation: Mapping[str, object]) -> object:
+    from baselines.belief_coordination.scripted import as_action
+
+    return as_action(observation, 0.7, 1.1)
 
 
 def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +104,7 @@ def _train(args: argparse.Namespace) -> int:
     from eq_env.core.report import markdown_table, plot_lines, write_csv
 
     torch.set_num_threads(1)  # 2 cores: more threads only contend
+    args.out.mkdir(parents=True, exist_ok=True)  # (an unwritable --out fails now, not after the training)
     config = BeliefCoordinationConfig(n_executors=args.n_executors, action_space="grid", sensitive=not args.null)
     started = time.perf_counter()
     econ, curve = train_econ(config, replace(ECONHyper(), steps=args.steps), seed=args.seed, progress=args.progress)

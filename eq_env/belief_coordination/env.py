@@ -66,8 +66,8 @@ terminated with the shared reward (0 on earlier steps).
 
 Every observation is a Dict with `"observation"` (numbers in [0, 1]) and `"idle"`.
 
-* executor, `"observation"` (5): the question's difficulty; the round (0 in the
-  first, 1 in the last); then, about its own previous reply (0 in round 1): the
+* executor, `"observation"` (5): the question's difficulty; the round, scaled
+  from 0 (the first) to 1 (the last; always 0 with one round); then, about its own previous reply (0 in round 1): the
   share of the other executors that gave the same number, whether that number
   had the most support, whether it was a number at all.
 * coordinator, `"observation"` (1 + 3N): the difficulty, then for each executor

@@ -117,6 +117,7 @@ class Options:
 
 
 def _config(n: int, instrument: str) -> BeliefCoordinationConfig:
+    """The game of a run: the grid (ECON's), the simulated answerer sensitive unless the null instrument."""
     return BeliefCoordinationConfig(n_executors=n, action_space="grid", sensitive=instrument != "null")
 
 
@@ -446,7 +447,7 @@ def _metric(method: str, metric: str) -> Callable[[Mapping[str, Any]], float]:
 
 def method_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for instrument in sorted({r["instrument"] for r in records}, key=lambda s: s != "sensitive"):
+    for instrument in sorted({r["instrument"] for r in records}, key=lambda s: s == "null"):
         for n in sorted({r["n"] for r in records if r["instrument"] == instrument}):
             runs = _runs(records, instrument, n)
             for m in METHODS:
@@ -459,7 +460,7 @@ def method_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def falsifier_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
-    for instrument in sorted({r["instrument"] for r in records}, key=lambda s: s != "sensitive"):
+    for instrument in sorted({r["instrument"] for r in records}, key=lambda s: s == "null"):
         for n in sorted({r["n"] for r in records if r["instrument"] == instrument}):
             runs = _runs(records, instrument, n)
             f1 = paired(runs, _metric("econ", "accuracy"), _metric("frozen", "accuracy"))
@@ -470,6 +471,10 @@ def falsifier_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             rows.append([instrument, str(n), str(len(runs)), _fmt(*f1), _fmt(*f1r), _fmt(*eps, digits=4),
                          _fmt(*f3), _fmt(*f3r)])  # fmt: skip
     return rows
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _verdict(mean: float, half: float, words: tuple[str, str] = ("higher", "lower")) -> str:
@@ -485,11 +490,13 @@ def _verdict(mean: float, half: float, words: tuple[str, str] = ("higher", "lowe
 def summary(records: Sequence[Mapping[str, Any]], opts: Options) -> str:
     """The claims, one by one, against our measurements."""
     answerer = "the simulated answerer" if opts.answerer == "simulated" else f"the model {opts.model!r}"
-    sizes = sorted({r["n"] for r in records if r["instrument"] == "sensitive"})
+    main = "llm" if any(r["instrument"] == "llm" for r in records) else "sensitive"
+    sizes = sorted({r["n"] for r in records if r["instrument"] == main})
     n0 = 3 if 3 in sizes else sizes[0]
-    runs = _runs(records, "sensitive", n0)
+    runs = _runs(records, main, n0)
     lines = [f"# Belief coordination: ECON's claims, measured ({answerer})", "",
-             f"{len(runs)} seeds, {records[0]['questions']} held-out questions per run, N = {n0} unless said; "
+             f"{_plural(len(runs), 'seed')}, {records[0]['questions']} held-out questions per run, N = {n0} unless "
+             "said; "
              "± is the half-width of a 95% t-interval over seeds of per-seed paired differences "
              "(percentage points of accuracy).", ""]  # fmt: skip
     acc = "accuracy"
@@ -506,7 +513,7 @@ def summary(records: Sequence[Mapping[str, Any]], opts: Options) -> str:
     lines.append(f"| 21.4% fewer tokens than a three-round debate | {_fmt(*c3, 1, 100)}% fewer | "
                  f"{_verdict(*c3, ('fewer', 'more'))} |")  # fmt: skip
     if 9 in sizes:
-        nine = _runs(records, "sensitive", 9)
+        nine = _runs(records, main, 9)
         c4 = paired(nine, _metric("econ", acc), _metric("single", acc))
         three = {r["seed"]: r for r in runs}
         c4b = interval([r["methods"]["econ"][acc] - three[r["seed"]]["methods"]["econ"][acc] for r in nine
@@ -525,6 +532,15 @@ def summary(records: Sequence[Mapping[str, Any]], opts: Options) -> str:
                  f"(T, p) — a point of the (T, p) grid per difficulty — gains at most {_fmt(*eps, 4)} reward out "
                  f"of sample (largest over executors; mean {np.mean(gains):.4f}); over the grid the learned profile "
                  "is an ε-equilibrium only for ε above that (deviations off the grid may gain more).")  # fmt: skip
+    if eps[0] <= 0:
+        lines.append("  (At most 0 or less: no deviation chosen on half the questions did better on the other half.)")
+    learned = [r.get("econ", {}) for r in runs]
+    easy = [e["temperature_easy"] for e in learned if e.get("temperature_easy") is not None]
+    hard = [e["temperature_hard"] for e in learned if e.get("temperature_hard") is not None]
+    if easy and hard:
+        lines.append(f"* What ECON learned: mean temperature {np.mean(easy):.2f} on easy questions (difficulty "
+                     f"≤ 0.25) and {np.mean(hard):.2f} on hard ones (≥ 0.75); mean penalty "
+                     f"{np.mean([e.get('penalty_mean', math.nan) for e in learned]):.2f}.")  # fmt: skip
     lines.append(f"* **F3** (vs majority vote over a fixed temperature schedule, same coordinator): "
                  f"{_fmt(*f3, 1, 100)} points — {_verdict(*f3)}.")  # fmt: skip
     lines.append(f"* Against the best fixed (T, p) tuned on the training questions: {_fmt(*tuned, 4)} reward — "
@@ -569,7 +585,7 @@ def write_outputs(records: Sequence[Mapping[str, Any]], out: Path, opts: Options
 
 
 def _figure(rows: Sequence[Mapping[str, Any]], path: Path, who: str) -> None:
-    sensitive = [r for r in rows if r["instrument"] == "sensitive"]
+    sensitive = [r for r in rows if r["instrument"] != "null"]
     sizes = sorted({r["n"] for r in sensitive})
     panels = []
     for metric, label in (("accuracy", "accuracy"), ("tokens", "tokens per question")):
@@ -593,7 +609,8 @@ def _figure(rows: Sequence[Mapping[str, Any]], path: Path, who: str) -> None:
 # ---------------------------------------------------------------------------
 def plan(opts: Options) -> list[tuple[str, int, int]]:
     """Every (instrument, N, seed) run of the command, in order."""
-    runs = [("sensitive", n, s) for n in opts.executors for s in opts.seeds]
+    main = "sensitive" if opts.answerer == "simulated" else "llm"  # (the model is the instrument; no null one)
+    runs = [(main, n, s) for n in opts.executors for s in opts.seeds]
     if opts.null:
         runs += [("null", opts.executors[0], s) for s in opts.seeds]
     return runs
@@ -625,8 +642,8 @@ def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict
 def check_record(record: Mapping[str, Any]) -> None:
     """A ValueError saying what a results line lacks (the store names the file and line)."""
     problems = []
-    if record.get("instrument") not in ("sensitive", "null"):
-        problems.append("'instrument' must be sensitive or null")
+    if record.get("instrument") not in ("sensitive", "null", "llm"):
+        problems.append("'instrument' must be sensitive, null or llm")
     for field_ in ("n", "seed", "questions"):
         if isinstance(record.get(field_), bool) or not isinstance(record.get(field_), int):
             problems.append(f"{field_!r} must be an integer")
@@ -665,7 +682,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", choices=names, metavar="NAME", help="the game (belief-coordination here)")
     parser.add_argument("--out", type=out_dir, required=True, help="directory for results, tables, figure, summary")
     parser.add_argument("--seeds", type=int_in(1, 100), default=5, help="seeds 0..K-1 (default 5)")
-    parser.add_argument("--executors", type=list_of(int_in(1, 16), "team sizes", distinct=True), default=[3, 5, 9],
+    parser.add_argument("--n-executors", type=list_of(int_in(1, 16), "team sizes", distinct=True),
+                        default=[3, 5, 9], dest="executors",
                         help="comma-separated team sizes N (default 3,5,9)")  # fmt: skip
     parser.add_argument("--questions", type=int_in(2, 100_000), default=2000,
                         help="held-out questions per run (default 2000)")  # fmt: skip
@@ -677,19 +695,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="held-out questions from a GSM8K-style JSONL file instead of generated ones")  # fmt: skip
     parser.add_argument("--answerer", choices=("simulated", "llm"), default="simulated",
                         help="the simulated answerer (offline) or a model (--model, --base-url)")  # fmt: skip
-    parser.add_argument("--model", default="", help="the model (with --answerer llm)")
+    parser.add_argument("--model", default="", help="the model (with --answerer llm; the key: $OPENAI_API_KEY)")
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint (default $OPENAI_BASE_URL)")
     parser.add_argument("--penalty", choices=("frequency", "repetition", "none"), default="frequency",
-                        help="p as frequency_penalty = 2(p-1), repetition_penalty = p, or not sent")  # fmt: skip
+                        help="p as frequency_penalty = 2(p-1) (default), repetition_penalty = p, or none")  # fmt: skip
     parser.add_argument("--concurrency", type=int_in(1, 1024), default=16,
-                        help="requests in flight (LLM; runs then go one at a time, whatever --jobs says)")  # fmt: skip
+                        help="requests in flight (default 16; LLM runs go one by one, whatever --jobs)")  # fmt: skip
     parser.add_argument("--max-retries", type=int_in(0, 100), default=5,
                         help="retries after a 429, 5xx, timeout or dropped connection (default 5)")  # fmt: skip
     parser.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per request (default 60)")
     parser.add_argument("--equilibrium-questions", type=int_in(2, 100_000), default=20,
-                        help="F2's questions with --answerer llm (N x grid requests each)")  # fmt: skip
-    parser.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default="readwrite",
-                        help="LLM answers: replay (read: no request), record, or both (default)")  # fmt: skip
+                        help="F2's questions with --answerer llm (default 20; N x grid requests each)")  # fmt: skip
+    parser.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default=None,
+                        help="LLM answers: replay (read: no request), record, or both (default readwrite)")  # fmt: skip
+    parser.add_argument("--no-endpoint-check", dest="endpoint_check", action="store_false",
+                        help="do not ask the endpoint for its model list before the first request")  # fmt: skip
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="where LLM answers are recorded (default DIR/llm_cache); replay another run's with "
                         "--cache read --cache-dir THAT/llm_cache")  # fmt: skip
@@ -700,14 +720,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> Options:
     if args.answerer == "llm" and not args.model:
         raise ValueError("--answerer llm needs --model (and --base-url, or $OPENAI_BASE_URL)")
-    if args.answerer == "simulated" and (args.model or args.base_url):
-        raise ValueError("--model and --base-url need --answerer llm")
+    if args.answerer == "simulated":
+        given = [
+            flag
+            for flag, value in (
+                ("--model", args.model),
+                ("--base-url", args.base_url),
+                ("--cache", args.cache),
+                ("--cache-dir", args.cache_dir),
+            )
+            if value
+        ]
+        if given:
+            raise ValueError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --answerer llm (the "
+                             "simulated answerer asks nothing and records nothing)")  # fmt: skip
     if args.questions_file is not None:
         from eq_env.belief_coordination.questions import load_jsonl
 
         load_jsonl(args.questions_file)  # (its errors name the file and line before anything runs)
     return Options(seeds=tuple(range(args.seeds)), executors=tuple(args.executors), questions=args.questions,
-                   train_steps=args.train_steps, null=not args.no_null, jobs=args.jobs, answerer=args.answerer,
+                   train_steps=args.train_steps, jobs=args.jobs, answerer=args.answerer,
+                   null=not args.no_null and args.answerer == "simulated",
                    model=args.model, base_url=args.base_url, penalty=args.penalty, concurrency=args.concurrency,
                    equilibrium_questions=args.equilibrium_questions,
                    questions_file=args.questions_file)  # fmt: skip
@@ -729,8 +762,8 @@ def run(args: argparse.Namespace) -> int:
     if opts.answerer == "llm":
         from agents.client import configure
 
-        configure(cache=args.cache, cache_dir=args.cache_dir or out / "llm_cache", max_retries=args.max_retries,
-                  timeout=args.timeout)  # fmt: skip
+        configure(cache=args.cache or "readwrite", cache_dir=args.cache_dir or out / "llm_cache",
+                  max_retries=args.max_retries, timeout=args.timeout, check_endpoint=args.endpoint_check)  # fmt: skip
         answerer = _answerer(opts, _config(opts.executors[0], "sensitive"))
         asyncio.run(_check(answerer))  # an unreachable endpoint fails now, not after the training
     out.mkdir(parents=True, exist_ok=True)
@@ -746,5 +779,5 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(records, out, opts)
     print((out / "summary.md").read_text())
     print(f"tables: {out / 'methods.md'}, {out / 'falsifiers.md'}; figure: {out / 'belief_coordination.png'}; "
-          f"{len(records)} runs in {time.perf_counter() - started:.0f} s")  # fmt: skip
+          f"{_plural(len(records), 'run')} in {time.perf_counter() - started:.0f} s")  # fmt: skip
     return 0

@@ -768,14 +768,28 @@ INTERRUPTED = {  # what an interrupted command kept
 }
 
 
-def build_parser(game: Any = None) -> argparse.ArgumentParser:
-    """The ``eq-env`` parser with the flags of ``game`` (default: the default game)."""
+def _shared_command_names() -> dict[str, list[str]]:
+    """Command names several games contribute → those games' names."""
+    games: dict[str, list[str]] = {}
+    for spec in registered_envs():
+        for command in spec.commands():
+            games.setdefault(command.name, []).append(spec.name)
+    return {name: names for name, names in games.items() if len(names) > 1}
+
+
+def build_parser(game: Any = None, *, env_given: bool = True) -> argparse.ArgumentParser:
+    """The ``eq-env`` parser with the flags of ``game`` (default: the default game). Without ``env_given`` (no
+    ``--env`` on the command line) the help of a command several games contribute names them."""
     spec = env_spec(game)
     parser = Parser(prog="eq-env", description="Multi-agent environments with verifiable reasoning (eq_env).")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_play(sub, spec)
+    shared = _shared_command_names()
     for command in _game_commands(spec).values():
-        cmd = sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        text = command.help
+        if command.name in shared and not env_given:
+            text = f"{text} ({spec.name}; every game's own with --env NAME: {', '.join(shared[command.name])})"
+        cmd = sub.add_parser(command.name, help=text, description=command.description or command.help)
         command.add_arguments(cmd)
     _add_sweep(sub, spec)
     _add_rerun(sub)
@@ -798,7 +812,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"eq-env: error: argument --env: {err} (see eq-env --help)", file=sys.stderr)
         return 2
-    parser = build_parser(game)
+    parser = build_parser(game, env_given=_env_in(argv) is not None)
     args = parser.parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = dict(GENERIC)
     interrupted = dict(INTERRUPTED)

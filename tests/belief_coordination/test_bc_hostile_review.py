@@ -224,7 +224,7 @@ def test_pin_f2_equals_a_brute_force_through_the_environment():
 def test_f4_reproduce_survives_held_out_questions_of_one_middling_difficulty(tmp_path, capsys):
     file = write_jsonl(tmp_path / "mid.jsonl", [{"question": f"What is {i} + 3?", "answer": f"#### {i + 3}",
                                                   "difficulty": 0.5} for i in range(4)])  # fmt: skip
-    status = reproduce_cli(tmp_path / "o", "--seeds", "1", "--executors", "1", "--questions", "4", "--train-steps",
+    status = reproduce_cli(tmp_path / "o", "--seeds", "1", "--n-executors", "1", "--questions", "4", "--train-steps",
                            "1", "--jobs", "1", "--no-null", "--questions-file", str(file))  # fmt: skip
     err = capsys.readouterr().err
     assert status == 0, err  # (now: "Out of range float values are not JSON compliant", every run lost)
@@ -243,7 +243,7 @@ def test_f5_another_file_of_the_same_name_is_not_served_stale_results(tmp_path):
                  "difficulty": (0.0, 1.0, 0.5)[i % 3]} for i in range(6)]  # fmt: skip
 
     a, b = write_jsonl(tmp_path / "a" / "q.jsonl", rows(0)), write_jsonl(tmp_path / "b" / "q.jsonl", rows(9))
-    flags = ["--seeds", "1", "--executors", "2", "--questions", "6", "--train-steps", "1", "--jobs", "1", "--no-null"]
+    flags = ["--seeds", "1", "--n-executors", "2", "--questions", "6", "--train-steps", "1", "--jobs", "1", "--no-null"]
     assert reproduce_cli(tmp_path / "shared", *flags, "--questions-file", str(a)) == 0
     assert reproduce_cli(tmp_path / "shared", *flags, "--questions-file", str(b)) == 0
     assert reproduce_cli(tmp_path / "fresh", *flags, "--questions-file", str(b)) == 0
@@ -269,7 +269,7 @@ def test_f6_a_lone_surrogate_is_refused_at_load_or_played(tmp_path):
 # =============================================================================================================
 # F7 (bug): a results.jsonl record with its key but missing or mistyped fields: a traceback / an unnamed error
 # =============================================================================================================
-RESULT_FLAGS = ["--seeds", "1", "--executors", "2", "--questions", "40", "--train-steps", "3", "--jobs", "1",
+RESULT_FLAGS = ["--seeds", "1", "--n-executors", "2", "--questions", "40", "--train-steps", "3", "--jobs", "1",
                 "--no-null"]  # fmt: skip
 RESULT_KEY = "sensitive/n2/seed0/q40/steps3/simulated/generated"
 
@@ -567,7 +567,7 @@ def _cli(out: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run([*command, *flags], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
-KILL_FLAGS = ["--seeds", "2", "--executors", "2,3", "--questions", "40", "--train-steps", "60", "--jobs", "2"]
+KILL_FLAGS = ["--seeds", "2", "--n-executors", "2,3", "--questions", "40", "--train-steps", "60", "--jobs", "2"]
 
 
 def _without_timings(path: Path) -> dict:

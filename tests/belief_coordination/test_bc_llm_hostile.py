@@ -102,6 +102,7 @@ PINNED = [
 ]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_malformed_replies_parse_to_their_own_final_answer() -> None:
     """Pinned: empty, no number, several ####, injected ####, boxed, huge, unicode digits, through the
     answerer (an empty or number-less reply is no answer, not a failure)."""
@@ -250,6 +251,7 @@ def _dropping_server() -> tuple[socket.socket, list[int]]:
      (None, "Connection")],
     ids=["429", "500", "503", "timeout", "html", "dropped"],
 )  # fmt: skip
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_transport_failures_are_retried_recorded_and_replayed(tmp_path: Path, reply: Reply | None,
                                                               error: str) -> None:  # fmt: skip
     """Pinned: each failure is retried (max_retries=1: two requests), then the executor gives no answer;
@@ -325,6 +327,7 @@ def test_tokens_are_the_servers_usage_or_an_estimate_flagged_and_replayed() -> N
 # ---------------------------------------------------------------------------
 # Concurrency, event loops, determinism
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_answer_inside_a_running_loop_with_many_requests() -> None:
     """Pinned: ``answer()`` from inside a running event loop (a synchronous step under an async runner)
     answers 160 requests at the bound; two concurrent ``aanswer`` batches on one loop share the bound."""
@@ -383,7 +386,7 @@ def test_two_runs_against_one_deterministic_script_are_identical(tmp_path: Path)
 # ---------------------------------------------------------------------------
 # eq-env reproduce --answerer llm
 # ---------------------------------------------------------------------------
-ARGS = ["reproduce", "--env", "belief-coordination", "--seeds", "2", "--executors", "2", "--questions", "6",
+ARGS = ["reproduce", "--env", "belief-coordination", "--seeds", "2", "--n-executors", "2", "--questions", "6",
         "--train-steps", "1", "--jobs", "1", "--no-null", "--answerer", "llm", "--model", "fake",
         "--equilibrium-questions", "2", "--concurrency", "4"]  # fmt: skip
 TABLES = ("methods.md", "methods.csv", "falsifiers.md", "summary.md")
@@ -571,7 +574,8 @@ def test_a_run_without_easy_or_hard_questions_is_recorded(tmp_path: Path, capsys
               "difficulty": 0.5} for k in range(3)]  # fmt: skip
     questions = tmp_path / "mid.jsonl"
     questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    status = _main("reproduce", "--env", "belief-coordination", "--seeds", "1", "--executors", "2", "--questions", "3",
+    status = _main("reproduce", "--env", "belief-coordination", "--seeds", "1", "--n-executors", "2",
+                   "--questions", "3",
                    "--train-steps", "1", "--jobs", "1", "--no-null", "--questions-file", str(questions),
                    "--out", str(tmp_path / "o"))  # fmt: skip
     assert status == 0, capsys.readouterr().err

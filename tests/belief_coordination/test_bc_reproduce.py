@@ -16,7 +16,7 @@ from agents.fake_server import ScriptedLLMServer
 from eq_env.belief_coordination.questions import generated_question
 from eq_env.cli import main
 
-TINY = ["--seeds", "2", "--executors", "2", "--questions", "40", "--train-steps", "3", "--jobs", "1"]
+TINY = ["--seeds", "2", "--n-executors", "2", "--questions", "40", "--train-steps", "3", "--jobs", "1"]
 
 
 @pytest.fixture(autouse=True)
@@ -79,9 +79,10 @@ def test_the_runs_are_reproducible_bit_for_bit(tmp_path):
     ("flags", "message"),
     [
         (["--answerer", "llm"], "--answerer llm needs --model"),
-        (["--model", "m"], "--model and --base-url need --answerer llm"),
-        (["--executors", "2,2"], "distinct"),
-        (["--executors", "17"], "--executors"),
+        (["--model", "m"], "--model needs --answerer llm"),
+        (["--cache", "read"], "--cache needs --answerer llm"),
+        (["--n-executors", "2,2"], "distinct"),
+        (["--n-executors", "17"], "--n-executors"),
         (["--questions", "1"], "--questions"),
         (["--seeds", "abc"], "--seeds"),
     ],

@@ -48,7 +48,7 @@ def test_network_shapes() -> None:
     w1, b1, w2, b2 = net.mixer_weights(group)
     assert w1.shape == (7, 3, 32) and b1.shape == (7, 32) and w2.shape == (7, 32) and b2.shape == (7,)
     actions = ECON.untrained(GRID).act_batch(features(9))
-    assert actions.shape == (9, 3) and actions.dtype == np.int64 and ((actions >= 0) & (actions < 18)).all()
+    assert actions.shape == (9, 3) and actions.dtype == np.int64 and ((actions >= 0) & (actions < GRID.grid_size)).all()
 
 
 def test_network_configurable_and_hyper_checked() -> None:
@@ -278,6 +278,7 @@ def same_weights(a: ECON, b: ECON) -> bool:
     return state(a).keys() == state(b).keys() and all(torch.equal(state(a)[k], state(b)[k]) for k in state(a))
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_training_is_deterministic() -> None:
     before = torch.get_rng_state()
     rows: list[dict[str, Any]] = []

@@ -156,6 +156,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
     return out, rp.reproduce(out, TINY, progress=False)
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_tiny_run_writes_every_output(tiny: tuple[Path, dict[str, Any]]) -> None:
     out, result = tiny
     cells = len(TINY.players) * len(TINY.verifiers) * len(TINY.comm_modes) * len(TINY.sizes)
@@ -207,6 +208,7 @@ def test_summary_numbers_match_the_tables(tiny: tuple[Path, dict[str, Any]]) -> 
     assert (out / "table_success.md").read_text() in summary
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_resume_recomputes_nothing_then_only_what_is_missing(tmp_path: Path, monkeypatch: Any) -> None:
     opts = rp.ReproduceOptions(episodes=3, seeds=2, sizes=(4,), comm_modes=("none",), players=("random",),
                                verifiers=("none", "reasoning"), jobs=1, plan_puzzles=0)  # fmt: skip

@@ -434,6 +434,7 @@ def test_frontier_without_ppo_says_nothing_of_ppo(tmp_path: Path, monkeypatch: p
         assert "ppo" not in (tmp_path / name).read_text().splitlines()[0]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_equilibrium_says_never_instead_of_inf_and_no_false_threshold(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(["equilibrium", "--episodes", "400", "--B", "0"], capsys)
     assert status == 0
@@ -454,6 +455,7 @@ def test_best_response_summaries_say_when_there_are_too_few_episodes_for_an_inte
 # ---------------------------------------------------------------------------
 # 15. feedback on long work
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_equilibrium_shows_progress_bars(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from eq_env.exchange_audit import equilibrium
 

@@ -52,6 +52,7 @@ def test_condition_keys_are_the_same() -> None:
         assert condition.key == case["key"], case
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_results_written_before_the_core_was_generic_resume_and_rerun(
     reproduced: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -213,6 +213,7 @@ def test_rate_limit_honours_retry_after() -> None:
         assert info["transport"]["retries"] == 1 and info["transport"]["requests"] == 2
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_server_errors_and_timeouts_are_retried() -> None:
     replies = [Reply(status=500), Reply(status=503), Reply(content=json.dumps(GOOD), delay=3.0), reply_json(GOOD)]
     with ScriptedLLMServer(replies) as server:
@@ -221,6 +222,7 @@ def test_server_errors_and_timeouts_are_retried() -> None:
         assert info["transport"]["retries"] == 3 and not info["fallback"]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_an_endpoint_that_stays_down_fails_the_episode_and_the_run_goes_on() -> None:
     def script(request: dict, n: int) -> Reply:
         obs = observation_in(request)

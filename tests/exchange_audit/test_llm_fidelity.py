@@ -72,6 +72,7 @@ def closed_port() -> int:
 # ---------------------------------------------------------------------------
 # 1. A replay reproduces a run whose requests failed; both regimes of a state share one outcome
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_a_failure_is_shared_by_both_regimes_and_replayed(tmp_path: Path) -> None:
     def first_request_fails(request: dict, n: int) -> Reply:
         return Reply(status=500) if n == 0 else honest_script(request, n)
@@ -470,6 +471,7 @@ def test_backoff_is_capped_and_jittered() -> None:
 # ---------------------------------------------------------------------------
 # A second hostile pass: secrets in other encodings, replays of nothing, checks before the first episode
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_secrets_are_masked_in_every_encoding_a_server_may_echo(tmp_path: Path) -> None:
     import base64
 
@@ -504,6 +506,7 @@ def test_credentials_in_the_url_rejected_say_how_they_were_sent(capsys: Any, tmp
     assert "rejected the credentials in the URL (401; they are sent as HTTP Basic auth" in line
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 @pytest.mark.parametrize("where", ["empty", "run_dir", "other_endpoint"])
 def test_a_replay_of_nothing_is_refused_at_once(where: str, tmp_path: Path, capsys: Any) -> None:
     live = tmp_path / "live"

@@ -375,6 +375,7 @@ def test_sweep_dry_run_shows_every_llm_policy(capsys: pytest.CaptureFixture[str]
     assert not (tmp_path / "results.jsonl").exists()  # nothing was run
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_rerun_replays_an_llm_record_from_its_recordings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from eq_env.cli import main
     from eq_env.experiments import ResultsStore
@@ -392,6 +393,7 @@ def test_rerun_replays_an_llm_record_from_its_recordings(tmp_path: Path, capsys:
     assert "identical" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_a_waiter_asks_itself_when_the_first_asker_is_cancelled() -> None:
     async def scenario(url: str) -> Any:
         a = LLMProposer(model="m", base_url=url)

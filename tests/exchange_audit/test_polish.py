@@ -94,6 +94,7 @@ def test_play_without_llm_policies_prints_no_llm_block(capsys: pytest.CaptureFix
 # ---------------------------------------------------------------------------
 # 2. a replay that ends with failed episodes does not tell you to replay it again
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_a_replay_with_failures_says_how_to_ask_them_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def first_request_fails(request: dict, n: int) -> Reply:
         return Reply(status=500) if n == 0 else honest_script(request, n)
@@ -200,6 +201,7 @@ def test_out_that_is_a_file_is_refused_at_parse_time(
 # ---------------------------------------------------------------------------
 # 5. a reader that closes the pipe early
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_a_closed_pipe_ends_quietly_with_sigpipes_status() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "eq_env.cli", "play", "--episodes", "5"], env=env,

@@ -104,6 +104,7 @@ def test_reproduce_through_the_aec_engine_matches(tmp_path: Path) -> None:
     assert batch["table1"] == aec["table1"] and batch["table2"] == aec["table2"]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_summary_under_other_options_says_only_what_holds(tmp_path: Path) -> None:
     reproduce(tmp_path, ReproduceOptions(seeds=1, episodes=30, words=0), progress=False)
     summary = (tmp_path / "summary.md").read_text()
@@ -127,6 +128,7 @@ def test_rerun_one_record(reproduced: tuple[Path, dict], capsys: pytest.CaptureF
     assert "no record with key 'nope/0'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_reproduce_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "--out", str(tmp_path), "--seeds", "2", "--episodes", "50", "--words", "13"]) == 0
     out = capsys.readouterr().out
@@ -211,6 +213,7 @@ def test_parse_value() -> None:
     assert [parse_value(x) for x in ("2", "0.5", "true", "all", "honest")] == [2, 0.5, True, None, "honest"]
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_sweep_from_file_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec_file = tmp_path / "sweep.toml"
     spec_file.write_text(TOML)

@@ -222,6 +222,7 @@ def test_trained_validator_learns_to_block_a_liar(tmp_path: Path) -> None:
     assert trained.mean() - naive.mean() > 10 * max(trained.std(ddof=1), naive.std(ddof=1), 0.01)
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_trained_policy_plays_everywhere_a_policy_goes(tempted_proposer: Path) -> None:
     policy = SB3Policy.load(tempted_proposer)
     assert policy.role == "proposer" and (tempted_proposer / "learning_curve.png").exists()

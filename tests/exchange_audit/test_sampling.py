@@ -236,6 +236,7 @@ def test_ambiguous_rate_extremes_are_exact(rate):
     assert np.all(data["ambiguous"] == bool(rate))
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_risk_limit_uniform(ep, amb, hedge, spec):
     # Spec: "delta_limit = 0.3 (fixed). risk_limit ~ U(0.8, 1.2)." — overall and in every kind of episode
     # (the limit is drawn independently of ambiguity and intent).
@@ -534,6 +535,7 @@ def _complete_submission() -> Submission:
     )
 
 
+@pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 @pytest.mark.parametrize("budget", [1, 2, 3])
 def test_audit_subset_uniform(budget):
     # Spec: "0 < B < 4 samples B of them uniformly without replacement".
