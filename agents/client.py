@@ -370,6 +370,68 @@ def register_endpoint(url: str) -> str:
     return public
 
 
+PER_POOL = 16  # requests in flight on one connection pool before another pool is opened
+
+
+class _Pools:
+    """The SDK clients (each with its connection pool) of one endpoint in one event loop.
+
+    A request goes to the least busy pool; a new one opens when every pool has :data:`PER_POOL`
+    requests in flight, so the pools follow the run's concurrency (one pool up to 16 requests at
+    once, eight at 128). Why several: the SDK's transport (httpcore) walks every connection of a
+    pool, probing each idle socket, twice per request, which at 128 connections in one pool costs
+    more than the request itself. A pool is not capped (connections or keep-alive): the runner's
+    concurrency is the bound, and a cap under it would queue requests or close and reopen
+    connections on every request. Idle connections close after the transport's keep-alive expiry.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.clients: list[Any] = []
+        self.busy: list[int] = []
+
+    def _new(self) -> Any:
+        # imported lazily: the SDK is slow to import
+        from openai import DEFAULT_CONNECTION_LIMITS, AsyncOpenAI, DefaultAsyncHttpxClient
+
+        # (the Limits class of the SDK's transport: httpx, or httpx2 in newer SDKs)
+        limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=None, max_keepalive_connections=None)
+        s = settings()
+        url, query = split_query(self.url)  # the SDK appends paths to the URL: its query goes apart
+        return AsyncOpenAI(api_key=s.key() or "not-needed", base_url=url, default_query=query or None,
+                           max_retries=0, timeout=s.timeout,
+                           http_client=DefaultAsyncHttpxClient(limits=limits, timeout=s.timeout))  # fmt: skip
+
+    def pick(self) -> tuple[int, Any]:
+        """(index, client) of the least busy pool, opening one when all are full."""
+        if self.busy:
+            i = min(range(len(self.busy)), key=self.busy.__getitem__)
+            if self.busy[i] < PER_POOL:
+                return i, self.clients[i]
+        self.clients.append(self._new())
+        self.busy.append(0)
+        return len(self.clients) - 1, self.clients[-1]
+
+    async def post(self, path: str, body: bytes) -> Any:
+        """The raw response to a POST of the JSON ``body`` (the SDK's errors for an error status)."""
+        i, client = self.pick()
+        self.busy[i] += 1
+        try:
+            return await client.post(path, cast_to=_raw(), content=body)
+        finally:
+            self.busy[i] -= 1
+
+    async def aclose(self) -> None:
+        clients, self.clients, self.busy = self.clients, [], []
+        for client in clients:
+            await client.close()
+
+
+def _body(kwargs: dict[str, Any]) -> bytes:
+    """A request body as the SDK encodes JSON (compact, UTF-8, no NaN); sent with its JSON content type."""
+    return json.dumps(kwargs, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
 class LLMClient:
     """Completions from one model at one endpoint, with the behaviour described in the module docstring.
 
@@ -403,21 +465,19 @@ class LLMClient:
         self._url = _ENDPOINTS.get(self.base_url, self.base_url)
         self._mode_index = 0
         self._n_supported: bool | None = None  # does the endpoint take n > 1? (None: not asked yet)
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, _Pools]] = {}
 
     def _client(self) -> Any:
-        # one AsyncOpenAI per event loop: its connection pool belongs to the loop that made it
+        """The SDK client for the next request of the running event loop: the least busy of its pools."""
+        return self._pools().pick()[1]
+
+    def _pools(self) -> _Pools:
+        # the SDK clients of each event loop: their connection pools belong to the loop that made them
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:  # (a new loop may reuse a closed one's id)
-            from openai import AsyncOpenAI  # imported lazily: the SDK is slow to import
-
-            s = settings()
-            url, query = split_query(self._url)  # the SDK appends paths to the URL: its query goes apart
-            client = AsyncOpenAI(api_key=s.key() or "not-needed", base_url=url, default_query=query or None,
-                                 max_retries=0, timeout=s.timeout)  # fmt: skip
-            entry = self._clients[id(loop)] = (loop, client)
-            self._clients = {id(loop): entry}  # a closed loop's client is dropped
+            entry = self._clients[id(loop)] = (loop, _Pools(self._url))
+            self._clients = {id(loop): entry}  # a closed loop's clients are dropped
         return entry[1]
 
     @classmethod
@@ -433,7 +493,7 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         entry = self._clients.pop(id(loop), None)
         if entry is not None and entry[0] is loop:
-            await entry[1].close()
+            await entry[1].aclose()
 
     async def complete(
         self,
@@ -732,9 +792,10 @@ class LLMClient:
             try:
                 # The SDK's plain POST, as its docs show for any endpoint: the same client, connection
                 # pool and errors as chat.completions.create, without its per-call parameter transform
-                # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields).
+                # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields); the
+                # body goes as the JSON bytes the SDK would send, encoded once.
                 try:
-                    raw = await self._client().post("/chat/completions", cast_to=_raw(), body=kwargs)
+                    raw = await self._pools().post("/chat/completions", _body(kwargs))
                 except openai.UnprocessableEntityError as err:
                     if n == 1:
                         raise

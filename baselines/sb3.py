@@ -55,18 +55,26 @@ def learn(
     n_envs: int = 8,
     progress: bool | None = None,
     desc: str = "train",
+    make_vec_env: Callable[[int], Any] | None = None,
 ) -> tuple[Any, list[tuple[int, float]], float]:
     """Train an ``algo`` model on ``n_envs`` copies of ``make_env()`` (one batched forward pass for all,
     seeded ``seed``, ``seed + 1``...). Returns (the model, the learning curve — mean episode reward at
-    the end of each rollout —, seconds)."""
+    the end of each rollout —, seconds).
+
+    ``make_vec_env(n_envs)``, when given, builds a native vectorised environment (an SB3 ``VecEnv`` that
+    steps all ``n_envs`` at once, seeded the same way) used instead of a ``DummyVecEnv`` of ``make_env()``."""
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecMonitor
     from tqdm.auto import tqdm
 
     torch.set_num_threads(1)
-    env = DummyVecEnv([lambda: Monitor(make_env())] * n_envs)
+    env: Any
+    if make_vec_env is not None:
+        env = VecMonitor(make_vec_env(n_envs))  # episode rewards for the learning curve, as Monitor gives
+    else:
+        env = DummyVecEnv([lambda: Monitor(make_env())] * n_envs)
     env.seed(seed)
     env.reset()
     curve: list[tuple[int, float]] = []

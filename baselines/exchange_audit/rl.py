@@ -49,7 +49,7 @@ from eq_env.exchange_audit.features import (
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.exchange_audit.views import NothingToLearnError
 
-__all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "selfplay", "train"]
+__all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "make_vec", "selfplay", "train"]
 
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training seeds start at 0
@@ -204,6 +204,27 @@ def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mod
     raise ValueError(f"role must be 'proposer' or 'validator', got {role!r}")
 
 
+def make_vec(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
+             audit_intensities: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
+    """A builder ``n -> VecEnv`` of the native vectorised environment for this training, or None when it
+    cannot play it (an opponent that cannot act in bulk; a proposer across several audit intensities)."""
+    from eq_env.core.policy import make_policy
+    from eq_env.exchange_audit.batch import is_batchable
+    from eq_env.exchange_audit.vector import ProposerVecEnv, ValidatorVecEnv
+
+    other = "validator" if role == "proposer" else "proposer"
+    if not is_batchable(make_policy(opponent, other)):  # type: ignore[arg-type]
+        return None
+    if role == "proposer":
+        if audit_intensities is not None and len(audit_intensities) > 1:
+            return None
+        return lambda n: ProposerVecEnv(n, opponent, config=config, reward_mode=reward_mode,
+                                        action_encoding=_action_encoding(role, algo),
+                                        audit_intensities=audit_intensities)  # fmt: skip
+    return lambda n: ValidatorVecEnv(n, opponent, config=config, reward_mode=reward_mode,
+                                     audit_intensities=audit_intensities)  # fmt: skip
+
+
 def train(
     role: Role,
     out: str | Path,
@@ -220,6 +241,7 @@ def train(
     progress: bool | None = None,
     n_envs: int = 8,
     q_values: Sequence[float] | None = None,
+    vectorised: bool = True,
 ) -> TrainResult:
     """Train ``role`` against ``opponent`` (default: the rule validator, or the honest proposer).
 
@@ -227,6 +249,11 @@ def train(
     all of them), seeded ``seed``, ``seed + 1``...; evaluation uses
     ``eval_seeds``, which training never sees. ``audit_intensities``: train across these q (each episode
     draws one; ``q_values`` is its deprecated earlier name).
+
+    ``vectorised`` (default): step the ``n_envs`` environments together in the native vectorised
+    environment (:mod:`eq_env.exchange_audit.vector`: the same episodes, seeded the same way, at a
+    fraction of the cost) whenever it can play them — the opponent acts in bulk and, for a proposer, one
+    audit intensity; otherwise, or with ``vectorised=False``, SB3's ``DummyVecEnv`` of single views.
     """
     if q_values is not None:
         import warnings
@@ -245,12 +272,16 @@ def train(
     opponent = opponent if opponent is not None else ("rule" if role == "proposer" else "honest")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
+    vec = make_vec(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo) \
+        if vectorised else None  # fmt: skip
     try:
         model, curve, seconds = learn(
             lambda: make_view(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo),
             algo=algo,
             timesteps=timesteps, seed=seed, hyperparameters=_hyperparameters(algo, timesteps, n_envs), n_envs=n_envs,
-            progress=progress, desc=f"train {role} ({algo})",
+            progress=progress, desc=f"train {role} ({algo})", make_vec_env=vec,
         )  # fmt: skip
     except NothingToLearnError:
         raise NothingToLearnError(f"{opponent} never asks for approval") from None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
 __all__ = ["OrderEnforcingWrapper"]
 
@@ -54,7 +55,44 @@ class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
     def state(self) -> Any:
         return self.env.state() if not self._has_reset else super().state()
 
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        # (PettingZoo's reset, without its two layers of super())
+        self._has_reset = True
+        self._has_updated = True
+        self.env.reset(seed=seed, options=options)
+
     def agent_iter(self, max_iter: int = 2**63) -> Any:
         if not self._has_reset:
             raise RuntimeError("call reset() before agent_iter()")
-        return super().agent_iter(max_iter)
+        return _Iterable(self, max_iter)
+
+
+class _Iterable(AECOrderEnforcingIterable):  # type: ignore[type-arg]
+    """PettingZoo's order-enforcing ``agent_iter``, with the iterator below."""
+
+    def __iter__(self) -> _Iterator:
+        return _Iterator(self.env, self.max_iter)
+
+
+class _Iterator(AECOrderEnforcingIterator):  # type: ignore[type-arg]
+    """PettingZoo's order-enforcing iterator in one call per agent (the same checks, in the same order).
+
+    It is made only after ``reset()``, when the wrapper's ``agents`` and ``agent_selection`` are the
+    environment's, so it reads them there.
+    """
+
+    def __init__(self, env: OrderEnforcingWrapper, max_iter: int) -> None:
+        # (AECOrderEnforcingIterator's, without its isinstance assertion: only OrderEnforcingWrapper makes one)
+        self.env = env
+        self.iters_til_term = max_iter
+
+    def __next__(self) -> Any:
+        wrapper = self.env
+        env = wrapper.env
+        if not env.agents or self.iters_til_term <= 0:
+            raise StopIteration
+        self.iters_til_term -= 1
+        agent = env.agent_selection
+        assert wrapper._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
+        wrapper._has_updated = False
+        return agent

@@ -148,7 +148,22 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
                     help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
     tr.add_argument("--eval-episodes", type=episodes_arg, default=2000,
                     help="episodes per evaluation seed (default 2000)")  # fmt: skip
+    tr.add_argument("--n-envs", type=_positive_int, default=8,
+                    help="environments stepped together, seeded seed, seed+1, ... (default 8)")  # fmt: skip
+    tr.add_argument("--no-vec-env", dest="vectorised", action="store_false",
+                    help="step the environments as single views in SB3's DummyVecEnv instead of the native "
+                         "vectorised environment (the same episodes, slower)")  # fmt: skip
     add_config_flags(tr, ExchangeAuditConfig)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -158,7 +173,8 @@ def _train(args: argparse.Namespace) -> int:
     result = train(
         args.role, args.out, algo=args.algo, timesteps=args.timesteps, seed=args.seed, config=config,
         opponent=args.opponent, reward_mode=args.reward_mode, audit_intensities=args.audit_intensities,
-        eval_seeds=args.eval_seeds, eval_episodes=args.eval_episodes, progress=None,
+        eval_seeds=args.eval_seeds, eval_episodes=args.eval_episodes, progress=None, n_envs=args.n_envs,
+        vectorised=args.vectorised,
     )  # fmt: skip
     asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
     print(f"trained {result.role} ({result.algo}) for {result.steps_run} steps{asked} in {result.seconds:.1f} s "

@@ -153,12 +153,19 @@ has the same position, noise and audit coin under every `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost` or `max_words` (parameters of the distribution itself —
 `ambiguous_rate`, the limits, `noise_sd` — change what the same numbers make).
 
-Observations are read-only: they are built once per phase and shared, so a
-policy that wants to modify one must copy it first.
+Observations are read-only: they are built once per phase and shared (arrays
+that take few values — the claim codes, the action mask, the audit flags — are
+shared between episodes too), so a policy that wants to modify one must copy it
+first.
 
 ## Version history
 
 * v0: first release (eq_env 0.1.0).
+* v0, unchanged results (issue 13): the AEC loop is about twice as fast. The
+  action and observation spaces are subclasses of Gymnasium's (`FastDiscrete`,
+  `FastMultiDiscrete`, `FastDict` in `eq_env.exchange_audit.spaces`) whose
+  `sample` draws exactly what Gymnasium's draws, masked or not; every
+  observation, reward, info and sampled action of a seed is what it was.
 """
 
 from __future__ import annotations
@@ -172,10 +179,14 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
+    AuditOutcome,
+    Decision,
     DrawStream,
     ExchangeAuditGame,
+    Intent,
     Payoffs,
     Phase,
+    ProposerAction,
 )
 from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.spaces import BLOCK_ONLY_MASK, ActionError, ExchangeAuditSpaces
@@ -196,6 +207,12 @@ VALIDATOR = "validator_0"
 ROLES = {"proposer": (PROPOSER,), "validator": (VALIDATOR,)}  # role -> its agents
 SEED_STREAMS = {"proposer": 10, "validator": 11}  # role -> the stream its policy's seed is drawn on
 REWARD_MODES = ("welfare", "individual")
+_PHASES = tuple(np.int64(phase) for phase in Phase)  # an observation's "phase" entry, by Phase
+# The members' names by value (an enum's .name is a descriptor: slower than a tuple).
+_ACTION_NAMES = tuple(m.name for m in ProposerAction)
+_DECISION_NAMES = tuple(m.name for m in Decision)
+_OUTCOME_NAMES = tuple(m.name for m in AuditOutcome)
+_INTENT_NAMES = tuple(m.name for m in Intent)
 RENDER_MODES = ("ansi", "human")
 METADATA: dict[str, Any] = {
     "name": "exchange_audit_v0",
@@ -297,6 +314,7 @@ class _Episode:
         self.game.start(self.draws.next())
         assert self.game.proposer_view is not None
         self._public_vector = self.codec.public_vector_for(self.game.proposer_view.public)
+        self._public_vector.flags.writeable = False  # shared by both agents' observations
         self._cache = {}
 
     def observe(self, agent: str) -> dict[str, Any]:
@@ -309,34 +327,42 @@ class _Episode:
             raise _unknown_agent(agent)
         if game.proposer_view is None:
             raise RuntimeError("call reset() before observe()")
-        phase = np.int64(game.phase)
-        if agent == PROPOSER and cached is not None:
-            # the proposer's view never changes within an episode (its arrays are already read-only)
-            obs = dict(cached[1], phase=phase)
-            self._cache[agent] = (game.phase, obs)
-            return obs
-        if agent == VALIDATOR and cached is not None and cached[0] is Phase.DECISION:
-            obs = dict(cached[1], phase=phase, action_mask=BLOCK_ONLY_MASK)  # done: nothing left to decide
-            self._cache[agent] = (game.phase, obs)
-            return obs
+        phase = game.phase
         if agent == PROPOSER:
-            obs = self.codec.encode_proposer_observation(game.proposer_view, game.phase, self._public_vector)
+            if cached is not None:
+                # the proposer's view never changes within an episode (its arrays are already read-only)
+                obs = dict(cached[1], phase=_PHASES[phase])
+            else:
+                obs = self.codec.proposer_observation_read_only(game.proposer_view, phase, self._public_vector)
+        elif cached is not None and cached[0] is Phase.DECISION:
+            # done: nothing left to decide
+            obs = dict(cached[1], phase=_PHASES[phase], action_mask=BLOCK_ONLY_MASK)
         else:
             assert game.state is not None
-            obs = self.codec.encode_validator_observation(
-                game.proposer_view.public, game.state.ambiguous, game.validator_view, game.phase, self._public_vector
-            )
-        for value in obs.values():
-            # Observations are cached and share arrays: read-only keeps a
-            # policy that writes into its observation from changing the game.
-            if isinstance(value, np.ndarray):
-                value.flags.writeable = False
-        self._cache[agent] = (game.phase, obs)
+            view = game.validator_view
+            if view is None:  # before the proposal: only the public information
+                obs = self.codec.encode_validator_observation(
+                    game.proposer_view.public, game.state.ambiguous, None, phase, self._public_vector
+                )
+                for value in obs.values():
+                    # Observations are cached and share arrays: read-only keeps a
+                    # policy that writes into its observation from changing the game.
+                    if isinstance(value, np.ndarray):
+                        value.flags.writeable = False
+            else:
+                obs = self.codec.validator_observation_read_only(game.state.ambiguous, view, phase, self._public_vector)
+        self._cache[agent] = (phase, obs)
         return obs
 
     def __getstate__(self) -> dict[str, Any]:
         # Cached observations are rebuilt after unpickling (read-only flags do not survive pickling).
         return {**self.__dict__, "_cache": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._public_vector.flags.writeable:
+            self._public_vector = self._public_vector.copy()  # (an unpickled array may not own its data)
+            self._public_vector.flags.writeable = False
 
     def propose(self, action: Any) -> None:
         self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
@@ -347,7 +373,8 @@ class _Episode:
 
     def rewards(self, result: Payoffs) -> dict[str, float]:
         if self.reward_mode == "welfare":
-            return {PROPOSER: result.welfare, VALIDATOR: result.welfare}
+            welfare = result.welfare
+            return {PROPOSER: welfare, VALIDATOR: welfare}
         return {PROPOSER: result.proposer, VALIDATOR: result.validator}
 
     def final_info(self) -> dict[str, Any]:
@@ -359,21 +386,21 @@ class _Episode:
             "welfare": out.payoffs.welfare,
             "proposer_payoff": out.payoffs.proposer,
             "validator_payoff": out.payoffs.validator,
-            "proposer_action": sub.action.name,
-            "decision": out.decision.name,
+            "proposer_action": _ACTION_NAMES[sub.action],
+            "decision": _DECISION_NAMES[out.decision],
             "approved": out.approved,
             "compliant": s.compliant,
             "ambiguous": s.ambiguous,
             "words": sub.artifact.words,
             "audit": {
                 "audited": audit.audited,
-                "outcome": audit.outcome.name,
+                "outcome": _OUTCOME_NAMES[audit.outcome],
                 "checked": list(audit.checked),
                 "failed": list(audit.failed),
                 "revealed_compliant": audit.revealed_compliant,
             },
             "state": {
-                "intent": s.intent.name,
+                "intent": _INTENT_NAMES[s.intent],
                 "risk_limit": s.risk_limit,
                 "delta_limit": s.delta_limit,
                 "true_risk": s.true_risk,
@@ -479,24 +506,61 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._episode.reset(seed, options)
-        self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        agents = self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(agents, 0.0)
+        self.terminations = dict.fromkeys(agents, False)
+        self.truncations = dict.fromkeys(agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in agents}
         self.agent_selection = PROPOSER
         self._skip_agent_selection = None
 
     def observe(self, agent: str) -> dict[str, Any]:
-        return dict(self._episode.observe(agent))
+        episode = self._episode
+        cached = episode._cache.get(agent)  # (the cached path of _Episode.observe, inline)
+        if cached is not None and cached[0] is episode.game.phase:
+            return dict(cached[1])
+        return dict(episode.observe(agent))
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if not hasattr(self, "agent_selection"):  # AECEnv.last would fail on the missing attribute
             raise RuntimeError("call reset() before last()")
         if not self.agents:  # every agent has stepped out: AECEnv.last would fail on a KeyError
             raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
-        return super().last(observe)
+        # AECEnv.last, inline
+        agent = self.agent_selection
+        assert agent is not None
+        return (
+            self.observe(agent) if observe else None,
+            self._cumulative_rewards[agent],
+            self.terminations[agent],
+            self.truncations[agent],
+            self.infos[agent],
+        )
+
+    def _was_dead_step(self, action: Any) -> None:
+        """PettingZoo's ``AECEnv._was_dead_step``, step for step, without its generic search when no other
+        agent is left to step out (the usual case here: the validator, after the proposer)."""
+        agents = self.agents
+        if len(agents) != 1 or action is not None:
+            super()._was_dead_step(action)
+            return
+        agent = self.agent_selection
+        assert self.terminations[agent] or self.truncations[agent], (
+            "an agent that was not dead as attempted to be removed"
+        )
+        del self.terminations[agent]
+        del self.truncations[agent]
+        del self.rewards[agent]
+        del self._cumulative_rewards[agent]
+        del self.infos[agent]
+        agents.remove(agent)
+        # no agent is left, so none is dead: PettingZoo's else branch, then _clear_rewards (of an empty dict)
+        if getattr(self, "_skip_agent_selection", None) is not None:
+            self.agent_selection = self._skip_agent_selection  # type: ignore[assignment]
+        self._skip_agent_selection = None
+        for a in self.rewards:
+            self.rewards[a] = 0
 
     def step(self, action: Any) -> None:
         if not hasattr(self, "agent_selection"):
@@ -515,7 +579,8 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
             result = self._episode.decide(action)
             self.rewards = self._episode.rewards(result)
             info = self._episode.final_info()
-            self.infos = {a: _copy_info(info) for a in self.agents}
+            # each agent its own copy (the first takes the original, which nothing else holds)
+            self.infos = {a: info if i == 0 else _copy_info(info) for i, a in enumerate(self.agents)}
             self.terminations = {a: True for a in self.agents}
             self.agent_selection = PROPOSER
         self._accumulate_rewards()

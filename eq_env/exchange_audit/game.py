@@ -18,7 +18,7 @@ drawn in one vectorised call that matches ``n`` sequential draws exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any, overload
 
@@ -55,6 +55,7 @@ __all__ = [
     "make_artifact",
     "observe_state",
     "payoffs",
+    "public_rules",
     "rule_decision",
     "run_audit",
     "sample_state",
@@ -164,25 +165,33 @@ class PublicInfo:
     max_artifact_tokens: int
 
     @classmethod
-    def of(cls, state: State, config: ExchangeAuditConfig) -> PublicInfo:
-        return cls(
-            risk_limit=state.risk_limit,
-            delta_limit=state.delta_limit,
-            q=config.q,
-            checks_per_audit=config.checks_per_audit,
-            V=config.V,
-            L=config.L,
-            alpha=config.alpha,
-            audit_cost=config.audit_cost,
-            max_words=config.max_words,
-            no_trade_payoff=config.no_trade_payoff,
-            bad_approval_loss=config.bad_approval_loss,
-            safe_margin=config.safe_margin,
-            noise_sd=config.noise_sd,
-            max_text_chars=config.max_text_chars,
-            cost_in_tokens=config.cost_model == "tokens",
-            max_artifact_tokens=config.max_artifact_tokens,
-        )
+    def of(cls, state: State, config: ExchangeAuditConfig, rules: tuple[Any, ...] | None = None) -> PublicInfo:
+        """This episode's public information; ``rules`` is :func:`public_rules` of ``config`` if already known."""
+        return cls(state.risk_limit, state.delta_limit, *(public_rules(config) if rules is None else rules))
+
+
+def public_rules(config: ExchangeAuditConfig) -> tuple[Any, ...]:
+    """The fields of :class:`PublicInfo` after ``risk_limit`` and ``delta_limit``, in order: the rules of the
+    game, the same in every episode of ``config``."""
+    rules = PublicInfo(
+        risk_limit=0.0,
+        delta_limit=0.0,
+        q=config.q,
+        checks_per_audit=config.checks_per_audit,
+        V=config.V,
+        L=config.L,
+        alpha=config.alpha,
+        audit_cost=config.audit_cost,
+        max_words=config.max_words,
+        no_trade_payoff=config.no_trade_payoff,
+        bad_approval_loss=config.bad_approval_loss,
+        safe_margin=config.safe_margin,
+        noise_sd=config.noise_sd,
+        max_text_chars=config.max_text_chars,
+        cost_in_tokens=config.cost_model == "tokens",
+        max_artifact_tokens=config.max_artifact_tokens,
+    )
+    return tuple(getattr(rules, f.name) for f in fields(PublicInfo))[2:]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,17 +239,26 @@ class Claims:
     def __post_init__(self) -> None:
         # Normalise numpy scalars so audits compare plain Python values; a
         # string where a boolean belongs is an error, not a silent False.
-        if self.intent is not None:
-            object.__setattr__(self, "intent", Intent(self.intent))
+        # (Values already plain — an Intent, a bool, a float — are kept as they are: the same result, sooner.)
+        intent = self.intent
+        if intent is not None and type(intent) is not Intent:
+            object.__setattr__(self, "intent", Intent(intent))
+        if (
+            (self.risk_within_limit is None or type(self.risk_within_limit) is bool)
+            and (self.net_delta_bounded is None or type(self.net_delta_bounded) is bool)
+            and (self.risk_metric is None or type(self.risk_metric) is float)
+            and (self.confidence is None or type(self.confidence) is float)
+        ):
+            return  # (all plain already: nothing below would change or refuse anything)
         for name in ("risk_within_limit", "net_delta_bounded"):
             value = getattr(self, name)
-            if value is not None:
+            if value is not None and type(value) is not bool:
                 if not isinstance(value, (bool, np.bool_)):
                     raise TypeError(f"claim {name} must be a bool or None, got {value!r}")
                 object.__setattr__(self, name, bool(value))
         for name in ("risk_metric", "confidence"):
             value = getattr(self, name)
-            if value is not None:
+            if value is not None and type(value) is not float:
                 if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
                     raise TypeError(f"claim {name} must be a number or None, got {value!r}")
                 object.__setattr__(self, name, float(value))
@@ -276,10 +294,16 @@ class Artifact:
     tokens: int = 0
 
     def __post_init__(self) -> None:
+        words, tokens = self.words, self.tokens
+        if type(words) is int and type(tokens) is int and words >= 0 and tokens >= 0:
+            return  # (already what the lines below make of them)
         for name in ("words", "tokens"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"an artifact's {name} cannot be negative, got {getattr(self, name)}")
-            object.__setattr__(self, name, int(getattr(self, name)))
+            value = getattr(self, name)
+            if type(value) is int and value >= 0:
+                continue  # (already what the lines below make of it)
+            if int(value) < 0:
+                raise ValueError(f"an artifact's {name} cannot be negative, got {value}")
+            object.__setattr__(self, name, int(value))
 
     @property
     def has_explanation(self) -> bool:
@@ -296,9 +320,14 @@ class Proposal:
     hedge_size: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "intent", Intent(self.intent))
+        if type(self.intent) is not Intent:
+            object.__setattr__(self, "intent", Intent(self.intent))
+        if type(self.risk) is float and type(self.net_delta) is float and type(self.hedge_size) is float:
+            return
         for name in ("risk", "net_delta", "hedge_size"):
-            object.__setattr__(self, name, float(getattr(self, name)))
+            value = getattr(self, name)
+            if type(value) is not float:
+                object.__setattr__(self, name, float(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +339,8 @@ class Submission:
     artifact: Artifact = field(default_factory=Artifact)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "action", ProposerAction(self.action))
+        if type(self.action) is not ProposerAction:
+            object.__setattr__(self, "action", ProposerAction(self.action))
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +355,9 @@ class AuditRecord:
     @property
     def audited(self) -> bool:
         return self.outcome is not AuditOutcome.SKIPPED
+
+
+_SKIPPED = AuditRecord(AuditOutcome.SKIPPED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,8 +414,13 @@ class DrawStream:
 
     Three independent generators (state uniforms, noise normals, audit
     uniforms) each consume a fixed block per episode, so ``n`` calls to
-    :meth:`next` equal one call to :meth:`batch` with ``n``.
+    :meth:`next` equal one call to :meth:`batch` with ``n``. :meth:`next` draws
+    ahead in blocks (1, 2, 4, … up to 256 episodes, one generator call each):
+    the same numbers, handed out in the same order whatever mix of :meth:`next`,
+    :meth:`batch` and :meth:`skip` asks for them.
     """
+
+    MAX_AHEAD = 256
 
     def __init__(self, seed: int | None) -> None:
         root = np.random.SeedSequence(seed)
@@ -391,23 +429,42 @@ class DrawStream:
             np.random.Generator(np.random.PCG64(np.random.SeedSequence(root.entropy, spawn_key=(k,)))) for k in range(3)
         )
         self.episodes_drawn = 0
+        # episodes drawn ahead and not handed out yet: rows of (state, noise, audit) as lists, from _next_row on
+        self._ahead: tuple[list[list[float]], list[list[float]], list[list[float]]] = ([], [], [])
+        self._next_row = 0
+        self._block = 0
 
     def next(self) -> EpisodeDraws:
+        ahead, i = self._ahead, self._next_row
+        if i >= len(ahead[0]):
+            self._block = min(2 * self._block or 1, self.MAX_AHEAD)
+            ahead = self._ahead = tuple(block.tolist() for block in self._draw(self._block))  # type: ignore[assignment]
+            i = 0
+        self._next_row = i + 1
         self.episodes_drawn += 1
-        return EpisodeDraws(
-            tuple(self._state.random(N_STATE_UNIFORMS).tolist()),
-            tuple(self._noise.standard_normal(N_NOISE_NORMALS).tolist()),
-            tuple(self._audit.random(N_AUDIT_UNIFORMS).tolist()),
-        )
+        return EpisodeDraws(tuple(ahead[0][i]), tuple(ahead[1][i]), tuple(ahead[2][i]))
 
-    def batch(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The next ``n`` episodes' draws as arrays of shape (n, 8), (n, 4), (n, 5)."""
-        self.episodes_drawn += n
+    def _draw(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return (
             self._state.random((n, N_STATE_UNIFORMS)),
             self._noise.standard_normal((n, N_NOISE_NORMALS)),
             self._audit.random((n, N_AUDIT_UNIFORMS)),
         )
+
+    def batch(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The next ``n`` episodes' draws as arrays of shape (n, 8), (n, 4), (n, 5)."""
+        kept = min(n, len(self._ahead[0]) - self._next_row)
+        if kept <= 0:
+            self.episodes_drawn += n
+            return self._draw(n)
+        rows = slice(self._next_row, self._next_row + kept)
+        first = tuple(np.array(part[rows], dtype=np.float64) for part in self._ahead)
+        self._next_row += kept
+        self.episodes_drawn += kept
+        if kept == n:
+            return first  # type: ignore[return-value]
+        rest = self.batch(n - kept)
+        return tuple(np.concatenate([a, b]) for a, b in zip(first, rest, strict=True))  # type: ignore[return-value]
 
     def skip(self, n: int) -> None:
         """Advance past ``n`` episodes without keeping their draws."""
@@ -469,8 +526,11 @@ def sample_state(u: tuple[float, ...], z: tuple[float, ...], config: ExchangeAud
     )
 
 
-def observe_state(state: State, z: tuple[float, ...], config: ExchangeAuditConfig) -> ProposerView:
-    """The proposer's noisy view: exact intent, numbers with N(0, noise_sd) noise."""
+def observe_state(
+    state: State, z: tuple[float, ...], config: ExchangeAuditConfig, rules: tuple[Any, ...] | None = None
+) -> ProposerView:
+    """The proposer's noisy view: exact intent, numbers with N(0, noise_sd) noise (``rules``: see
+    :meth:`PublicInfo.of`)."""
     sd = config.noise_sd
     reveal = config.reveal_compliance
     return ProposerView(
@@ -480,7 +540,7 @@ def observe_state(state: State, z: tuple[float, ...], config: ExchangeAuditConfi
         observed_hedge_size=max(0.0, state.hedge_size + sd * z[3]),
         known_risk_within_limit=state.risk_within_limit if reveal else None,
         known_net_delta_bounded=state.net_delta_bounded if reveal else None,
-        public=PublicInfo.of(state, config),
+        public=PublicInfo.of(state, config, rules),
     )
 
 
@@ -512,8 +572,12 @@ def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0
     The word count is that of the text when there is one; a text-less
     (numeric) policy may state ``word_count`` instead, capped the same way.
     """
-    text = truncate_words(text, max_words)
-    words = count_words(text) if text else min(int(word_count), max_words)
+    # truncate_words and count_words in one split: the words of the joined text are the kept words
+    kept = text.split()
+    if len(kept) > max_words:
+        kept = kept[:max_words]
+    text = " ".join(kept)
+    words = len(kept) if kept else min(int(word_count), max_words)
     return Artifact(claims=claims, text=text, words=words, tokens=tokens)
 
 
@@ -543,7 +607,7 @@ def run_audit(
     cost is still paid). Any failed check fails the audit.
     """
     if not audit_u[0] < config.q:
-        return AuditRecord(AuditOutcome.SKIPPED)
+        return _SKIPPED  # (an immutable value: one for every skipped audit)
     claims = submission.artifact.claims
     k = config.checks_per_audit
     if k <= 0 or not claims.complete:
@@ -668,10 +732,15 @@ class ExchangeAuditGame:
         self.audit: AuditRecord | None = None
         self.outcome: EpisodeOutcome | None = None
         self._audit_u: tuple[float, ...] = ()
+        self._rules: tuple[Any, ...] = ()
+        self._rules_of: ExchangeAuditConfig | None = None
 
     def start(self, draws: EpisodeDraws) -> None:
-        self.state = sample_state(draws.state_u, draws.noise_z, self.config)
-        self.proposer_view = observe_state(self.state, draws.noise_z, self.config)
+        config = self.config
+        if self._rules_of is not config:  # (the public rules of the configuration, computed once)
+            self._rules, self._rules_of = public_rules(config), config
+        self.state = sample_state(draws.state_u, draws.noise_z, config)
+        self.proposer_view = observe_state(self.state, draws.noise_z, config, self._rules)
         self._audit_u = draws.audit_u
         self.submission = self.audit = self.outcome = None
         self.phase = Phase.PROPOSAL
@@ -701,7 +770,8 @@ class ExchangeAuditGame:
             raise RuntimeError(f"decide() is for the decision phase; the game is in {self.phase.name}")
         assert self.state is not None and self.submission is not None and self.audit is not None
         assert self.proposer_view is not None
-        decision = Decision(decision)
+        if type(decision) is not Decision:
+            decision = Decision(decision)
         if decision not in self.legal_decisions:
             raise ValueError("the proposer chose NO_TRADE: there is nothing to approve (only BLOCK is legal)")
         result = payoffs(self.submission, decision, self.audit, self.state.compliant, self.config)

@@ -66,6 +66,9 @@ __all__ = [
     "ActionError",
     "BoundedBox",
     "ExchangeAuditSpaces",
+    "FastDict",
+    "FastDiscrete",
+    "FastMultiDiscrete",
     "FreeText",
     "decode_proposer_observation",
     "decode_public",
@@ -130,10 +133,81 @@ class BoundedBox(spaces.Box):
     def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         if mask is not None or probability is not None:
             return super().sample(mask=mask, probability=probability)
-        if not hasattr(self, "_span"):
-            self._span = self.high - self.low
+        span = self.__dict__.get("_span")
+        if span is None:
+            span = self._span = self.high - self.low
         # numpy's uniform(low, high) is low + (high - low) * random(): the same numbers, without its overhead
-        return (self.low + self._span * self.np_random.random(self.shape)).astype(self.dtype)
+        # (in place, in the same order: IEEE products and sums commute exactly)
+        out = self.np_random.random(self._shape)
+        out *= span
+        out += self.low
+        return out if self.dtype is _FLOAT64_DTYPE else out.astype(self.dtype)
+
+
+class FastDiscrete(spaces.Discrete):
+    """A :class:`~gymnasium.spaces.Discrete` whose ``sample`` draws exactly what ``Discrete.sample`` draws.
+
+    Same values, same type (the space's numpy integer), same use of the space's generator, with or without a
+    binary mask: a masked draw is ``Generator.choice`` over the legal actions, which is one
+    ``integers(0, k)`` for ``k`` of them, done here without the mask's dozen numpy calls (they cost more than
+    an agent step). Masks that are not a 0/1 int8 array of shape ``(n,)`` and probability masks go to
+    Gymnasium's own code, with its own errors.
+    """
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        if probability is None:
+            if mask is None:
+                rng = self._np_random or self.np_random  # (the property seeds an unseeded space)
+                if self.start:
+                    return self.start + rng.integers(self.n, dtype=self.dtype.type)
+                return rng.integers(self.n, dtype=self.dtype.type)
+            if type(mask) is np.ndarray and mask.dtype is _INT8 and mask.shape == (self.n,):
+                legal = _LEGAL.get(mask.tobytes())
+                if legal is None:
+                    values = mask.tolist()
+                    if all(v == 0 or v == 1 for v in values):
+                        legal = tuple(i for i, v in enumerate(values) if v == 1)
+                        if len(_LEGAL) < 4096:
+                            _LEGAL[mask.tobytes()] = legal
+                if legal is not None:
+                    if not legal:
+                        return self.start
+                    pick = legal[int(self.np_random.integers(0, len(legal)))]
+                    if self.n > 64:
+                        return self.start + self.dtype.type(pick)
+                    # start + dtype(i), by i, made once (numpy scalars are immutable)
+                    key = (int(self.start), int(self.n))
+                    cached = self.__dict__.get("_values")
+                    if cached is None or cached[0] != key:
+                        cached = self._values = (key, tuple(self.start + self.dtype.type(i) for i in range(key[1])))
+                    return cached[1][pick]
+        return super().sample(mask=mask, probability=probability)
+
+
+_INT8 = np.dtype(np.int8)
+_LEGAL: dict[bytes, tuple[int, ...]] = {}  # a 0/1 mask's bytes -> its legal actions
+
+
+class FastMultiDiscrete(spaces.MultiDiscrete):
+    """A :class:`~gymnasium.spaces.MultiDiscrete` whose unmasked ``sample`` draws exactly what Gymnasium's
+    draws (one uniform per entry times its count, truncated), with less around it."""
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        out = (self.np_random.random(self.nvec.shape) * self.nvec).astype(self.dtype)
+        out += self.start  # (in place: start has the space's dtype)
+        return out
+
+
+class FastDict(spaces.Dict):
+    """A :class:`~gymnasium.spaces.Dict` whose unmasked ``sample`` is Gymnasium's (each subspace's own sample,
+    in key order), without its argument checks."""
+
+    def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
+        if mask is not None or probability is not None:
+            return super().sample(mask=mask, probability=probability)
+        return {k: space.sample() for k, space in self.spaces.items()}
 
 
 class FreeText(spaces.Text):
@@ -171,8 +245,11 @@ class FreeText(spaces.Text):
         n_words = int(rng.integers(0, self.MAX_SAMPLE_WORDS + 1))
         if n_words == 0:
             return ""
-        picks = rng.integers(0, len(_SAMPLE_WORDS), size=n_words).tolist()
-        return " ".join(_SAMPLE_WORDS[i] for i in picks)[: self.max_length]
+        if n_words <= 3:  # n draws of one integer are one draw of n (the same numbers), and cheaper for few
+            text = " ".join([_SAMPLE_WORDS[int(rng.integers(0, len(_SAMPLE_WORDS)))] for _ in range(n_words)])
+        else:
+            text = " ".join(map(_SAMPLE_WORDS.__getitem__, rng.integers(0, len(_SAMPLE_WORDS), size=n_words).tolist()))
+        return text if len(text) <= self.max_length else text[: self.max_length]
 
     def __repr__(self) -> str:
         return f"FreeText(max_length={self.max_length})"
@@ -221,16 +298,16 @@ class ExchangeAuditSpaces:
         claim_values = BoundedBox(*CLAIM_VALUE_BOUNDS, dtype=np.float64)
         public = BoundedBox(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
         text = FreeText(config.max_text_chars)
-        words = spaces.Discrete(config.max_words + 1)
-        tokens = spaces.Discrete(config.max_artifact_tokens + 1)
+        words = FastDiscrete(config.max_words + 1)
+        tokens = FastDiscrete(config.max_artifact_tokens + 1)
 
-        self.proposer_action = spaces.Dict(
+        self.proposer_action = FastDict(
             OrderedDict(
                 {
-                    "action": spaces.Discrete(2),
-                    "reported_intent": spaces.Discrete(2),
+                    "action": FastDiscrete(2),
+                    "reported_intent": FastDiscrete(2),
                     "reported_numbers": numbers,
-                    "claims": spaces.MultiDiscrete(list(CLAIM_NVEC)),
+                    "claims": FastMultiDiscrete(list(CLAIM_NVEC)),
                     "claim_values": claim_values,
                     "text": text,
                     "word_count": words,
@@ -238,36 +315,36 @@ class ExchangeAuditSpaces:
                 }
             )
         )
-        self.proposer_observation = spaces.Dict(
+        self.proposer_observation = FastDict(
             OrderedDict(
                 {
-                    "phase": spaces.Discrete(3),
-                    "intent": spaces.Discrete(2),
+                    "phase": FastDiscrete(3),
+                    "intent": FastDiscrete(2),
                     "observed_numbers": numbers,
-                    "known_compliance": spaces.MultiDiscrete([3, 3]),
+                    "known_compliance": FastMultiDiscrete([3, 3]),
                     "public": public,
                 }
             )
         )
-        self.validator_action = spaces.Discrete(2)
-        self.validator_observation = spaces.Dict(
+        self.validator_action = FastDiscrete(2)
+        self.validator_observation = FastDict(
             OrderedDict(
                 {
-                    "phase": spaces.Discrete(3),
+                    "phase": FastDiscrete(3),
                     "action_mask": spaces.Box(0, 1, shape=(2,), dtype=np.int8),
-                    "proposer_action": spaces.Discrete(2),
-                    "reported_intent": spaces.Discrete(2),
+                    "proposer_action": FastDiscrete(2),
+                    "reported_intent": FastDiscrete(2),
                     "reported_numbers": numbers,
-                    "claims": spaces.MultiDiscrete(list(CLAIM_NVEC)),
+                    "claims": FastMultiDiscrete(list(CLAIM_NVEC)),
                     "claim_values": claim_values,
                     "word_count": words,
                     "token_count": tokens,
                     "text": text,
-                    "audit_outcome": spaces.Discrete(4),
+                    "audit_outcome": FastDiscrete(4),
                     "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
                     "audit_failed": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
-                    "revealed_compliance": spaces.Discrete(3),
-                    "ambiguous": spaces.Discrete(2),
+                    "revealed_compliance": FastDiscrete(3),
+                    "ambiguous": FastDiscrete(2),
                     "public": public,
                 }
             )
@@ -353,6 +430,53 @@ class ExchangeAuditSpaces:
             "public": pub,
         }
 
+    # The environment's own builders: the same observations as the encoders above, with every array
+    # read-only; arrays that take few values (codes, masks, audit flags) are built once and shared.
+    def proposer_observation_read_only(
+        self, view: ProposerView, phase: Phase, public_vector: np.ndarray
+    ) -> dict[str, Any]:
+        """:meth:`encode_proposer_observation` with read-only arrays (``public_vector`` must be read-only)."""
+        numbers = _numbers(view.observed_risk, view.observed_net_delta, view.observed_hedge_size)
+        numbers.flags.writeable = False
+        return {
+            "phase": _INT64[phase],
+            "intent": _INT64[view.intent],
+            "observed_numbers": numbers,
+            "known_compliance": _KNOWN_COMPLIANCE[view.known_risk_within_limit, view.known_net_delta_bounded],
+            "public": public_vector,
+        }
+
+    def validator_observation_read_only(
+        self, ambiguous: bool, view: ValidatorView, phase: Phase, public_vector: np.ndarray
+    ) -> dict[str, Any]:
+        """:meth:`encode_validator_observation` after a submission, with read-only arrays (``public_vector``
+        must be read-only)."""
+        sub, audit, p = view.submission, view.audit, view.submission.proposal
+        artifact = sub.artifact
+        deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
+        codes, values = _claims_read_only(artifact.claims)
+        numbers = _numbers(p.risk, p.net_delta, p.hedge_size)
+        numbers.flags.writeable = False
+        words, tokens = artifact.words, artifact.tokens
+        return {
+            "phase": _INT64[phase],
+            "action_mask": FULL_MASK if deciding else BLOCK_ONLY_MASK,
+            "proposer_action": _INT64[sub.action],
+            "reported_intent": _INT64[p.intent],
+            "reported_numbers": numbers,
+            "claims": codes,
+            "claim_values": values,
+            "word_count": _INT64[words] if words < _N_INT64 else np.int64(words),
+            "token_count": _INT64[tokens] if tokens < _N_INT64 else np.int64(tokens),
+            "text": artifact.text,
+            "audit_outcome": _INT64[audit.outcome],
+            "audit_checked": _audit_flags(audit.checked),
+            "audit_failed": _audit_flags(audit.failed),
+            "revealed_compliance": _INT64[_tri(audit.revealed_compliant)],
+            "ambiguous": _INT64[ambiguous],
+            "public": public_vector,
+        }
+
     # -- actions ---------------------------------------------------------------
     def decode_proposer_action(self, action: Any, agent: str = "proposer_0") -> Submission:
         """Validate a proposer action dict and return the :class:`Submission` it encodes.
@@ -360,6 +484,10 @@ class ExchangeAuditSpaces:
         Raises :class:`ActionError` naming the first field that is missing,
         unexpected or outside its space.
         """
+        if type(action) is dict:
+            fast = self._decode_well_formed(action)
+            if fast is not None:
+                return fast
         space = self.proposer_action
         if not isinstance(action, Mapping):
             raise ActionError(
@@ -400,7 +528,57 @@ class ExchangeAuditSpaces:
             artifact=make_artifact(claims, text, self.config.max_words, word_count=words, tokens=tokens),
         )
 
+    def _decode_well_formed(self, action: dict[str, Any]) -> Submission | None:
+        """:meth:`decode_proposer_action` of an action in the usual form (numpy int64 or int scalars, float64
+        and int64 arrays of the right shapes, a printable str), or None for anything else (the full path then
+        decodes it, or raises its error). Accepts exactly what the full path accepts in that form, and returns
+        the same value."""
+        if action.keys() != self.proposer_action.spaces.keys():
+            return None
+        config = self.config
+        act = _small_int(action["action"], 2)
+        intent = _small_int(action["reported_intent"], 2)
+        words = _small_int(action["word_count"], config.max_words + 1)
+        tokens = _small_int(action["token_count"], config.max_artifact_tokens + 1)
+        numbers = _floats_within(action["reported_numbers"], _NUMBER_LOW, _NUMBER_HIGH)
+        values = _floats_within(action["claim_values"], _CV_LOW, _CV_HIGH)
+        codes = action["claims"]
+        text = action["text"]
+        if (
+            act is None
+            or intent is None
+            or words is None
+            or tokens is None
+            or numbers is None
+            or values is None
+            or type(codes) is not np.ndarray
+            or codes.dtype is not _INT64_DTYPE
+            or codes.shape != (len(CLAIM_NVEC),)
+            or type(text) is not str
+            or len(text) > config.max_text_chars
+            or not text.isprintable()  # (printable text has no control character; other text: the full path)
+        ):
+            return None
+        c = codes.tolist()
+        if not (0 <= c[0] < 3 and 0 <= c[1] < 3 and 0 <= c[2] < 3 and 0 <= c[3] < 2 and 0 <= c[4] < 2):
+            return None
+        claims = Claims(
+            intent=None if c[0] == 0 else _INTENTS[c[0] - 1],
+            risk_within_limit=_UNTRI[c[1]],
+            net_delta_bounded=_UNTRI[c[2]],
+            risk_metric=values[0] if c[3] else None,
+            confidence=values[1] if c[4] else None,
+        )
+        return Submission(
+            action=_PROPOSER_ACTIONS[act],
+            proposal=Proposal(_INTENTS[intent], *numbers),
+            artifact=make_artifact(claims, text, config.max_words, word_count=words, tokens=tokens),
+        )
+
     def decode_validator_action(self, action: Any, mask: np.ndarray, agent: str = "validator_0") -> Decision:
+        value = _small_int(action, 2)
+        if value is not None and mask[value]:
+            return _DECISIONS[value]
         value = _discrete(action, 2, f"{agent}'s action (0 BLOCK, 1 APPROVE)")
         if not mask[value]:
             raise ActionError(
@@ -408,6 +586,33 @@ class ExchangeAuditSpaces:
                 "the proposer chose NO_TRADE, so there is nothing to approve"
             )
         return Decision(value)
+
+
+_INT64_DTYPE = np.dtype(np.int64)
+_FLOAT64_DTYPE = np.dtype(np.float64)
+_INTENTS = tuple(Intent)
+_DECISIONS = tuple(Decision)
+_PROPOSER_ACTIONS = tuple(ProposerAction)
+_UNTRI = (None, True, False)
+
+
+def _small_int(value: Any, n: int) -> int | None:
+    """``_discrete(value, n)`` for a Python int or numpy int64 in range; None for anything else."""
+    t = type(value)
+    if (t is int or t is np.int64) and 0 <= value < n:
+        return int(value)
+    return None
+
+
+def _floats_within(value: Any, low: list[float], high: list[float]) -> list[float] | None:
+    """``_box``'s values for a float64 array of the right shape within its bounds; None for anything else."""
+    if type(value) is not np.ndarray or value.dtype is not _FLOAT64_DTYPE or value.shape != (len(low),):
+        return None
+    out: list[float] = value.tolist()
+    for x, lo, hi in zip(out, low, high, strict=True):
+        if not lo <= x <= hi:  # (also NaN)
+            return None
+    return out
 
 
 def _discrete(value: Any, n: int, what: str) -> int:
@@ -526,6 +731,61 @@ def _decode_claims(codes: Any, values: Any) -> Claims:
         risk_metric=v[0] if c[3] else None,
         confidence=v[1] if c[4] else None,
     )
+
+
+# Shared read-only values of the environment's observations (numpy scalars are immutable).
+_N_INT64 = 256
+_INT64 = tuple(np.int64(i) for i in range(_N_INT64))
+_KNOWN_COMPLIANCE = {
+    (a, b): _read_only(np.array([_tri(a), _tri(b)], dtype=np.int64))
+    for a in (None, True, False)
+    for b in (None, True, False)
+}
+_CLAIM_CODES: dict[tuple[int, ...], np.ndarray] = {}
+_AUDIT_FLAGS: dict[tuple[str, ...], np.ndarray] = {}
+_ZERO_CLAIM_VALUES = _read_only(np.zeros(2))
+_CV_LOW, _CV_HIGH = (b.tolist() for b in CLAIM_VALUE_BOUNDS)
+
+
+def _audit_flags(names: tuple[str, ...]) -> np.ndarray:
+    """``[c in names for c in CHECKABLE_CLAIMS]`` as a shared read-only int8 array."""
+    flags = _AUDIT_FLAGS.get(names)
+    if flags is None:
+        flags = _read_only(np.array([c in names for c in CHECKABLE_CLAIMS], dtype=np.int8))
+        if len(_AUDIT_FLAGS) < 1024:
+            _AUDIT_FLAGS[names] = flags
+    return flags
+
+
+def _clip(x: float, low: float, high: float) -> float:
+    """``np.clip`` of one float, to the bit (NaN stays NaN; at a bound equal to x, -0.0 and 0.0 are those
+    numpy picks)."""
+    if x != x:
+        return x
+    x = x if x > low else low
+    return x if x < high else high
+
+
+def _claims_read_only(claims: Claims) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_encode_claims` with read-only arrays (the codes shared: there are 108 of them)."""
+    metric, confidence = claims.risk_metric, claims.confidence
+    key = (
+        0 if claims.intent is None else int(claims.intent) + 1,
+        _tri(claims.risk_within_limit),
+        _tri(claims.net_delta_bounded),
+        int(metric is not None),
+        int(confidence is not None),
+    )
+    codes = _CLAIM_CODES.get(key)
+    if codes is None:
+        codes = _CLAIM_CODES[key] = _read_only(np.array(key, dtype=np.int64))
+    if metric is None and confidence is None:
+        return codes, _ZERO_CLAIM_VALUES
+    m = 0.0 if metric is None else metric
+    c = 0.0 if confidence is None else confidence
+    values = np.array([_clip(m, _CV_LOW[0], _CV_HIGH[0]), _clip(c, _CV_LOW[1], _CV_HIGH[1])])
+    values.flags.writeable = False
+    return codes, values
 
 
 def encode_submission(submission: Submission) -> dict[str, Any]:

@@ -26,11 +26,26 @@ one step.
 * ``audit_intensities=[...]`` draws the audit intensity q of each episode
   from that list (the observation shows it), to train one policy for many q.
   (``q_values``, its earlier name, still works and warns.)
+
+Speed: with a scripted partner (the rule, approve and block validators; the
+honest, silent and strategic proposers) a view does not drive the AEC
+environment. It draws its episodes in blocks from the same seeded streams and
+works them out with the batch engine's arithmetic
+(:mod:`eq_env.exchange_audit.batch`); the proposer's step then plays the
+audit, the partner's decision and the payoffs on plain Python numbers, and
+the validator's step only picks the payoff of its decision (what the proposer
+sends does not depend on it). Observations, rewards and infos equal those of
+the AEC-driven play episode by episode, for the same seed (a test compares
+them). Any other partner (an LLM, a trained model, a policy of your own), or
+``render_mode="ansi"``, plays through the AEC environment as before
+(``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
+episodes at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium
@@ -39,25 +54,73 @@ from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
 from eq_env.core.runner import policy_seed
+from eq_env.exchange_audit.batch import (
+    ValidatorBatch,
+    is_batchable,
+    payoffs_batch,
+    proposer_batch,
+    run_audit_batch,
+    sample_nature,
+)
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import PROPOSER, SEED_STREAMS, VALIDATOR, raw_env, resolve_config
 from eq_env.exchange_audit.features import (
     ARTIFACT_NVEC,
+    ARTIFACT_WORDS,
     N_ARTIFACTS,
     PROPOSER_FEATURES,
+    SHADE,
     VALIDATOR_FEATURES,
     all_artifacts,
     artifact_submission,
     proposer_features,
+    proposer_features_batch,
     validator_features,
+    validator_features_batch,
 )
-from eq_env.exchange_audit.game import ProposerAction
-from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
+from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream, ProposerAction
+from eq_env.exchange_audit.spaces import (
+    ActionError,
+    decode_proposer_observation,
+    decode_validator_observation,
+    encode_submission,
+)
 
-__all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv", "NothingToLearnError"]
+__all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv", "NothingToLearnError", "exact_partner"]
 
 _ARTIFACTS = all_artifacts()
+_ARTIFACT_ROWS: list[tuple[int, ...]] = [tuple(row) for row in _ARTIFACTS.tolist()]
 FEATURE_BOUND = 1e6  # the configuration's own ranges keep every feature within it
+_OUTCOME_NAMES = tuple(o.name for o in AuditOutcome)
+_INTENT_NAMES = ("HEDGE", "SPECULATE")
+_ACTION_NAMES = ("NO_TRADE", "REQUEST_APPROVAL")
+_DECISION_NAMES = ("BLOCK", "APPROVE")
+_SKIPPED, _PASS, _FAIL, _INCONCLUSIVE = (int(o) for o in AuditOutcome)
+_FIRST_BLOCK, _LAST_BLOCK = 16, 1024  # episodes drawn at once: doubling from the first to the last
+
+
+def exact_partner(policy: Any, role: str) -> bool:
+    """Whether the views and the vectorised environments play ``policy`` (of ``role``, the view's other role)
+    in bulk: a scripted policy of this package whose bulk decisions equal its one-by-one ones exactly.
+
+    Others (an LLM, a trained model whose batched forward pass may differ in the last bit, a policy of your
+    own) play through the AEC environment. A policy class of your own may opt in with a class attribute
+    ``exact_batch = True`` when its ``act_batch`` equals its ``act`` episode for episode.
+    """
+    from baselines.exchange_audit.scripted import (
+        AlwaysApprove,
+        AlwaysBlock,
+        HonestProposer,
+        RuleValidator,
+        SilentProposer,
+        StrategicProposer,
+    )
+
+    if getattr(policy, "role", None) != role or not is_batchable(policy):
+        return False
+    exact = (HonestProposer, SilentProposer, StrategicProposer) if role == "proposer" else (
+        RuleValidator, AlwaysApprove, AlwaysBlock)  # fmt: skip
+    return type(policy) in exact or type(policy).__dict__.get("exact_batch") is True
 
 
 def _renamed(overrides: dict[str, Any], audit_intensities: Sequence[float] | None) -> Sequence[float] | None:
@@ -84,6 +147,257 @@ class NothingToLearnError(RuntimeError, ValueError):
     """The other role never gives this one a decision to make (a proposer that never asks for approval)."""
 
 
+# ---------------------------------------------------------------------------
+# Episodes in blocks (the batch engine's arithmetic, the AEC environment's random numbers)
+# ---------------------------------------------------------------------------
+def _block_size(drawn: int) -> int:
+    return min(_LAST_BLOCK, max(_FIRST_BLOCK, drawn))
+
+
+class _ProposerEpisodes:
+    """One configuration's episode stream (``DrawStream(seed)``, as the AEC environment reset with ``seed``),
+    drawn in blocks: per episode its index, the proposer's features and the numbers the rest of it needs."""
+
+    def __init__(self, config: ExchangeAuditConfig, seed: int | None) -> None:
+        self.config = config
+        self.draws = DrawStream(seed)
+        self.rows: list[tuple[Any, ...]] = []
+        self.features = np.zeros((0, len(PROPOSER_FEATURES)), dtype=np.float32)
+        self.base = 0
+        self.i = 0
+
+    def _refill(self) -> None:
+        self.base = self.draws.episodes_drawn
+        n = _block_size(self.base)
+        nature = sample_nature(self.config, *self.draws.batch(n))
+        views = proposer_batch(nature, self.config)
+        self.features = proposer_features_batch(views)
+        cols = (nature.ambiguous, nature.intent, nature.risk_limit, nature.true_risk, nature.true_net_delta,
+                nature.hedge_size, views.observed_risk, views.observed_net_delta, nature.risk_within_limit,
+                nature.net_delta_bounded, nature.compliant, *nature.audit_u.T)  # fmt: skip
+        self.rows = list(zip(*(c.tolist() for c in cols), strict=True))
+        self.i = 0
+
+    def next(self) -> tuple[int, tuple[Any, ...], np.ndarray]:
+        if self.i >= len(self.rows):
+            self._refill()
+        i = self.i
+        self.i = i + 1
+        return self.base + i, self.rows[i], self.features[i]
+
+
+class _ValidatorEpisodes:
+    """The validator view's episodes: the configurations' streams (``seed + k`` for configuration ``k``, as
+    the AEC view resets its environments) in the order ``choose`` picks them, the proposer acting on them in
+    bulk in that same order (so its own randomness lines up), each episode worked out for both decisions."""
+
+    def __init__(self, configs: list[ExchangeAuditConfig], proposer: Any, seed: int | None,
+                 choose: Callable[[], int] | None) -> None:  # fmt: skip
+        self.configs = configs
+        self.proposer = proposer
+        self.streams = [DrawStream(None if seed is None else seed + k) for k in range(len(configs))]
+        self.choose = choose
+        self.cols: dict[str, list[Any]] = {}
+        self.features = np.zeros((0, len(VALIDATOR_FEATURES)), dtype=np.float32)
+        self.n = self.i = 0
+        self.drawn = 0
+
+    def _refill(self) -> None:
+        n = _block_size(self.drawn)
+        self.drawn += n
+        if self.choose is None:
+            ks = np.zeros(n, dtype=np.int64)
+        else:
+            ks = np.array([self.choose() for _ in range(n)], dtype=np.int64)
+        u, z, a = np.empty((n, 8)), np.empty((n, 4)), np.empty((n, 5))
+        index = np.empty(n, dtype=np.int64)
+        for k, stream in enumerate(self.streams):
+            mine = ks == k
+            m = int(mine.sum())
+            if m:
+                index[mine] = stream.episodes_drawn + np.arange(m)
+                u[mine], z[mine], a[mine] = stream.batch(m)
+        # runs of the same configuration, in order: the proposer's randomness is consumed episode by episode
+        cuts = [0, *(np.flatnonzero(np.diff(ks)) + 1).tolist(), n]
+        parts: list[dict[str, np.ndarray]] = []
+        for s, e in itertools.pairwise(cuts):
+            parts.append(self._work(self.configs[int(ks[s])], u[s:e], z[s:e], a[s:e]))
+        cols = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        cols["k"], cols["episode"] = ks, index
+        self.features = cols.pop("features")
+        self.cols = {key: value.tolist() for key, value in cols.items()}
+        self.n, self.i = n, 0
+
+    def _work(self, config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> dict[str, Any]:
+        nature = sample_nature(config, u, z, a)
+        sub = self.proposer.act_batch(proposer_batch(nature, config))
+        audit = run_audit_batch(sub, nature, config)
+        views = ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)
+        compliant = nature.compliant
+        p_yes, v_yes = payoffs_batch(sub, sub.request, audit, compliant, config)
+        p_no, v_no = payoffs_batch(sub, np.zeros(nature.n, dtype=bool), audit, compliant, config)
+        return {
+            "features": validator_features_batch(views), "request": np.asarray(sub.request, dtype=bool),
+            "p_yes": p_yes, "v_yes": v_yes, "p_no": p_no, "v_no": v_no, "words": np.asarray(sub.words),
+            "ambiguous": nature.ambiguous, "compliant": compliant, "intent": nature.intent,
+            "risk_limit": nature.risk_limit, "true_risk": nature.true_risk, "true_net_delta": nature.true_net_delta,
+            "hedge_size": nature.hedge_size, "outcome": audit.outcome, "checked": _bits(audit.checked),
+            "failed": _bits(audit.failed), "revealed": audit.revealed_compliant,
+            "delta_limit": np.full(nature.n, config.delta_limit),
+        }  # fmt: skip
+
+    def next(self) -> int:
+        """The next episode's row in the current block (see :meth:`info`)."""
+        if self.i >= self.n:
+            self._refill()
+        i = self.i
+        self.i = i + 1
+        return i
+
+    def info(self, i: int, decision: int) -> tuple[float, float, dict[str, Any]]:
+        """(proposer payoff, validator payoff, the AEC environment's final info) of row ``i`` decided so."""
+        c = self.cols
+        request = c["request"][i]
+        p, v = (c["p_yes"][i], c["v_yes"][i]) if decision else (c["p_no"][i], c["v_no"][i])
+        outcome = c["outcome"][i]
+        revealed = c["revealed"][i]
+        checked, failed = c["checked"][i], c["failed"][i]
+        return p, v, {
+            "episode": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[decision],
+            "approved": request and decision == 1, "compliant": c["compliant"][i], "ambiguous": c["ambiguous"][i],
+            "words": c["words"][i],
+            "audit": {"audited": outcome != _SKIPPED, "outcome": _OUTCOME_NAMES[outcome],
+                      "checked": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[checked], strict=True) if b],
+                      "failed": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[failed], strict=True) if b],
+                      "revealed_compliant": None if revealed < 0 else revealed == 1},
+            "state": {"intent": _INTENT_NAMES[c["intent"][i]], "risk_limit": c["risk_limit"][i],
+                      "delta_limit": c["delta_limit"][i], "true_risk": c["true_risk"][i],
+                      "true_net_delta": c["true_net_delta"][i], "hedge_size": c["hedge_size"][i]},
+        }  # fmt: skip
+
+
+_BIT_ROWS = [tuple(bool(b >> j & 1) for j in range(4)) for b in range(16)]
+
+
+def _bits(matrix: np.ndarray) -> np.ndarray:
+    """(n, 4) booleans → n codes in [0, 16) (bit j: claim j of CHECKABLE_CLAIMS)."""
+    return matrix.astype(np.int64) @ np.array([1, 2, 4, 8], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
+# The proposer's episode on plain numbers (game.py's rules, operation for operation)
+# ---------------------------------------------------------------------------
+class _Rules:
+    """One configuration's constants, and the rest of an episode after the proposer's artifact."""
+
+    def __init__(self, config: ExchangeAuditConfig, validator: str) -> None:
+        c = config
+        self.q, self.checks = c.q, c.checks_per_audit
+        self.dl, self.sm, self.inside = c.delta_limit, c.safe_margin, c.safe_margin + SHADE
+        self.max_words, self.max_tokens = c.max_words, c.max_artifact_tokens
+        self.V, self.L, self.alpha, self.cost = c.V, c.L, c.alpha, c.audit_cost
+        self.ntp, self.bad = c.no_trade_payoff, c.bad_approval_loss
+        self.tokens = c.cost_model == "tokens"
+        self.validator = validator  # "rule", "approve" or "block"
+
+    def play(self, index: int, row: tuple[Any, ...], choices: Sequence[int]) -> tuple[float, float, dict[str, Any]]:
+        act, intent_mode, numbers_mode, ci, cr, cd, text = choices
+        (ambiguous, intent, rl, true_risk, true_delta, hedge, risk, delta, risk_ok, delta_ok, compliant,
+         a0, a1, a2, a3, a4) = row  # fmt: skip
+        dl = self.dl
+        if numbers_mode:  # features.shaded_numbers
+            sign = -1.0 if delta < 0 else 1.0
+            risk = max(0.0, min(risk, rl - self.inside))
+            delta = sign * max(0.0, min(abs(delta), dl - self.inside))
+        reported_intent = 0 if intent_mode else intent
+        claim_intent = None if ci == 0 else ci - 1
+        claim_risk = None if cr == 0 else cr == 1
+        claim_delta = None if cd == 0 else cd == 1
+        words = min(ARTIFACT_WORDS[text], self.max_words)
+        tokens = (4 * words + 2) // 3
+        if tokens > self.max_tokens:
+            raise ActionError(
+                f"{PROPOSER} action['token_count'] must be an integer in [0, {self.max_tokens}], "
+                f"got {np.int64(tokens)!r}"
+            )
+        # the audit (game.run_audit)
+        checked: tuple[str, ...] = ()
+        failed: tuple[str, ...] = ()
+        revealed = None
+        if not a0 < self.q:
+            outcome = _SKIPPED
+        elif self.checks <= 0 or claim_intent is None or claim_risk is None or claim_delta is None:
+            outcome = _INCONCLUSIVE
+        else:
+            k = self.checks
+            if k >= 4:
+                checked = CHECKABLE_CLAIMS
+            else:
+                keys = (a1, a2, a3, a4)
+                order = sorted(range(4), key=keys.__getitem__)
+                checked = tuple(CHECKABLE_CLAIMS[i] for i in sorted(order[:k]))
+            truth = {"intent": claim_intent == intent, "risk_within_limit": claim_risk == risk_ok,
+                     "net_delta_bounded": claim_delta == delta_ok, "confidence": True}  # fmt: skip
+            failed = tuple(name for name in checked if not truth[name])
+            outcome = _FAIL if failed else _PASS
+            revealed = compliant
+        audited = outcome != _SKIPPED
+        # the partner (game.rule_decision, or always approve / block)
+        request = act == 1
+        if not request or self.validator == "block":
+            decision = 0
+        elif self.validator == "approve":
+            decision = 1
+        else:
+            audited_ok = 1 if outcome == _PASS and revealed else 0
+            if ambiguous:
+                comfortable = reported_intent == 0 and (rl - risk) > self.sm and (dl - abs(delta)) > self.sm
+                explained = claim_intent is not None or claim_risk is not None or claim_delta is not None or words > 0
+                if not explained and not comfortable:
+                    decision = 0
+                elif audited:
+                    decision = audited_ok
+                else:
+                    asserts = claim_intent == 0 and claim_risk is True and claim_delta is True
+                    decision = 1 if comfortable or asserts else 0
+            elif audited:
+                decision = audited_ok
+            else:
+                decision = 1 if risk <= rl and abs(delta) <= dl else 0
+        # the payoffs (game.payoffs)
+        if not request:
+            p = v = self.ntp
+        elif decision:
+            p = self.V
+            v = self.V if compliant else -self.bad
+        else:
+            p = v = 0.0
+        p -= self.alpha * (tokens if self.tokens else words)
+        if outcome == _FAIL:
+            p -= self.L
+        if audited:
+            v -= self.cost
+        return p, v, {
+            "episode": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "proposer_action": _ACTION_NAMES[act], "decision": _DECISION_NAMES[decision],
+            "approved": request and decision == 1, "compliant": compliant, "ambiguous": ambiguous, "words": words,
+            "audit": {"audited": audited, "outcome": _OUTCOME_NAMES[outcome], "checked": list(checked),
+                      "failed": list(failed), "revealed_compliant": revealed},
+            "state": {"intent": _INTENT_NAMES[intent], "risk_limit": rl, "delta_limit": dl, "true_risk": true_risk,
+                      "true_net_delta": true_delta, "hedge_size": hedge},
+        }  # fmt: skip
+
+
+def _validator_kind(policy: Any) -> str:
+    from baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock
+
+    return {AlwaysApprove: "approve", AlwaysBlock: "block"}.get(type(policy), "rule")
+
+
+# ---------------------------------------------------------------------------
+# The views
+# ---------------------------------------------------------------------------
 class _View(gymnasium.Env):
     """What both views share: configurations (one per q), the other role's policy, seeding."""
 
@@ -116,31 +430,58 @@ class _View(gymnasium.Env):
         self.render_mode = render_mode
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
-        self._envs = [raw_env(config=c, reward_mode=reward_mode, render_mode=render_mode) for c in self.configs]
-        self._env = self._envs[0]
+        #: the episodes are worked out in bulk (a scripted partner, no rendering), not through the AEC env
+        self.fast = render_mode is None and exact_partner(self.other, self._other_role)
+        self._aec: list[Any] | None = None
+        self._k = 0  # the configuration of the current episode
         self._seeded = False
         self._fresh: set[int] = set()  # environments whose seeded first episode is not played yet
 
-    def _start_episode(self, seed: int | None) -> None:
+    # the AEC environments, one per configuration (built on first use: the fast path needs none)
+    @property
+    def _envs(self) -> list[Any]:
+        if self._aec is None:
+            self._aec = [raw_env(config=c, reward_mode=self.reward_mode, render_mode=self.render_mode)
+                         for c in self.configs]  # fmt: skip
+        return self._aec
+
+    @property
+    def _env(self) -> Any:
+        return self._envs[self._k]
+
+    def _choose(self) -> int:
+        return int(self.np_random.integers(len(self.configs))) if len(self.configs) > 1 else 0
+
+    def _reseed_other(self, seed: int | None) -> bool:
+        """Reset the partner as the runner does; whether the episode streams start again."""
         if seed is not None:
-            # the runner's seeding, one source of truth
-            self.other.reset(seed=policy_seed(seed, SEED_STREAMS[self._other_role]))
+            self.other.reset(seed=policy_seed(seed, SEED_STREAMS[self._other_role]))  # one source of truth
+            self._seeded = True
+            return True
+        if not self._seeded:
+            self.other.reset(seed=None)
+            self._seeded = True
+            return True
+        return False
+
+    def _start_episode(self, seed: int | None) -> None:
+        """The AEC path: start the next episode in the environment of a drawn configuration."""
+        if seed is not None:
             for k, env in enumerate(self._envs):
                 env.reset(seed=seed + k)
             self._fresh = set(range(len(self._envs)))
-            self._seeded = True
-        elif not self._seeded:
-            self.other.reset(seed=None)
-            self._seeded = True
-        k = int(self.np_random.integers(len(self._envs))) if len(self._envs) > 1 else 0
-        self._env = self._envs[k]
-        if k in self._fresh:  # its seeded episode 0 is ready: play it
-            self._fresh.discard(k)
+        self._reseed_other(seed)
+        self._k = self._choose()
+        if self._k in self._fresh:  # its seeded episode 0 is ready: play it
+            self._fresh.discard(self._k)
         else:
             self._env.reset()
 
     def render(self) -> str | None:
-        return self._env.render()
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        return self._env.render()  # type: ignore[no-any-return]
 
     def _finish(self, decision: int) -> tuple[float, dict[str, Any]]:
         env = self._env
@@ -181,13 +522,25 @@ class ExchangeAuditProposerEnv(_View):
         )
         self._view: Any = None
         self._features: np.ndarray | None = None
+        kind = _validator_kind(self.other) if self.fast else "rule"
+        self._rules = [_Rules(c, kind) for c in self.configs]
+        self._sources: list[_ProposerEpisodes] = []
+        self._episode: tuple[int, tuple[Any, ...]] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         _no_options(options)
         super().reset(seed=seed)
-        self._start_episode(seed)
-        self._view = decode_proposer_observation(self._env.observe(PROPOSER))
-        self._features = proposer_features(self._view)
+        if not self.fast:
+            self._start_episode(seed)
+            self._view = decode_proposer_observation(self._env.observe(PROPOSER))
+            self._features = proposer_features(self._view)
+            return self._features, {}
+        if self._reseed_other(seed):
+            self._sources = [_ProposerEpisodes(c, None if seed is None else seed + k)
+                             for k, c in enumerate(self.configs)]  # fmt: skip
+        self._k = k = self._choose()
+        index, row, self._features = self._sources[k].next()
+        self._episode = (index, row)
         return self._features, {}
 
     def choices(self, action: Any) -> np.ndarray:
@@ -196,8 +549,36 @@ class ExchangeAuditProposerEnv(_View):
             return _ARTIFACTS[int(action)]
         return np.asarray(action, dtype=np.int64).reshape(len(ARTIFACT_NVEC))
 
+    def _checked_choices(self, action: Any) -> Sequence[int]:
+        """The action's 7 choices, after the check ``action_space.contains`` makes (without its cost)."""
+        if self.action_encoding == "discrete":
+            a = int(action)
+            if 0 <= a < N_ARTIFACTS:
+                return _ARTIFACT_ROWS[a]
+        else:
+            arr = action if isinstance(action, np.ndarray) else np.asarray(action)
+            if arr.shape == (7,) and arr.dtype.kind in "iuf":
+                values = arr.tolist()
+                if all(0 <= x < n for x, n in zip(values, ARTIFACT_NVEC, strict=True)):
+                    return [int(x) for x in values]
+            elif self.action_space.contains(arr):  # (anything else MultiDiscrete takes)
+                return [int(x) for x in self.choices(action).tolist()]
+        raise ValueError(f"action {action!r} is outside {self.action_space}")
+
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features  # one-step episodes: the last observation is the first (a copy, as Gymnasium asks)
+        if not self.fast:
+            return self._aec_step(action)
+        episode = self._episode
+        if episode is None or features is None:
+            raise RuntimeError("step() before reset()")
+        choices = self._checked_choices(action)
+        p, v, info = self._rules[self._k].play(episode[0], episode[1], choices)
+        self._episode = self._features = None
+        return features.copy(), (p if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        features = self._features
         if self._view is None or features is None:
             raise RuntimeError("step() before reset()")
         if not self.action_space.contains(
@@ -250,10 +631,31 @@ class ExchangeAuditValidatorEnv(_View):
         )
         self._obs: Any = None
         self._features: np.ndarray | None = None
+        self._episodes: _ValidatorEpisodes | None = None
+        self._row = -1  # the current episode's row in its block (-1: none)
+        self._request = True
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
         _no_options(options)
         super().reset(seed=seed)
+        if not self.fast:
+            return self._aec_reset(seed)
+        if self._reseed_other(seed) or self._episodes is None:
+            self._episodes = _ValidatorEpisodes(self.configs, self.other, seed,
+                                                self._choose if len(self.configs) > 1 else None)  # fmt: skip
+        episodes = self._episodes
+        self._row = -1
+        for _ in range(self.max_skips):
+            i = episodes.next()
+            request = episodes.cols["request"][i]
+            if request or not self.skip_no_trade:
+                self._row, self._request = i, request
+                self._k = episodes.cols["k"][i]
+                self._features = episodes.features[i]
+                return self._features, {}
+        raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
+
+    def _aec_reset(self, seed: int | None) -> tuple[np.ndarray, dict]:
         for _ in range(self.max_skips):
             self._start_episode(seed)
             seed = None
@@ -267,6 +669,21 @@ class ExchangeAuditValidatorEnv(_View):
         raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if not self.fast:
+            return self._aec_step(action)
+        features = self._features
+        if self._row < 0 or features is None or self._episodes is None:
+            raise RuntimeError("step() before reset()")
+        decision = int(action)
+        if not 0 <= decision < 2:
+            raise ValueError(f"action {action!r} is outside {self.action_space}")
+        illegal = decision == 1 and not self._request
+        p, v, info = self._episodes.info(self._row, 0 if illegal else decision)
+        info["illegal_action"] = illegal
+        self._row, self._features = -1, None
+        return features.copy(), (v if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features
         if self._obs is None or features is None:
             raise RuntimeError("step() before reset()")
@@ -281,6 +698,10 @@ class ExchangeAuditValidatorEnv(_View):
 
     def action_masks(self) -> np.ndarray:
         """[BLOCK, APPROVE] legality (APPROVE is illegal after a NO_TRADE)."""
-        if self._obs is None:
+        if not self.fast:
+            if self._obs is None:
+                return np.ones(2, dtype=bool)
+            return self._obs["action_mask"].astype(bool)  # type: ignore[no-any-return]
+        if self._row < 0:
             return np.ones(2, dtype=bool)
-        return self._obs["action_mask"].astype(bool)
+        return np.array([True, self._request])
