@@ -232,6 +232,17 @@ def _infos(cols: dict[str, np.ndarray], delta_limit: float) -> list[dict[str, An
     return out
 
 
+class _Choose:
+    """Which configuration an episode plays, drawn from the environment's own generator (an object, not a lambda:
+    the environment pickles, and a deep copy draws from the copy's generator)."""
+
+    def __init__(self, rng: np.random.Generator, k: int) -> None:
+        self.rng, self.k = rng, k
+
+    def __call__(self) -> int:
+        return int(self.rng.integers(self.k))
+
+
 class _ValidatorCore:
     """``n`` validator views stepped together, each with its own proposer copy and episode stream."""
 
@@ -264,7 +275,7 @@ class _ValidatorCore:
         proposer = copy.deepcopy(self.template)
         proposer.reset(seed=None if seed is None else policy_seed(seed, SEED_STREAMS["proposer"]))
         k = len(self.configs)
-        choose = None if k == 1 else (lambda: int(rng.integers(k)))
+        choose = None if k == 1 else _Choose(rng, k)
         self.episodes[i] = _ValidatorEpisodes(self.configs, proposer, seed, choose)
 
     def _next(self, i: int) -> None:

@@ -105,7 +105,9 @@ def exact_partner(policy: Any, role: str) -> bool:
 
     Others (an LLM, a trained model whose batched forward pass may differ in the last bit, a policy of your
     own) play through the AEC environment. A policy class of your own may opt in with a class attribute
-    ``exact_batch = True`` when its ``act_batch`` equals its ``act`` episode for episode.
+    ``exact_batch = True`` when its ``act_batch`` equals its ``act`` episode for episode (the vectorised
+    environments then play it in bulk; the proposer view's fast path knows only this package's validators and
+    plays any other through the AEC environment).
     """
     from baselines.exchange_audit.scripted import (
         AlwaysApprove,
@@ -389,10 +391,12 @@ class _Rules:
         }  # fmt: skip
 
 
-def _validator_kind(policy: Any) -> str:
-    from baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock
+def _validator_kind(policy: Any) -> str | None:
+    """The scripted validator the proposer view's fast path plays in its stead (None: not one it knows, such as a
+    policy of the user's that opted in with ``exact_batch``: the view then plays it through the AEC environment)."""
+    from baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock, RuleValidator
 
-    return {AlwaysApprove: "approve", AlwaysBlock: "block"}.get(type(policy), "rule")
+    return {AlwaysApprove: "approve", AlwaysBlock: "block", RuleValidator: "rule"}.get(type(policy))
 
 
 # ---------------------------------------------------------------------------
@@ -523,6 +527,8 @@ class ExchangeAuditProposerEnv(_View):
         self._view: Any = None
         self._features: np.ndarray | None = None
         kind = _validator_kind(self.other) if self.fast else "rule"
+        if kind is None:  # (an opted-in validator of the user's: the rules below would play another one)
+            self.fast, kind = False, "rule"
         self._rules = [_Rules(c, kind) for c in self.configs]
         self._sources: list[_ProposerEpisodes] = []
         self._episode: tuple[int, tuple[Any, ...]] | None = None
