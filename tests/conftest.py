@@ -1,6 +1,18 @@
 """The test suite's own game: :mod:`toy_game` (three agents, multi-turn), registered beside the package's
 games so that every registry-derived test — the conformance battery first — runs on it too."""
 
+import pytest
 import toy_game  # noqa: F401 - registers "eq_env/relay-v0" (tests only)
 
 import eq_env  # noqa: F401 - the package's games first: the first registered is the default
+
+
+@pytest.fixture(autouse=True)
+def _llm_settings_restored():
+    """Every test starts from the LLM client's settings as they were: a command run in process (``--no-endpoint-check``,
+    ``--cache read``...) sets them for the whole process, and must not change what a later test sees."""
+    from agents.client import configure, settings
+
+    before = settings()
+    yield
+    configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
