@@ -332,7 +332,6 @@ def test_f10_first_coordinator_commits_the_same_in_runner_and_engine():
 # F11 (nit): ECON (rounds=1 only, its constructor says) plays a debate silently, on features it never saw
 # =============================================================================================================
 def test_f11_econ_refuses_a_debate_environment():
-    pytest.importorskip("torch")
     from baselines.belief_coordination.econ import ECON
     from eq_env.core.policy import PolicySetupError
 
@@ -353,7 +352,6 @@ def test_f11_econ_refuses_a_debate_environment():
 # F12 (nit): a deeply nested econ.json escapes as a RecursionError traceback
 # =============================================================================================================
 def test_f12_a_deeply_nested_econ_json_is_one_line(tmp_path):
-    pytest.importorskip("torch")
     from baselines.belief_coordination.econ import ECON
 
     cfg = BeliefCoordinationConfig(n_executors=2, action_space="grid")
@@ -525,7 +523,6 @@ def test_pin_box_bounds_and_integer_kinds():
 
 
 def test_pin_null_instrument_makes_every_choice_equal():
-    pytest.importorskip("torch")
     from baselines.belief_coordination.econ import ECON
 
     cfg = reproduce._config(3, "null")
