@@ -123,7 +123,9 @@ class TestRetries:
     def test_a_status_no_request_can_pass_stops_the_run(self, status: int) -> None:
         # a rejected key or an unknown model fails every request alike: stop, instead of failing each episode
         saved: list[Any] = []
-        with ScriptedLLMServer([Reply(status=status), reply_json(GOOD)]) as server:
+        # (the good answers come later than the refusal: the episodes in flight with it cannot finish first,
+        # however the machine schedules them)
+        with ScriptedLLMServer([Reply(status=status), reply_json(GOOD, delay=0.5)]) as server:
             with pytest.raises(PolicySetupError, match=f"\\({status}"):
                 play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=6, seed=0,
                                 on_episode=saved.append)  # fmt: skip
