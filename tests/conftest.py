@@ -16,3 +16,16 @@ def _llm_settings_restored():
     before = settings()
     yield
     configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
+
+
+@pytest.fixture
+def fast_llm(tmp_path):
+    """An LLM test's settings: its own cache directory, short backoffs and timeouts, two retries, no answers left
+    in memory before or after (``pytestmark = pytest.mark.usefixtures("fast_llm")``)."""
+    from agents.client import LLMClient, configure
+
+    configure(cache="readwrite", cache_dir=tmp_path / "llm_cache", backoff=0.01, max_backoff=0.05, timeout=2.0,
+              max_retries=2)  # fmt: skip
+    LLMClient.forget()
+    yield
+    LLMClient.forget()  # (the settings themselves are restored by _llm_settings_restored)

@@ -54,7 +54,7 @@ import numpy as np
 from agents.belief_coordination.answerer import PROMPT_DIR, fence, sections
 from agents.llm import LLMPolicy, new_info
 from agents.replies import ReplyError
-from eq_env.belief_coordination.questions import final_number
+from eq_env.belief_coordination.questions import final_number, show_number
 from eq_env.belief_coordination.rules import ATOL, RTOL
 
 __all__ = ["BLOCK_CAP", "ID", "LLMCoordinator", "coordinator_messages", "majority", "parse_answers",
@@ -126,10 +126,6 @@ def majority(values: Sequence[float | None], allowed: Sequence[int]) -> int | No
     return min(given, key=lambda i: (-support[i], i))
 
 
-def _show(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
-
-
 def coordinator_messages(question: str, transcript: str, n: int, version: str = "v1",
                          replies: Sequence[str] | None = None,
                          values: Sequence[float | None] | None = None) -> list[dict[str, str]]:  # fmt: skip
@@ -142,7 +138,7 @@ def coordinator_messages(question: str, transcript: str, n: int, version: str = 
         # reply's own last line may be cut away)
         shown = [fence(b if b is not None else "(no reply)", BLOCK_CAP, solver=i,
                        **({} if values is None else {"final_answer": "none" if values[i] is None
-                                                     else _show(values[i])}))  # type: ignore[arg-type]
+                                                     else show_number(values[i])}))  # type: ignore[arg-type]
                  for i, b in enumerate(blocks)]  # fmt: skip
         answers = "\n\n".join(shown)
     else:  # not the environment's layout: the whole text, fenced all the same
@@ -205,7 +201,7 @@ class LLMCoordinator(LLMPolicy):
             chosen = allowed[0] if allowed else 0
             info.update(fallback=True, fallback_reason=f"{reason}: nothing asked, executor {chosen}")
             return chosen, self._finish(info, chosen, None, values)
-        shown = ", ".join(dict.fromkeys(_show(values[i]) for i in eligible))  # type: ignore[arg-type]
+        shown = ", ".join(dict.fromkeys(show_number(values[i]) for i in eligible))  # type: ignore[arg-type]
         reask = ('That reply is invalid: {error}. End your reply with one line "#### N", N being one of the '
                  f"solvers' final answers: {shown}.")  # fmt: skip
         committed: list[float] = []
@@ -215,7 +211,7 @@ class LLMCoordinator(LLMPolicy):
             committed.append(value)
             match = next((i for i in eligible if _same(values[i], value)), None)  # type: ignore[arg-type]
             if match is None:
-                raise ReplyError(f"{_show(value)} is no solver's final answer (theirs: {shown})")
+                raise ReplyError(f"{show_number(value)} is no solver's final answer (theirs: {shown})")
             return match
 
         picked, info = await self._ask(self.messages(observation), "commit", None, parse, reask=reask)

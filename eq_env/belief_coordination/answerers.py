@@ -70,7 +70,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from eq_env.belief_coordination.questions import Question
+from eq_env.belief_coordination.questions import Question, show_number
 
 __all__ = [
     "ANSWER_STREAM",
@@ -83,6 +83,7 @@ __all__ = [
     "SimulationParams",
     "answer_draws",
     "question_traits",
+    "round_requests",
 ]
 
 MAX_EXECUTORS = 16
@@ -115,6 +116,24 @@ class AnswerRequest:
     others_tokens: tuple[int, ...] = ()
     draws: tuple[float, float, float] = (0.5, 0.5, 0.5)
     sample_key: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+def round_requests(question: Question, parameters: Sequence[tuple[float, float]], previous: Sequence[Answer] | None,
+                   draws: np.ndarray, seed: int, episode: int, round_: int) -> list[AnswerRequest]:  # fmt: skip
+    """The executors' requests of one round of one question: executor i at ``parameters[i]`` (T, p), reading the
+    others' ``previous`` answers (a debate round; None in the first), with the episode's ``draws``
+    (:func:`answer_draws`) — what the environment asks, and what any batch of its episodes asks."""
+    requests = []
+    for i, (t, p) in enumerate(parameters):
+        others = [] if previous is None else [a for j, a in enumerate(previous) if j != i]
+        requests.append(AnswerRequest(
+            question=question, temperature=float(t), penalty=float(p), executor=i, round=round_,
+            others=tuple(o.text for o in others), others_values=tuple(o.value for o in others),
+            others_tokens=tuple(o.completion_tokens for o in others),
+            draws=tuple(float(x) for x in draws[i, round_]),  # type: ignore[arg-type]
+            sample_key=(seed, episode, i, round_),
+        ))  # fmt: skip
+    return requests
 
 
 @dataclass(frozen=True)
@@ -367,7 +386,7 @@ class SimulatedAnswerer:
         for j, r in enumerate(requests):
             i = int(index[0, j])
             value = None if i < 0 else traits.values[i]
-            text = "... (no final answer: the reply loops)" if value is None else f"#### {_show(value)}"
+            text = "... (no final answer: the reply loops)" if value is None else f"#### {show_number(value)}"
             read = sum(r.others_tokens) if r.others_tokens else sum(_reply_tokens(o) for o in r.others)
             out.append(Answer(value, text, base + read, int(tokens[0, j])))
         return out
@@ -380,10 +399,6 @@ def _candidate(traits: QuestionTraits, value: float | None) -> int:
         if abs(v - value) <= 1e-9 * max(1.0, abs(v)):
             return i
     return -1  # (a number no candidate has: it supports nothing)
-
-
-def _show(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
 
 
 def _reply_tokens(text: str) -> int:

@@ -30,7 +30,7 @@ from eq_env.belief_coordination.answerers import (
     simulate,
 )
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
-from eq_env.belief_coordination.env import EXECUTOR_FEATURES, BeliefCoordinationParallelEnv
+from eq_env.belief_coordination.env import BeliefCoordinationParallelEnv
 from eq_env.belief_coordination.questions import Question, generate_question, steps_for
 
 __all__ = [
@@ -122,18 +122,13 @@ def executor_features(batch: Batch, config: BeliefCoordinationConfig, round_: in
                       previous: np.ndarray | None) -> np.ndarray:  # fmt: skip
     """The executors' observation vectors (B, N, 5), as the environment builds them. ``previous``: the last
     round's candidate indices (−1: no number), None in round 0."""
-    b, n = len(batch), config.n_executors
-    features = np.zeros((b, n, EXECUTOR_FEATURES), np.float32)
-    features[..., 0] = batch.difficulty[:, None]
-    features[..., 1] = min(round_, config.rounds - 1) / max(config.rounds - 1, 1)
-    if previous is not None:
-        valid = previous >= 0
-        same = (previous[:, :, None] == previous[:, None, :]) & valid[:, :, None] & valid[:, None, :]
-        support = same.sum(axis=-1)
-        features[..., 2] = np.where(valid, (support - 1) / max(n - 1, 1), 0)
-        features[..., 3] = np.where(valid, support == support.max(axis=-1, keepdims=True), 0)
-        features[..., 4] = valid
-    return features
+    values = None if previous is None else _values(batch, previous)
+    return rules.executor_features(batch.difficulty, config.n_executors, config.rounds, round_, values)
+
+
+def _values(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The numbers of candidate indices (B, N), NaN for −1 (no number)."""
+    return np.where(index >= 0, np.take_along_axis(batch.candidates, np.maximum(index, 0), axis=1), np.nan)
 
 
 @dataclass
@@ -182,7 +177,7 @@ def play(batch: Batch, config: BeliefCoordinationConfig, choose: Chooser, *,
         completion += tokens.sum(axis=1)
         previous, last_tokens = index, tokens
     assert previous is not None
-    values = np.where(previous >= 0, np.take_along_axis(batch.candidates, np.maximum(previous, 0), axis=1), np.nan)
+    values = _values(batch, previous)
     if coordinator == "majority":
         committed = rules.majority(values)
     elif coordinator == "first":

@@ -125,9 +125,10 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from eq_env.belief_coordination import rules
-from eq_env.belief_coordination.answerers import Answer, AnswerRequest, SimulatedAnswerer, answer_draws
+from eq_env.belief_coordination.answerers import Answer, SimulatedAnswerer, answer_draws, round_requests
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
-from eq_env.belief_coordination.questions import Question, generated_question, load_jsonl
+from eq_env.belief_coordination.questions import Question, generated_question, load_jsonl, show_number
+from eq_env.belief_coordination.rules import EXECUTOR_FEATURES
 
 __all__ = ["CHARSET", "COORDINATOR", "ROLES_STREAMS", "BeliefCoordinationParallelEnv", "raw_env", "role_agents"]
 
@@ -138,7 +139,6 @@ _ALLOWED = frozenset(CHARSET)
 QUESTION_CHARS = 4000
 REPLY_CHARS = 600
 ANSWER_CHARS = 32  # a line "i: <number>" of the "answers" text
-EXECUTOR_FEATURES = 5
 
 
 def role_agents(config: BeliefCoordinationConfig) -> dict[str, tuple[str, ...]]:
@@ -358,16 +358,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         r, q = self.round, self.question
         params = [self.executor_parameters(a, actions[a]) for a in self.config.executors]
         previous = self.replies[-1] if self.replies else None
-        requests = []
-        for i, (t, p) in enumerate(params):
-            others = [] if previous is None else [previous[j] for j in range(len(previous)) if j != i]
-            requests.append(AnswerRequest(
-                question=q, temperature=t, penalty=p, executor=i, round=r,
-                others=tuple(o.text for o in others), others_values=tuple(o.value for o in others),
-                others_tokens=tuple(o.completion_tokens for o in others),
-                draws=tuple(float(x) for x in self.draws[i, r]),  # type: ignore[arg-type]
-                sample_key=(self.stream_seed, self.episode, i, r),
-            ))  # fmt: skip
+        requests = round_requests(q, params, previous, self.draws, self.stream_seed, self.episode, r)
         answers = list(self.answerer.answer(requests))
         if len(answers) != len(requests):
             raise RuntimeError(f"the answerer gave {len(answers)} answers to {len(requests)} requests")
@@ -419,15 +410,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
                     "question": self._question_text,
                     "transcript": self.transcript(), "replies": self._replies(),
                     "answers": self.answers_text()}  # fmt: skip
-        i = c.executors.index(agent)
-        features = np.zeros(EXECUTOR_FEATURES, np.float32)
-        features[0] = self.question.difficulty
-        features[1] = min(self.round, c.rounds - 1) / max(c.rounds - 1, 1)
-        if self.replies and not np.isnan(values[i]):
-            features[2] = (support[i] - 1) / max(n - 1, 1)
-            features[3] = float(support[i] == support.max())
-            features[4] = 1.0
-        obs: dict[str, Any] = {"observation": features, "idle": idle}
+        obs: dict[str, Any] = {"observation": self._executor_features()[c.executors.index(agent)], "idle": idle}
         if c.action_space == "grid":
             mask = np.zeros(c.grid_size, np.int8)
             if idle:
@@ -439,6 +422,17 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         else:
             obs["ranges"] = self._ranges
         return obs
+
+    def _executor_features(self) -> np.ndarray:
+        """Every executor's observation vector this step (N, 5): built once, shared by their observations."""
+        cached = self._observations.get(" features")  # (a key no agent has: cleared with the observations)
+        if cached is None:
+            values = self.values()[None, :] if self.replies else None
+            c = self.config
+            features = rules.executor_features(np.array([self.question.difficulty]), c.n_executors, c.rounds,
+                                               self.round, values)[0]  # fmt: skip
+            cached = self._observations[" features"] = {"features": features}
+        return cached["features"]  # type: ignore[no-any-return]
 
     def _support(self) -> tuple[np.ndarray, np.ndarray]:
         cached = self._observations.get("")  # (under a key no agent has: cleared with the observations)
@@ -465,7 +459,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         rather than reading numbers out of the replies, which an executor writes."""
         if not self.replies:
             return ""
-        return "".join(f"{i}: {'none' if a.value is None else _exact(a.value)}\n"
+        return "".join(f"{i}: {'none' if a.value is None else show_number(a.value)}\n"
                        for i, a in enumerate(self.replies[-1]))  # fmt: skip
 
     def transcript(self) -> str:
@@ -515,11 +509,6 @@ def _index(action: Any, n: int) -> int | None:
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < n:
         return None
     return int(action)
-
-
-def _exact(value: float) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
 
 
 class raw_env(parallel_to_aec_wrapper):  # type: ignore[misc]  # noqa: N801 - PettingZoo's name

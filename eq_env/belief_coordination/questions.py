@@ -273,6 +273,13 @@ def _boxed(text: str) -> str | None:
     return text[begin:end]
 
 
+def show_number(value: float) -> str:
+    """A number as replies, prompts and the environment's ``answers`` write it, reading back exactly: an integer
+    without a decimal point, anything else as ``repr``."""
+    value = float(value)
+    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+
+
 def final_number(text: str) -> float | None:
     """The answer a reply commits to: the first number on the line of the last ``####`` (None when that line
     has none: the reply's own final line decides, whatever numbers came before it), else the number in the

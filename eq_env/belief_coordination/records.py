@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from eq_env.belief_coordination import rules
-from eq_env.core.records import checked_fields
+from eq_env.core.records import checked_fields, mean
 
 __all__ = ["METRICS", "EpisodeRecord", "compute_metrics", "record_episode"]
 
@@ -148,10 +148,6 @@ METRICS: dict[str, str] = {
 }
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else math.nan
-
-
 def compute_metrics(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     """The metrics of :data:`METRICS` over ``records`` (NaN with no records)."""
     records = list(records)
@@ -163,14 +159,14 @@ def compute_metrics(records: Sequence[EpisodeRecord]) -> dict[str, float]:
         return bool(rules.equal(np.array(r.values, dtype=float), np.full(len(r.values), first)).all())
 
     return {
-        "accuracy": _mean([r.ts for r in records]),
-        "reward": _mean([r.reward for r in records]),
-        "alignment": _mean([r.al for r in records]),
-        "contribution": _mean([r.cc for r in records]),
-        "unanimity": _mean([float(unanimous(r)) for r in records]),
-        "no_answer": _mean([sum(v is None for v in r.values) / r.n_executors for r in records]),
-        "tokens": _mean([float(r.tokens) for r in records]),
-        "temperature": _mean([math.fsum(r.temperatures) / len(r.temperatures) for r in records]),
-        "penalty": _mean([math.fsum(r.penalties) / len(r.penalties) for r in records]),
-        "failed_answers": _mean([float(r.failed_answers) for r in records]),
+        "accuracy": mean([r.ts for r in records]),
+        "reward": mean([r.reward for r in records]),
+        "alignment": mean([r.al for r in records]),
+        "contribution": mean([r.cc for r in records]),
+        "unanimity": mean([float(unanimous(r)) for r in records]),
+        "no_answer": mean([sum(v is None for v in r.values) / r.n_executors for r in records]),
+        "tokens": mean([float(r.tokens) for r in records]),
+        "temperature": mean([math.fsum(r.temperatures) / len(r.temperatures) for r in records]),
+        "penalty": mean([math.fsum(r.penalties) / len(r.penalties) for r in records]),
+        "failed_answers": mean([float(r.failed_answers) for r in records]),
     }

@@ -60,7 +60,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from eq_env.belief_coordination import engine, rules
-from eq_env.belief_coordination.answerers import MAX_EXECUTORS, Answer, AnswerRequest, answer_draws
+from eq_env.belief_coordination.answerers import MAX_EXECUTORS, Answer, AnswerRequest, answer_draws, round_requests
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question
 from eq_env.core.experiments import ResultsStore, t_quantile_975, worker_pool
@@ -175,23 +175,6 @@ def _grid_chooser(config: BeliefCoordinationConfig, index: np.ndarray) -> engine
 # ---------------------------------------------------------------------------
 # Playing with any answerer (the LLM path); the simulated path is engine.play
 # ---------------------------------------------------------------------------
-def features_from_values(difficulty: np.ndarray, config: BeliefCoordinationConfig, round_: int,
-                         values: np.ndarray | None) -> np.ndarray:  # fmt: skip
-    """The executors' observation vectors from the last round's numbers (NaN: none), as the environment builds
-    them."""
-    b, n = len(difficulty), config.n_executors
-    features = np.zeros((b, n, 5), np.float32)
-    features[..., 0] = difficulty[:, None]
-    features[..., 1] = min(round_, config.rounds - 1) / max(config.rounds - 1, 1)
-    if values is not None:
-        valid = ~np.isnan(values)
-        support = rules.support(values)
-        features[..., 2] = np.where(valid, (support - 1) / max(n - 1, 1), 0)
-        features[..., 3] = np.where(valid, support == support.max(axis=-1, keepdims=True), 0)
-        features[..., 4] = valid
-    return features
-
-
 def answer_all(answerer: Any, requests: list[AnswerRequest]) -> list[Answer]:
     """The answerer's answers (the LLM answerer sends them concurrently, and closes its connections after)."""
     return list(answerer.answer(requests))
@@ -213,20 +196,14 @@ def play_with(questions: Sequence[Question], episodes: Sequence[int], seed: int,
     temps = np.zeros((b, rounds, n))
     pens = np.zeros((b, rounds, n))
     for r in range(rounds):
-        t, p = choose(r, features_from_values(difficulty, config, r, values))
+        t, p = choose(r, rules.executor_features(difficulty, n, rounds, r, values))
         t, p = np.broadcast_to(np.asarray(t, float), (b, n)), np.broadcast_to(np.asarray(p, float), (b, n))
         temps[:, r], pens[:, r] = t, p
         requests = []
         for k, q in enumerate(questions):
-            for i in range(n):
-                others = [] if not replies else [replies[k][j] for j in range(n) if j != i]
-                requests.append(AnswerRequest(
-                    question=q, temperature=float(t[k, i]), penalty=float(p[k, i]), executor=i, round=r,
-                    others=tuple(o.text for o in others), others_values=tuple(o.value for o in others),
-                    others_tokens=tuple(o.completion_tokens for o in others),
-                    draws=tuple(float(x) for x in draws[k][i, r]),  # type: ignore[arg-type]
-                    sample_key=(seed, int(episodes[k]), i, r),
-                ))  # fmt: skip
+            previous = replies[k] if replies else None
+            params = list(zip(t[k], p[k], strict=True))
+            requests += round_requests(q, params, previous, draws[k], seed, int(episodes[k]), r)
         answers = answer_all(answerer, requests)
         replies = [answers[k * n : (k + 1) * n] for k in range(b)]
         values = np.array([[math.nan if a.value is None else float(a.value) for a in row] for row in replies])

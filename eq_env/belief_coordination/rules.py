@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["WEIGHTS", "equal", "majority", "reward_terms", "support"]
+__all__ = ["EXECUTOR_FEATURES", "WEIGHTS", "equal", "executor_features", "majority", "reward_terms", "support"]
 
 WEIGHTS = (0.5, 0.3, 0.2)  # TS, AL, CC: the paper's
 ATOL = 1e-6  # 1234.0000001 is 1234 ...
@@ -53,6 +53,28 @@ def majority(values: np.ndarray) -> np.ndarray:
     among equals, the lowest-indexed executor (so ties go to the group of the first executor to give one of
     the tied numbers). With no number at all, executor 0 (a commitment to nothing)."""
     return np.argmax(support(values), axis=-1)  # type: ignore[no-any-return]
+
+
+EXECUTOR_FEATURES = 5  # what an executor observes (the environment's manual lists them)
+
+
+def executor_features(difficulty: np.ndarray, n: int, rounds: int, round_: int,
+                      values: np.ndarray | None) -> np.ndarray:  # fmt: skip
+    """The executors' observation vectors, shape (B, N, 5), as the environment's manual defines them:
+    difficulty, round scaled to [0, 1], then about each executor's previous number (``values``, (B, N), NaN for
+    none; None in the first round): the share of the others that gave it, whether it had the most support,
+    whether it was a number at all."""
+    difficulty = np.asarray(difficulty, dtype=float)
+    features = np.zeros((len(difficulty), n, EXECUTOR_FEATURES), np.float32)
+    features[..., 0] = difficulty[:, None]
+    features[..., 1] = min(round_, rounds - 1) / max(rounds - 1, 1)
+    if values is not None:
+        valid = ~np.isnan(values)
+        given = support(values)
+        features[..., 2] = np.where(valid, (given - 1) / max(n - 1, 1), 0)
+        features[..., 3] = np.where(valid, given == given.max(axis=-1, keepdims=True), 0)
+        features[..., 4] = valid
+    return features
 
 
 def reward_terms(values: np.ndarray, committed: np.ndarray, gold: np.ndarray) -> dict[str, np.ndarray]:

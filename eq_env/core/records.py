@@ -7,10 +7,11 @@ field is wrong and what was expected, not fail inside ``int()`` or a constructor
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["checked_fields"]
+__all__ = ["checked_fields", "mean"]
 
 
 def _integer(value: Any) -> int:
@@ -76,6 +77,11 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "tuple[float | None, ...]": _numbers_or_none,
     "dict[str, Any]": _object,
 }
+
+
+def mean(values: Sequence[float]) -> float:
+    """The mean of ``values`` (exactly summed), NaN for none: what a metric over no episode is."""
+    return math.fsum(values) / len(values) if values else math.nan
 
 
 def checked_fields(cls: type, data: Any) -> dict[str, Any]:

@@ -10,12 +10,11 @@ for them while it plays.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eq_env.core.records import checked_fields
+from eq_env.core.records import checked_fields, mean
 from eq_env.einstein_puzzle.rules import (
     ACCEPTED,
     COMM_MODES,
@@ -174,23 +173,19 @@ METRICS: dict[str, str] = {
 }
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else math.nan
-
-
 def compute_metrics(records: Sequence[EpisodeRecord]) -> dict[str, float]:
     """The metrics of :data:`METRICS` over ``records`` (NaN where undefined: no records, or no win for
     ``steps``)."""
     records = list(records)
     return {
-        "success_rate": _mean([float(r.success) for r in records]),
-        "steps": _mean([float(r.turns) for r in records if r.success]),
-        "partial_success": _mean([r.partial_success for r in records]),
-        "rejected_placements": _mean([float(r.rejected) for r in records]),
-        "illegal_actions": _mean([float(r.illegal) for r in records]),
-        "rule_inconsistent": _mean([float(r.rule_inconsistent) for r in records]),
-        "shares": _mean([float(r.shares) for r in records]),
-        "asks": _mean([float(r.asks) for r in records]),
-        "answers": _mean([float(r.answers) for r in records]),
-        "verifier_interventions": _mean([float(r.verifier_interventions) for r in records]),
+        "success_rate": mean([float(r.success) for r in records]),
+        "steps": mean([float(r.turns) for r in records if r.success]),
+        "partial_success": mean([r.partial_success for r in records]),
+        "rejected_placements": mean([float(r.rejected) for r in records]),
+        "illegal_actions": mean([float(r.illegal) for r in records]),
+        "rule_inconsistent": mean([float(r.rule_inconsistent) for r in records]),
+        "shares": mean([float(r.shares) for r in records]),
+        "asks": mean([float(r.asks) for r in records]),
+        "answers": mean([float(r.answers) for r in records]),
+        "verifier_interventions": mean([float(r.verifier_interventions) for r in records]),
     }

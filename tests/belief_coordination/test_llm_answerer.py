@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from agents.belief_coordination.scripts import (
     request_penalty,
     solver_script,
 )
-from agents.client import LLMClient, LLMSetupError, NotRecordedError, configure, settings
+from agents.client import LLMClient, LLMSetupError, NotRecordedError, configure
 from agents.fake_server import Reply, ScriptedLLMServer
 from agents.replies import ReplyError
 from eq_env.belief_coordination.answerers import Answer, Answerer, AnswerRequest
@@ -48,16 +47,7 @@ ANSWERS = {Q.text: Q.answer, Q2.text: Q2.answer}
 SENTINEL = "sk-SENTINEL-do-not-store-0123456789"
 
 
-@pytest.fixture(autouse=True)
-def fast_llm_settings(tmp_path: Path) -> Iterator[None]:
-    """Each test: its own cache directory, short backoffs and timeouts, no answers left in memory."""
-    before = settings()
-    configure(cache="readwrite", cache_dir=tmp_path / "llm_cache", backoff=0.01, max_backoff=0.05, timeout=2.0,
-              max_retries=2)  # fmt: skip
-    LLMClient.forget()
-    yield
-    configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
-    LLMClient.forget()
+pytestmark = pytest.mark.usefixtures("fast_llm")  # (tests/conftest.py: own cache, short backoffs)
 
 
 def request(q: Question = Q, t: float = 0.7, p: float = 1.2, executor: int = 0, rnd: int = 0,

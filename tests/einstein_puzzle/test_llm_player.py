@@ -7,13 +7,12 @@ participants of agents.einstein_puzzle.scripts (a good player, a bad one, the fa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agents.client import LLMClient, configure, settings
+from agents.client import LLMClient, configure
 from agents.einstein_puzzle.policies import LLMPlayer, illegal_reason, player_factory, read_action
 from agents.einstein_puzzle.prompt import render_messages
 from agents.einstein_puzzle.scripts import bad_script, candidates_script, good_action, good_script, read_text
@@ -30,16 +29,7 @@ ENV = "einstein-puzzle"
 PAPER = EinsteinPuzzleConfig()
 
 
-@pytest.fixture(autouse=True)
-def fast_llm_settings(tmp_path: Path) -> Iterator[None]:
-    """Each test: its own cache directory, short backoffs and timeouts, no answers left in memory."""
-    before = settings()
-    configure(cache="readwrite", cache_dir=tmp_path / "llm_cache", backoff=0.01, max_backoff=0.05, timeout=2.0,
-              max_retries=2)  # fmt: skip
-    LLMClient.forget()
-    yield
-    configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
-    LLMClient.forget()
+pytestmark = pytest.mark.usefixtures("fast_llm")  # (tests/conftest.py: own cache, short backoffs)
 
 
 def first_observation(config: EinsteinPuzzleConfig = PAPER, seed: int = 0) -> tuple[Any, dict[str, Any]]:
