@@ -59,12 +59,15 @@ __all__ = [
     "RuleSignals",
     "SubmissionBatch",
     "ValidatorBatch",
+    "draw_nature",
     "is_batchable",
     "proposer_batch",
     "rule_decision_batch",
     "rule_signals",
     "sample_nature",
     "simulate",
+    "skipped_audits",
+    "validator_audit",
 ]
 
 CHUNK = 1 << 16  # episodes per vectorised step: large enough to amortise, small enough for the cache
@@ -87,6 +90,7 @@ class Nature:
     observed_net_delta: np.ndarray
     observed_hedge_size: np.ndarray
     audit_u: np.ndarray  # (n, 5)
+    check_u: np.ndarray | None = None  # (n, 4): noisy audits' check uniforms (DrawStream.check_noise), else None
 
     @property
     def n(self) -> int:
@@ -109,8 +113,11 @@ def _uniform(lo: float, hi: float, u: np.ndarray) -> np.ndarray:
     return lo + (hi - lo) * u  # the scalar code's expression, operation for operation
 
 
-def sample_nature(config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> Nature:
-    """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws."""
+def sample_nature(
+    config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray, c: np.ndarray | None = None
+) -> Nature:
+    """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws (``c``: the
+    check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.game.DrawStream.check_noise`)."""
     dl = config.delta_limit
     ambiguous = u[:, 0] < config.ambiguous_rate
     risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[:, 1]
@@ -149,7 +156,16 @@ def sample_nature(config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: 
         observed_net_delta=true_delta + sd * z[:, 2],
         observed_hedge_size=np.maximum(0.0, hedge + sd * z[:, 3]),
         audit_u=a,
+        check_u=c,
     )
+
+
+def draw_nature(config: ExchangeAuditConfig, stream: DrawStream, n: int) -> Nature:
+    """The next ``n`` episodes of ``stream``, with their check uniforms when ``config``'s audits are noisy."""
+    first = stream.episodes_drawn
+    draws = stream.batch(n)
+    check = stream.check_noise(first, n) if config.noisy_audits else None
+    return sample_nature(config, *draws, check)
 
 
 # ---------------------------------------------------------------------------
@@ -284,14 +300,36 @@ def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditC
         ],
         axis=1,
     )
+    compliant = nature.compliant
+    if config.noisy_audits:
+        if nature.check_u is None:
+            raise ValueError("noisy audits need the episodes' check uniforms (sample_nature's c, or draw_nature)")
+        made = np.ones((n, 4), dtype=bool)
+        made[:, 3] = sub.claim_confidence != ABSENT  # an absent confidence is not a claim: never flipped
+        rates = np.where(ok, np.array(config.false_fail_rates), np.array(config.miss_rates))
+        flipped = checked & made & (nature.check_u < rates)
+        ok = ok != flipped
+        compliant = (nature.risk_within_limit != flipped[:, 1]) & (nature.net_delta_bounded != flipped[:, 2])
     failed = checked & ~ok
     fail = failed.any(axis=1)
     outcome = np.full(n, AuditOutcome.SKIPPED, dtype=np.int8)
     outcome[inconclusive] = AuditOutcome.INCONCLUSIVE
     outcome[runs & fail] = AuditOutcome.FAIL
     outcome[runs & ~fail] = AuditOutcome.PASS
-    revealed = np.where(runs, nature.compliant, ABSENT).astype(np.int8)
+    revealed = np.where(runs, compliant, ABSENT).astype(np.int8)
     return AuditBatch(outcome=outcome, checked=checked, failed=failed, revealed_compliant=revealed)
+
+
+def skipped_audits(n: int) -> AuditBatch:
+    """``n`` audits that did not run (or, delayed, whose result the validator does not have yet)."""
+    zeros = np.zeros((n, 4), dtype=bool)
+    return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
+                      np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
+
+
+def validator_audit(audit: AuditBatch, config: ExchangeAuditConfig) -> AuditBatch:
+    """The audit as the validator sees it when deciding: not yet known when ``config.audit_delayed``."""
+    return skipped_audits(len(audit.outcome)) if config.audit_delayed else audit
 
 
 @dataclass(frozen=True)
@@ -373,8 +411,9 @@ def _chunk(
     views = proposer_batch(nature, config)
     sub = proposer.act_batch(views)
     audit = run_audit_batch(sub, nature, config)
+    seen = validator_audit(audit, config)
     approve = np.asarray(
-        validator.act_batch(ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)), dtype=bool
+        validator.act_batch(ValidatorBatch(config, sub, seen, nature.ambiguous, nature.risk_limit)), dtype=bool
     )
     approved = sub.request & approve  # after a NO_TRADE the only legal move is BLOCK
     compliant = nature.compliant
@@ -467,9 +506,13 @@ def simulate(
     stream = DrawStream(seed)
     parts: list[dict[str, np.ndarray]] = []
     for start in range(0, episodes, chunk):
-        parts.append(_chunk(config, proposer, validator, stream.batch(min(chunk, episodes - start))))
+        n = min(chunk, episodes - start)
+        draws: tuple[np.ndarray, ...] = stream.batch(n)
+        if config.noisy_audits:
+            draws = (*draws, stream.check_noise(start, n))
+        parts.append(_chunk(config, proposer, validator, draws))
     if not parts:
-        parts.append(_chunk(config, proposer, validator, stream.batch(0)))
+        parts.append(_chunk(config, proposer, validator, (*stream.batch(0), stream.check_noise(0, 0))))
     if len(parts) == 1:
         return parts[0]
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}

@@ -25,6 +25,7 @@ Presets:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -82,6 +83,30 @@ class ExchangeAuditConfig(GameConfig):
         "the proposer also observes whether its true risk and net delta are within the limits "
         "(the paper's scripted trader read this from the state)",
     )
+    # Noisy audits (issue 14, item 2): a checked claim's verdict is flipped with these probabilities, per
+    # claim type: a true claim fails at its false-fail rate (epsilon_1), a lie passes at its miss rate
+    # (epsilon_0); the audit's reading of a limit whose claim it checked flips with the verdict.
+    false_fail_intent: float = _param(0.0, 0.0, 1.0, "noisy audits: P(a checked true intent claim fails)")
+    false_fail_risk_within_limit: float = _param(
+        0.0, 0.0, 1.0, "noisy audits: P(a checked true risk_within_limit claim fails)"
+    )
+    false_fail_net_delta_bounded: float = _param(
+        0.0, 0.0, 1.0, "noisy audits: P(a checked true net_delta_bounded claim fails)"
+    )
+    false_fail_confidence: float = _param(0.0, 0.0, 1.0, "noisy audits: P(a checked valid confidence claim fails)")
+    miss_intent: float = _param(0.0, 0.0, 1.0, "noisy audits: P(a checked false intent claim passes)")
+    miss_risk_within_limit: float = _param(
+        0.0, 0.0, 1.0, "noisy audits: P(a checked false risk_within_limit claim passes)"
+    )
+    miss_net_delta_bounded: float = _param(
+        0.0, 0.0, 1.0, "noisy audits: P(a checked false net_delta_bounded claim passes)"
+    )
+    miss_confidence: float = _param(0.0, 0.0, 1.0, "noisy audits: P(a checked out-of-range confidence claim passes)")
+    audit_delayed: bool = flag(
+        False,
+        "the audit's result arrives after the decision: the validator decides as if unaudited; "
+        "the audit's cost and the penalty L on a failed audit still apply",
+    )
 
     def validate(self) -> None:
         if self.risk_limit_low > self.risk_limit_high:
@@ -91,10 +116,51 @@ class ExchangeAuditConfig(GameConfig):
 
     # -- derived -------------------------------------------------------------
     @property
+    def false_fail_rates(self) -> tuple[float, float, float, float]:
+        """epsilon_1 per checkable claim, in the order of ``game.CHECKABLE_CLAIMS``."""
+        return (self.false_fail_intent, self.false_fail_risk_within_limit, self.false_fail_net_delta_bounded,
+                self.false_fail_confidence)  # fmt: skip
+
+    @property
+    def miss_rates(self) -> tuple[float, float, float, float]:
+        """epsilon_0 per checkable claim, in the order of ``game.CHECKABLE_CLAIMS``."""
+        return (self.miss_intent, self.miss_risk_within_limit, self.miss_net_delta_bounded, self.miss_confidence)
+
+    @property
+    def noisy_audits(self) -> bool:
+        """Some audit verdict may be wrong (a false-fail or a miss rate above 0)."""
+        return any(self.false_fail_rates) or any(self.miss_rates)
+
+    def with_audit_noise(self, miss: float = 0.0, false_fail: float = 0.0) -> ExchangeAuditConfig:
+        """A copy with the same miss rate (epsilon_0) and false-fail rate (epsilon_1) for every claim type."""
+        return self.replace(
+            **{f"miss_{name}": miss for name in _NOISY_CLAIMS},
+            **{f"false_fail_{name}": false_fail for name in _NOISY_CLAIMS},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields; those added after results were first keyed (:data:`KEYED_ONLY_IF_SET`) only when not at
+        their default, so a configuration without them keys its results as before they existed."""
+        data = super().to_dict()
+        for name in KEYED_ONLY_IF_SET:
+            if data[name] == _DEFAULTS[name]:
+                del data[name]
+        return data
+
+    @property
     def checks_per_audit(self) -> int:
         """Number of claim types an audit checks (B capped at the pool of four)."""
         return 4 if self.B is None else min(self.B, 4)
 
+
+_NOISY_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
+# Fields added after results were first keyed by their configuration (issue 14): left out of to_dict at default.
+KEYED_ONLY_IF_SET = (
+    *(f"false_fail_{name}" for name in _NOISY_CLAIMS),
+    *(f"miss_{name}" for name in _NOISY_CLAIMS),
+    "audit_delayed",
+)
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ExchangeAuditConfig)}
 
 _checked_number = checked_number  # (the name the tests and older code use)
 

@@ -166,6 +166,12 @@ first.
   `FastMultiDiscrete`, `FastDict` in `eq_env.exchange_audit.spaces`) whose
   `sample` draws exactly what Gymnasium's draws, masked or not; every
   observation, reward, info and sampled action of a seed is what it was.
+* v0, unchanged at the defaults (issue 14): noisy audits. `false_fail_<claim>`
+  (ε₁: a checked true claim fails) and `miss_<claim>` (ε₀: a checked lie
+  passes) per checkable claim, and `audit_delayed` (the validator decides
+  before the audit's result; its cost and the penalty still apply). Their
+  uniforms come from a fourth generator of the seed, read only when a rate is
+  above 0: every draw of the paper's game is where it was.
 """
 
 from __future__ import annotations
@@ -182,6 +188,7 @@ from eq_env.exchange_audit.game import (
     AuditOutcome,
     Decision,
     DrawStream,
+    EpisodeDraws,
     ExchangeAuditGame,
     Intent,
     Payoffs,
@@ -311,7 +318,11 @@ class _Episode:
                 self.draws = DrawStream(entropy)
             self.draws.skip(index - self.draws.episodes_drawn)  # forward only: cheap for runs in order
         self.episode_index = self.draws.episodes_drawn
-        self.game.start(self.draws.next())
+        draws = self.draws.next()
+        if self.config.noisy_audits:  # (the check uniforms: their own generator, read only when needed)
+            check_u = tuple(self.draws.check_noise(self.episode_index, 1)[0].tolist())
+            draws = EpisodeDraws(draws.state_u, draws.noise_z, draws.audit_u, check_u)
+        self.game.start(draws)
         assert self.game.proposer_view is not None
         self._public_vector = self.codec.public_vector_for(self.game.proposer_view.public)
         self._public_vector.flags.writeable = False  # shared by both agents' observations

@@ -49,12 +49,13 @@ from eq_env.exchange_audit.batch import (
     SubmissionBatch,
     ValidatorBatch,
     detection_miss_table,
+    draw_nature,
     is_batchable,
     payoffs_batch,
     proposer_batch,
     rule_signals,
     run_audit_batch,
-    sample_nature,
+    validator_audit,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
@@ -116,8 +117,9 @@ def expected_payoffs(
     validator_payoff = np.zeros(nature.n)
     for prob, subset in _scenarios(config):
         audit = _audit(sub, nature, config, subset)
+        seen = validator_audit(audit, config)  # (delayed audits: not known when deciding)
         approve = np.asarray(
-            validator.act_batch(ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)), dtype=bool
+            validator.act_batch(ValidatorBatch(config, sub, seen, nature.ambiguous, nature.risk_limit)), dtype=bool
         )
         p, v = payoffs_batch(sub, sub.request & approve, audit, nature.compliant, config)
         proposer += prob * p
@@ -212,7 +214,7 @@ def proposer_best_response(
         honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
     honest_policy, validator_policy = _bulk(honest, validator)
     half = episodes // 2
-    nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
+    nature = draw_nature(config, DrawStream(seed), 2 * half)
     fit, test = _split(nature, half)
     fit_views, test_views = proposer_batch(fit, config), proposer_batch(test, config)
     fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
@@ -281,7 +283,7 @@ def proposer_payoff(
     response on (same ``episodes`` and ``seed``): the two compare pairwise."""
     policy, validator_policy = _bulk(proposer, validator)
     half = episodes // 2
-    _, test = _split(sample_nature(config, *DrawStream(seed).batch(2 * half)), half)
+    _, test = _split(draw_nature(config, DrawStream(seed), 2 * half), half)
     policy.reset(seed=1)
     payoff, _ = expected_payoffs(config, test, policy.act_batch(proposer_batch(test, config)), validator_policy)
     return float(payoff.mean())
@@ -387,7 +389,7 @@ def validator_best_response(
     """
     proposer_policy, reference_policy = _bulk(proposer, reference)
     half = episodes // 2
-    nature = sample_nature(config, *DrawStream(seed).batch(2 * half))
+    nature = draw_nature(config, DrawStream(seed), 2 * half)
     halves = _split(nature, half)
     batches = []
     bar = tqdm(total=3, desc="validator best response", unit="step",

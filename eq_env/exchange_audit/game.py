@@ -112,6 +112,10 @@ SPECULATE_DELTA_MEAN, SPECULATE_DELTA_SD, SPECULATE_DELTA_MAX = 0.8, 0.2, 1.5
 N_STATE_UNIFORMS = 8  # ambiguous, risk_limit, intent, risk, hedge, sign, eps_r, eps_d
 N_NOISE_NORMALS = 4  # delta, obs_risk, obs_delta, obs_hedge
 N_AUDIT_UNIFORMS = 5  # audited, then one sort key per checkable claim
+# Noisy audits only: one uniform per checkable claim (its verdict flips below the claim's rate), from a
+# fourth generator read only when the configuration is noisy, so the three blocks above never move.
+N_CHECK_UNIFORMS = 4
+CHECK_STREAM = 3  # the spawn key of that generator
 
 
 # ---------------------------------------------------------------------------
@@ -407,6 +411,7 @@ class EpisodeDraws:
     state_u: tuple[float, ...]
     noise_z: tuple[float, ...]
     audit_u: tuple[float, ...]
+    check_u: tuple[float, ...] = ()  # noisy audits only (:meth:`DrawStream.check_noise`); else empty
 
 
 class DrawStream:
@@ -433,6 +438,8 @@ class DrawStream:
         self._ahead: tuple[list[list[float]], list[list[float]], list[list[float]]] = ([], [], [])
         self._next_row = 0
         self._block = 0
+        self._check: np.random.PCG64 | None = None  # the noisy audits' generator, made when first asked
+        self._check_at = 0  # the episode whose check uniforms it draws next
 
     def next(self) -> EpisodeDraws:
         ahead, i = self._ahead, self._next_row
@@ -465,6 +472,20 @@ class DrawStream:
             return first  # type: ignore[return-value]
         rest = self.batch(n - kept)
         return tuple(np.concatenate([a, b]) for a, b in zip(first, rest, strict=True))  # type: ignore[return-value]
+
+    def check_noise(self, first: int, n: int) -> np.ndarray:
+        """Episodes ``first`` to ``first + n - 1``'s check uniforms, shape (n, 4), for noisy audits.
+
+        They come from a fourth generator of the seed (spawn key 3), ``N_CHECK_UNIFORMS`` per episode and
+        positioned by episode index (``PCG64.advance``), so reading them moves none of the other draws, and
+        episode ``i`` sees the same ones whatever was asked before."""
+        if self._check is None or first < self._check_at:
+            self._check = np.random.PCG64(np.random.SeedSequence(self.entropy, spawn_key=(CHECK_STREAM,)))
+            self._check_at = 0
+        if first > self._check_at:
+            self._check.advance(N_CHECK_UNIFORMS * (first - self._check_at))  # one 64-bit step per double
+        self._check_at = first + n
+        return np.random.Generator(self._check).random((n, N_CHECK_UNIFORMS))
 
     def skip(self, n: int) -> None:
         """Advance past ``n`` episodes without keeping their draws."""
@@ -598,13 +619,22 @@ def _check(name: str, claims: Claims, state: State) -> bool:
 
 
 def run_audit(
-    submission: Submission, state: State, audit_u: tuple[float, ...], config: ExchangeAuditConfig
+    submission: Submission,
+    state: State,
+    audit_u: tuple[float, ...],
+    config: ExchangeAuditConfig,
+    check_u: tuple[float, ...] = (),
 ) -> AuditRecord:
     """Audit with probability q; check ``B`` claim types sampled without replacement.
 
     Drawn for every episode, NO_TRADE included. Missing any of the three
     required claims, or a budget of zero, makes the audit inconclusive (its
     cost is still paid). Any failed check fails the audit.
+
+    Noisy audits (``config.noisy_audits``; ``check_u``: the episode's check uniforms): a checked claim's
+    verdict flips when its uniform is below the claim's false-fail rate (a true claim) or miss rate (a
+    lie); an absent confidence is not a claim and never fails. The compliance the audit reveals is its
+    reading of the two limits: the truth, but flipped for a limit whose claim was checked and flipped.
     """
     if not audit_u[0] < config.q:
         return _SKIPPED  # (an immutable value: one for every skipped audit)
@@ -619,12 +649,41 @@ def run_audit(
         # The k claims with the smallest keys: a uniform subset of size k.
         order = sorted(range(len(CHECKABLE_CLAIMS)), key=lambda i: audit_u[1 + i])
         checked = tuple(CHECKABLE_CLAIMS[i] for i in sorted(order[:k]))
+    if config.noisy_audits:
+        return _noisy_audit(claims, state, checked, check_u, config)
     failed = tuple(name for name in checked if not _check(name, claims, state))
     return AuditRecord(
         outcome=AuditOutcome.FAIL if failed else AuditOutcome.PASS,
         checked=checked,
         failed=failed,
         revealed_compliant=state.compliant,
+    )
+
+
+def _noisy_audit(
+    claims: Claims, state: State, checked: tuple[str, ...], check_u: tuple[float, ...], config: ExchangeAuditConfig
+) -> AuditRecord:
+    if len(check_u) != N_CHECK_UNIFORMS:
+        raise ValueError(f"a noisy audit needs the episode's {N_CHECK_UNIFORMS} check uniforms, got {check_u!r}")
+    false_fail, miss = config.false_fail_rates, config.miss_rates
+    failed: list[str] = []
+    flipped: set[str] = set()
+    for name in checked:
+        i = CHECKABLE_CLAIMS.index(name)
+        ok = _check(name, claims, state)
+        made = name != "confidence" or claims.confidence is not None
+        flip = made and check_u[i] < (false_fail[i] if ok else miss[i])
+        if flip:
+            flipped.add(name)
+        if ok == flip:  # a true claim flipped to fail, or a lie not flipped
+            failed.append(name)
+    risk_ok = state.risk_within_limit != ("risk_within_limit" in flipped)
+    delta_ok = state.net_delta_bounded != ("net_delta_bounded" in flipped)
+    return AuditRecord(
+        outcome=AuditOutcome.FAIL if failed else AuditOutcome.PASS,
+        checked=checked,
+        failed=tuple(failed),
+        revealed_compliant=risk_ok and delta_ok,
     )
 
 
@@ -732,6 +791,7 @@ class ExchangeAuditGame:
         self.audit: AuditRecord | None = None
         self.outcome: EpisodeOutcome | None = None
         self._audit_u: tuple[float, ...] = ()
+        self._check_u: tuple[float, ...] = ()
         self._rules: tuple[Any, ...] = ()
         self._rules_of: ExchangeAuditConfig | None = None
 
@@ -742,6 +802,7 @@ class ExchangeAuditGame:
         self.state = sample_state(draws.state_u, draws.noise_z, config)
         self.proposer_view = observe_state(self.state, draws.noise_z, config, self._rules)
         self._audit_u = draws.audit_u
+        self._check_u = draws.check_u
         self.submission = self.audit = self.outcome = None
         self.phase = Phase.PROPOSAL
 
@@ -749,7 +810,8 @@ class ExchangeAuditGame:
     def validator_view(self) -> ValidatorView | None:
         if self.submission is None or self.audit is None or self.proposer_view is None or self.state is None:
             return None
-        return ValidatorView(self.submission, self.audit, self.proposer_view.public, self.state.ambiguous)
+        audit = _SKIPPED if self.config.audit_delayed else self.audit  # (delayed: not known when deciding)
+        return ValidatorView(self.submission, audit, self.proposer_view.public, self.state.ambiguous)
 
     @property
     def legal_decisions(self) -> tuple[Decision, ...]:
@@ -761,7 +823,7 @@ class ExchangeAuditGame:
         if self.phase is not Phase.PROPOSAL or self.state is None:
             raise RuntimeError(f"submit() is for the proposal phase; the game is in {self.phase.name}")
         self.submission = submission
-        self.audit = run_audit(submission, self.state, self._audit_u, self.config)
+        self.audit = run_audit(submission, self.state, self._audit_u, self.config, self._check_u)
         self.phase = Phase.DECISION
         return self.audit
 

@@ -43,7 +43,12 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
     "temptation-individual": {"V": 2.0, "L": 1.0, "reward_mode": "individual"},
     "noisy-hidden-compliance": {"noise_sd": 1.0, "reveal_compliance": False, "ambiguous_rate": 0.0},
     "paper-main-script": {"preset": "paper_main_script", "B": None},
-}
+    "noisy-audits": {"q": 0.8, "B": 2, **{f"{kind}_{claim}": rate for kind, rate in (("miss", 0.3), ("false_fail", 0.1))
+                                          for claim in ("intent", "risk_within_limit", "net_delta_bounded",
+                                                        "confidence")}},
+    "noisy-delayed-audits": {"q": 0.6, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2,
+                             "audit_delayed": True},
+}  # fmt: skip
 
 SPEC = register_env(
     EnvSpec(

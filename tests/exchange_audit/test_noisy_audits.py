@@ -1,0 +1,169 @@
+"""Noisy audits (issue 14, item 2): false fails at epsilon_1, missed lies at epsilon_0, per claim type; delays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eq_env.exchange_audit.batch import columns_equal, simulate
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.env import raw_env
+from eq_env.exchange_audit.game import DrawStream
+from eq_env.policy import make_policy
+from eq_env.runner import play, records_to_columns
+
+PAPER = ExchangeAuditConfig()
+SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
+PER_CLAIM = {  # a different rate per claim type, so a mix-up of the order shows
+    "false_fail_intent": 0.05,
+    "false_fail_risk_within_limit": 0.1,
+    "false_fail_net_delta_bounded": 0.2,
+    "false_fail_confidence": 0.3,
+    "miss_intent": 0.4,
+    "miss_risk_within_limit": 0.25,
+    "miss_net_delta_bounded": 0.15,
+    "miss_confidence": 0.35,
+}
+
+CASES = [
+    (PAPER.with_audit_noise(0.3, 0.1), "strategic:p=0.5", "rule"),
+    (PAPER.replace(q=0.6, B=2, **PER_CLAIM), "strategic:p=1.0", "rule"),
+    (SCRIPTED.replace(q=0.7, B=1, **PER_CLAIM), "strategic:trigger=payoff,claims_from=truth", "rule"),
+    (SCRIPTED.replace(q=0.5).with_audit_noise(0.2, 0.2), "honest:claims_from=truth", "rule"),
+    (PAPER.replace(q=0.8, audit_delayed=True), "strategic:p=0.5", "rule"),
+    (PAPER.replace(q=0.8, audit_delayed=True, **PER_CLAIM), "honest", "approve"),
+]
+
+
+def test_the_defaults_are_the_paper_game_and_key_their_results_as_before() -> None:
+    assert not PAPER.noisy_audits and not PAPER.audit_delayed
+    assert PAPER.false_fail_rates == PAPER.miss_rates == (0.0,) * 4
+    assert not any(k.startswith(("miss_", "false_fail_", "audit_delayed")) for k in PAPER.to_dict())
+    noisy = PAPER.replace(**PER_CLAIM, audit_delayed=True)
+    assert ExchangeAuditConfig.from_dict(noisy.to_dict()) == noisy
+    assert noisy.miss_rates == (0.4, 0.25, 0.15, 0.35) and noisy.false_fail_rates == (0.05, 0.1, 0.2, 0.3)
+    with pytest.raises(ValueError, match="miss_intent"):
+        PAPER.replace(miss_intent=1.5)
+
+
+@pytest.mark.parametrize(
+    "config, proposer, validator",
+    [
+        (PAPER, "strategic:p=0.5", "rule"),
+        (PAPER.replace(q=0.6, B=2), "strategic:p=1.0", "rule"),
+        (SCRIPTED.replace(q=0.7, B=1), "strategic:trigger=payoff,claims_from=truth", "rule"),
+    ],
+)
+def test_zero_rates_on_the_noisy_path_are_todays_game_episode_by_episode(
+    config: ExchangeAuditConfig, proposer: str, validator: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forcing the noisy code (and the reading of the check uniforms) with every rate at 0 changes nothing:
+    the AEC environment and the batch engine both give today's episodes."""
+    aec = records_to_columns(play(config, proposer, validator, episodes=300, seed=5))
+    batch = simulate(config, make_policy(proposer), make_policy(validator), episodes=300, seed=5, chunk=97)
+    monkeypatch.setattr(ExchangeAuditConfig, "noisy_audits", property(lambda self: True))
+    assert config.noisy_audits
+    noisy_aec = records_to_columns(play(config, proposer, validator, episodes=300, seed=5))
+    noisy_batch = simulate(config, make_policy(proposer), make_policy(validator), episodes=300, seed=5, chunk=97)
+    assert columns_equal(aec, noisy_aec) == [] and set(aec) == set(noisy_aec)
+    assert columns_equal(batch, noisy_batch) == []
+    assert columns_equal(aec, batch) == []
+
+
+@pytest.mark.parametrize("config, proposer, validator", CASES)
+def test_batch_equals_aec_with_noisy_or_delayed_audits(
+    config: ExchangeAuditConfig, proposer: str, validator: str
+) -> None:
+    aec = records_to_columns(play(config, proposer, validator, episodes=400, seed=11))
+    batch = simulate(config, make_policy(proposer), make_policy(validator), episodes=400, seed=11, chunk=157)
+    assert set(aec) == set(batch)
+    assert columns_equal(aec, batch) == []
+
+
+def _claim_truth(cols: dict[str, np.ndarray], config: ExchangeAuditConfig) -> np.ndarray:
+    """(n, 3): whether each of intent, risk_within_limit, net_delta_bounded claims is true."""
+    return np.stack(
+        [
+            cols["claim_intent"] == cols["intent"],
+            cols["claim_risk_within_limit"] == (cols["true_risk"] <= cols["risk_limit"]),
+            cols["claim_net_delta_bounded"] == (np.abs(cols["true_net_delta"]) <= config.delta_limit),
+        ],
+        axis=1,
+    )
+
+
+@pytest.mark.parametrize("proposer", ["strategic:p=1.0", "honest"])
+def test_the_rates_are_the_configured_ones_per_claim_type(proposer: str) -> None:
+    config = PAPER.replace(q=1.0, B=None, **PER_CLAIM)
+    cols = simulate(config, make_policy(proposer), make_policy("rule"), episodes=200_000, seed=3)
+    checked, failed = cols["audit_checked"][:, :3], cols["audit_failed_checks"][:, :3]
+    true = _claim_truth(cols, config)
+    for i, name in enumerate(("intent", "risk_within_limit", "net_delta_bounded")):
+        for is_true, rate, what in ((True, PER_CLAIM[f"false_fail_{name}"], "fail"),
+                                    (False, PER_CLAIM[f"miss_{name}"], "pass")):  # fmt: skip
+            mask = checked[:, i] & (true[:, i] == is_true)
+            if mask.sum() < 2000:
+                continue  # (this proposer states too few claims of this kind)
+            share = failed[mask, i].mean() if what == "fail" else 1.0 - failed[mask, i].mean()
+            se = np.sqrt(rate * (1 - rate) / mask.sum())
+            assert abs(share - rate) < 4.5 * se, (proposer, name, what, share, rate, int(mask.sum()))
+
+
+def test_a_missed_lie_about_a_limit_reads_as_compliant_and_is_approved() -> None:
+    """A checked false risk claim that passes makes the audit reveal compliance: the rule approves a bad trade."""
+    clean = PAPER.replace(q=1.0, B=None)
+    config = clean.replace(miss_risk_within_limit=0.5, miss_net_delta_bounded=0.5, miss_intent=1.0)
+    runs = [simulate(c, make_policy("strategic:p=1.0"), make_policy("rule"), episodes=20_000, seed=1)
+            for c in (clean, config)]  # fmt: skip
+    bad = [float((r["approved"] & ~r["compliant"]).mean()) for r in runs]
+    assert bad[0] == 0.0 and bad[1] > 0.05
+
+
+def test_delayed_audits_decide_as_unaudited_but_charge_cost_and_penalty() -> None:
+    never = simulate(PAPER.replace(q=0.0), make_policy("strategic:p=1.0"), make_policy("rule"), episodes=5000, seed=2)
+    config = PAPER.replace(q=1.0, audit_delayed=True)
+    late = simulate(config, make_policy("strategic:p=1.0"), make_policy("rule"), episodes=5000, seed=2)
+    assert np.array_equal(never["approved"], late["approved"])  # common random numbers: the same episodes
+    assert late["audited"].all() and late["audit_failed"].any()
+    expected = never["proposer_payoff"] - config.L * late["audit_failed"]
+    assert np.allclose(late["proposer_payoff"], expected)
+    assert np.allclose(late["validator_payoff"], never["validator_payoff"] - config.audit_cost)
+
+
+def test_the_check_uniforms_are_indexed_by_episode() -> None:
+    whole = DrawStream(9).check_noise(0, 50)
+    stream = DrawStream(9)
+    assert np.array_equal(stream.check_noise(20, 5), whole[20:25])
+    assert np.array_equal(stream.check_noise(25, 10), whole[25:35])  # sequential: no re-seek
+    assert np.array_equal(stream.check_noise(3, 2), whole[3:5])  # backwards: from the start again
+    # reading them moves none of the other draws
+    a, b = DrawStream(9), DrawStream(9)
+    a.check_noise(0, 100)
+    assert all(np.array_equal(x, y) for x, y in zip(a.batch(10), b.batch(10), strict=True))
+
+
+def test_an_episode_reached_by_index_is_the_one_played_in_order() -> None:
+    config = PAPER.replace(q=0.9, B=2, **PER_CLAIM)
+    env = raw_env(config=config)
+    infos = []
+    for i in range(12):
+        env.reset(seed=4 if i == 0 else None)
+        infos.append(_play_one(env))
+    env.reset(seed=4, options={"episode": 9})
+    assert _play_one(env) == infos[9]
+    env.reset(seed=4, options={"episode": 2})
+    assert _play_one(env) == infos[2]
+
+
+def _play_one(env) -> dict:  # type: ignore[no-untyped-def]
+    from eq_env.exchange_audit.game import Claims, Intent, Proposal, ProposerAction, Submission, make_artifact
+
+    game = env._episode.game
+    pv = game.proposer_view
+    claims = Claims(intent=Intent.HEDGE, risk_within_limit=True, net_delta_bounded=True, confidence=0.9)
+    game.submit(Submission(ProposerAction.REQUEST_APPROVAL,
+                           Proposal(pv.intent, pv.observed_risk, pv.observed_net_delta, pv.observed_hedge_size),
+                           make_artifact(claims, "", 60)))  # fmt: skip
+    audit = game.audit
+    outcome = (audit.outcome, audit.checked, audit.failed, audit.revealed_compliant)
+    return {"audit": outcome, "risk": game.state.true_risk}
