@@ -167,3 +167,24 @@ def _play_one(env) -> dict:  # type: ignore[no-untyped-def]
     audit = game.audit
     outcome = (audit.outcome, audit.checked, audit.failed, audit.revealed_compliant)
     return {"audit": outcome, "risk": game.state.true_risk}
+
+
+def test_the_noisy_threshold_is_eq3_without_noise_and_rises_with_it() -> None:
+    from eq_env.exchange_audit.equilibrium import analytic_threshold
+    from eq_env.exchange_audit.noisy import noisy_detection, noisy_threshold
+
+    for V, L, B in ((1.0, 2.0, 4), (2.0, 1.0, 4), (2.0, 1.0, 1), (2.0, 4.0, 4), (3.0, 2.0, 4)):
+        assert noisy_threshold(V, L, B, 0.0, 0.0) == pytest.approx(analytic_threshold(V, L, B, lies=1))
+    assert noisy_detection(4, 0.0, 0.0) == (1.0, 0.0)
+    assert noisy_detection(4, 0.3, 0.0) == pytest.approx((0.7, 0.0))
+    base = noisy_threshold(2.0, 4.0, 4, 0.0, 0.0)
+    assert noisy_threshold(2.0, 4.0, 4, 0.3, 0.0) > base and noisy_threshold(2.0, 4.0, 4, 0.0, 0.1) > base
+
+
+def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from eq_env.exchange_audit.noisy import noisy_audits
+
+    rows = noisy_audits(tmp_path, noise=((0.0, 0.0), (0.5, 0.0)), qs=(0.5, 1.0), episodes=2000)
+    assert [r["miss"] for r in rows] == [0.0, 0.5]
+    for name in ("noisy_audits.csv", "noisy_audits_summary.csv", "noisy_audits.md", "noisy_audits.png", "summary.md"):
+        assert (tmp_path / name).stat().st_size > 0
