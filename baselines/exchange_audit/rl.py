@@ -207,11 +207,15 @@ def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mod
 def make_vec(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
              audit_intensities: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
     """A builder ``n -> VecEnv`` of the native vectorised environment for this training, or None when it
-    cannot play it (an opponent that cannot act in bulk; a proposer across several audit intensities)."""
+    cannot play it (an opponent that cannot act in bulk; a proposer across several audit intensities; noisy
+    or delayed audits, which the views play through the AEC environment)."""
     from eq_env.core.policy import make_policy
     from eq_env.exchange_audit.batch import is_batchable
     from eq_env.exchange_audit.vector import ProposerVecEnv, ValidatorVecEnv
+    from eq_env.exchange_audit.views import audit_options
 
+    if audit_options(config):
+        return None
     other = "validator" if role == "proposer" else "proposer"
     if not is_batchable(make_policy(opponent, other)):  # type: ignore[arg-type]
         return None

@@ -37,8 +37,9 @@ the validator's step only picks the payoff of its decision (what the proposer
 sends does not depend on it). Observations, rewards and infos equal those of
 the AEC-driven play episode by episode, for the same seed (a test compares
 them). Any other partner (an LLM, a trained model, a policy of your own), or
-``render_mode="ansi"``, plays through the AEC environment as before
-(``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
+``render_mode="ansi"``, or noisy or delayed audits (``miss_<claim>``,
+``false_fail_<claim>``, ``audit_delayed``), plays through the AEC environment
+as before (``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
 episodes at once.
 """
 
@@ -86,7 +87,13 @@ from eq_env.exchange_audit.spaces import (
     encode_submission,
 )
 
-__all__ = ["ExchangeAuditProposerEnv", "ExchangeAuditValidatorEnv", "NothingToLearnError", "exact_partner"]
+__all__ = [
+    "ExchangeAuditProposerEnv",
+    "ExchangeAuditValidatorEnv",
+    "NothingToLearnError",
+    "audit_options",
+    "exact_partner",
+]
 
 _ARTIFACTS = all_artifacts()
 _ARTIFACT_ROWS: list[tuple[int, ...]] = [tuple(row) for row in _ARTIFACTS.tolist()]
@@ -123,6 +130,15 @@ def exact_partner(policy: Any, role: str) -> bool:
     exact = (HonestProposer, SilentProposer, StrategicProposer) if role == "proposer" else (
         RuleValidator, AlwaysApprove, AlwaysBlock)  # fmt: skip
     return type(policy) in exact or type(policy).__dict__.get("exact_batch") is True
+
+
+def audit_options(config: ExchangeAuditConfig) -> list[str]:
+    """The fields of ``config`` that make its audits noisy or delayed (issue 14, item 2), those not at their
+    defaults; the views play such a configuration through the AEC environment, the vectorised ones refuse it."""
+    from eq_env.exchange_audit.config import KEYED_ONLY_IF_SET
+
+    defaults = ExchangeAuditConfig()
+    return [name for name in KEYED_ONLY_IF_SET if getattr(config, name) != getattr(defaults, name)]
 
 
 def _renamed(overrides: dict[str, Any], audit_intensities: Sequence[float] | None) -> Sequence[float] | None:
@@ -434,8 +450,9 @@ class _View(gymnasium.Env):
         self.render_mode = render_mode
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
-        #: the episodes are worked out in bulk (a scripted partner, no rendering), not through the AEC env
-        self.fast = render_mode is None and exact_partner(self.other, self._other_role)
+        #: the episodes are worked out in bulk (a scripted partner, no rendering, exact audits), not through the
+        #: AEC env; noisy or delayed audits (issue 14) are played by the AEC environment only
+        self.fast = render_mode is None and not audit_options(base) and exact_partner(self.other, self._other_role)
         self._aec: list[Any] | None = None
         self._k = 0  # the configuration of the current episode
         self._seeded = False

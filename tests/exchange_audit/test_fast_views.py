@@ -396,3 +396,51 @@ def test_fast_views_refuse_what_the_aec_views_refuse() -> None:
         vview.reset(seed=0)
         with pytest.raises(ValueError, match="outside"):
             vview.step(2)
+
+
+# Noisy or delayed audits (issue 14, item 2): the views play them through the AEC environment, so they equal it.
+NOISY = {f"{kind}_{claim}": rate for kind, rate in (("miss", 0.3), ("false_fail", 0.2))
+         for claim in ("intent", "risk_within_limit", "net_delta_bounded", "confidence")}  # fmt: skip
+NOISY_PROPOSER_CASES = [
+    ("rule", {"q": 0.8, "B": 2, **NOISY}),
+    ("rule", {"q": 0.9, "audit_delayed": True, "audit_intensities": [0.5, 1.0]}),
+    ("approve", {"q": 0.7, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2, "audit_delayed": True}),
+]
+NOISY_VALIDATOR_CASES = [
+    ("strategic", {"q": 0.8, "B": 2, **NOISY}),
+    ("honest", {"q": 0.9, "audit_delayed": True, "skip_no_trade": False}),
+    ("strategic:trigger=payoff", {"q": 0.6, "false_fail_net_delta_bounded": 0.4, "audit_intensities": [0.3, 1.0]}),
+]
+
+
+@pytest.mark.parametrize("validator, kwargs", NOISY_PROPOSER_CASES)
+def test_proposer_view_with_noisy_or_delayed_audits_equals_the_aec_view(validator: str, kwargs: dict[str, Any]) -> None:
+    ref, new = RefProposerEnv(validator, **kwargs), fast.ExchangeAuditProposerEnv(validator, **kwargs)
+    assert not new.fast  # (the bulk arithmetic plays exact, immediate audits only)
+    _compare(ref, new, 80, 3, _biased, reseed_at=40)
+
+
+@pytest.mark.parametrize("proposer, kwargs", NOISY_VALIDATOR_CASES)
+def test_validator_view_with_noisy_or_delayed_audits_equals_the_aec_view(proposer: str, kwargs: dict[str, Any]) -> None:
+    ref, new = RefValidatorEnv(proposer, **kwargs), fast.ExchangeAuditValidatorEnv(proposer, **kwargs)
+    assert not new.fast
+    _compare(ref, new, 80, 5, lambda rng: int(rng.integers(2)), reseed_at=40)
+
+
+def test_the_views_play_the_noise_and_the_delay() -> None:
+    """Every checked true claim fails at false-fail rate 1: the honest proposer's audited requests all fail; a
+    delayed audit leaves the validator's observation as unaudited while the info still shows the audit."""
+    view = fast.ExchangeAuditValidatorEnv("honest", q=1.0, B=None, **{k: 1.0 for k in NOISY if "false_fail" in k})
+    outcomes = set()
+    view.reset(seed=0)
+    for _ in range(30):
+        outcomes.add(view.step(1)[4]["audit"]["outcome"])
+        view.reset()
+    assert outcomes == {"FAIL"}
+    now = fast.ExchangeAuditValidatorEnv("honest", q=1.0)
+    late = fast.ExchangeAuditValidatorEnv("honest", q=1.0, audit_delayed=True)
+    never = fast.ExchangeAuditValidatorEnv("honest", q=0.0)
+    audit = [VALIDATOR_FEATURES.index(name) for name in ("audited", "audit_pass", "audit_fail", "revealed")]
+    obs = [v.reset(seed=4)[0][audit] for v in (now, late, never)]
+    assert obs[0][0] == 1 and np.array_equal(obs[1], obs[2])  # delayed: seen as never audited
+    assert late.step(0)[4]["audit"]["audited"]

@@ -122,6 +122,28 @@ def test_vector_envs_refuse_what_they_cannot_play() -> None:
         venv.step(np.full((2, 7), 5))
 
 
+@pytest.mark.parametrize("cls", [ProposerVecEnv, ValidatorVecEnv, ProposerVectorEnv, ValidatorVectorEnv])
+def test_vector_envs_refuse_noisy_or_delayed_audits_naming_the_fields(cls: Any) -> None:
+    """The batch arithmetic here plays exact, immediate audits only: issue 14's options are refused, not
+    played wrong (the single-agent views play them, through the AEC environment)."""
+    with pytest.raises(ValueError, match=r"noisy or delayed audits \(set: miss_intent, audit_delayed\)"):
+        cls(2, miss_intent=0.1, audit_delayed=True)
+    with pytest.raises(ValueError, match=r"\(set: false_fail_confidence\)"):
+        cls(2, preset="paper_scripted", false_fail_confidence=0.5)
+    cls(2, miss_intent=0.0, audit_delayed=False)  # at their defaults: played as before
+
+
+def test_training_takes_the_views_for_noisy_or_delayed_audits() -> None:
+    from baselines.exchange_audit.rl import make_vec
+    from eq_env.exchange_audit.config import ExchangeAuditConfig
+
+    plain = ExchangeAuditConfig()
+    assert make_vec("proposer", "rule", plain, "individual") is not None
+    for config in (plain.with_audit_noise(0.1, 0.0), plain.replace(audit_delayed=True)):
+        assert make_vec("proposer", "rule", config, "individual") is None
+        assert make_vec("validator", "strategic", config, "individual") is None
+
+
 @pytest.mark.slow
 def test_maskable_ppo_trains_on_the_vectorised_validator() -> None:
     import torch
