@@ -2,7 +2,8 @@
 
 ``reproduce`` (the paper's tables and figure: the main job), ``train`` and
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
-``frontier`` (the deterrence frontier). :data:`COMMANDS` is what
+``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
+audits). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -29,6 +30,7 @@ from eq_env.core.cli import (
     int_in,
     jobs_arg,
     list_of,
+    non_negative_float,
     number_type,
     out_dir,
     seed_arg,
@@ -275,6 +277,52 @@ def _frontier(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# noisy-audits (issue 14, item 2)
+# ---------------------------------------------------------------------------
+_rate = number_type(float, "a rate in [0, 1]", lambda v: 0.0 <= v <= 1.0)
+
+
+def _noise_pair(text: str) -> tuple[float, float]:
+    """``EPS0:EPS1``: a miss rate and a false-fail rate, both in [0, 1]."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected EPS0:EPS1 (a miss and a false-fail rate), got {text!r}")
+    return _rate(parts[0].strip()), _rate(parts[1].strip())
+
+
+_noise = list_of(_noise_pair, "EPS0:EPS1 pairs (miss and false-fail rates in [0, 1])", distinct=True)
+
+
+def _noisy_audits_arguments(na: argparse.ArgumentParser) -> None:
+    from eq_env.exchange_audit.noisy import DEFAULT_NOISE
+
+    na.add_argument("--out", type=out_dir, required=True)
+    na.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    na.add_argument("--noise", type=_noise, default=",".join(f"{m:g}:{f:g}" for m, f in DEFAULT_NOISE),
+                    help="the (ε₀, ε₁) grid as EPS0:EPS1 pairs, the same rates for every claim type "
+                         "(default %(default)s)")  # fmt: skip
+    na.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the q grid of the best-response frontier (default 0,0.1,...,1)")  # fmt: skip
+    na.add_argument("--q", type=_q, default=0.3, help="the q of welfare, penalty and bad approvals (default 0.3)")
+    na.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
+    na.add_argument("--L", type=non_negative_float, default=1.0, help="the penalty L of a failed audit (default 1)")
+    na.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per measurement and per best response (default 20000)")  # fmt: skip
+    na.add_argument("--seed", type=seed_arg, default=0)
+
+
+def _noisy_audits(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.noisy import noisy_audits
+
+    noisy_audits(args.out, noise=args.noise, qs=args.qs, preset=args.preset, V=args.V, L=args.L, q=args.q,
+                 episodes=args.episodes, seed=args.seed, progress=None)  # fmt: skip
+    print((args.out / "noisy_audits.md").read_text())
+    print(f"wrote noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md "
+          f"to {args.out}")  # fmt: skip
+    return 0
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -320,5 +368,15 @@ COMMANDS = (
         "For several (V, L, B): the smallest q at which misreporting stops paying, from the paper's eq. 3, this "
         "game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
         "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
+    ),
+    Command(
+        "noisy-audits",
+        "noisy audits: welfare, honest penalty, bad approvals and the frontier as ε₀, ε₁ grow",
+        _noisy_audits_arguments,
+        _noisy_audits,
+        "For each (ε₀, ε₁) of --noise (missed lies, false fails of true claims): welfare, an honest proposer's "
+        "expected penalty and bad approvals at --q with the rule validator, and the deterrence frontier from "
+        "a best-response search over --qs next to eq. 3 generalised to noisy detection. Writes "
+        "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md into --out.",
     ),
 )

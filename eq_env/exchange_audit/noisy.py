@@ -34,7 +34,7 @@ from eq_env.core.report import markdown_table, plot_lines, write_csv
 from eq_env.exchange_audit.batch import simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import proposer_best_response
-from eq_env.exchange_audit.frontier import DEFAULT_QS, _frontier_q
+from eq_env.exchange_audit.frontier import DEFAULT_QS, _fmt_q, _frontier_q
 
 __all__ = ["DEFAULT_NOISE", "noisy_audits", "noisy_detection", "noisy_threshold"]
 
@@ -74,12 +74,25 @@ def noisy_audits(
     episodes: int = 20_000,
     tolerance: float = 0.02,
     seed: int = 0,
+    progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the experiment of the module docstring; write its files; return the summary rows."""
+    """Run the experiment of the module docstring; write its files; return the summary rows.
+
+    ``progress``: a progress bar (None: when the output is a terminal)."""
+    from tqdm.auto import tqdm
+
+    qs = sorted(qs)
+    if not qs or not noise:
+        raise ValueError(f"noisy audits need at least one q and one (ε₀, ε₁), got qs={qs}, noise={list(noise)}")
+    base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L, q=q)
+    for qq in qs:
+        base.replace(q=qq)  # a q or a rate outside [0, 1] is refused before anything runs
+    for miss, false_fail in noise:
+        base.with_audit_noise(miss, false_fail)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    qs = sorted(qs)
-    base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L)
+    bar = tqdm(total=len(noise) * (2 + len(qs)), desc="noisy audits", unit="run",
+               disable=None if progress is None else not progress)  # fmt: skip
     honest = "honest:claims_from=truth" if base.reveal_compliance else "honest"
     strategic = "strategic:trigger=payoff,claims_from=truth" if base.reveal_compliance else "strategic:p=0.5"
     from eq_env.core.policy import make_policy
@@ -95,25 +108,29 @@ def noisy_audits(
             measured[f"{name}_welfare"] = float(cols["welfare"].mean())
             measured[f"{name}_bad_approval_rate"] = float((cols["approved"] & ~cols["compliant"]).mean())
             measured[f"{name}_penalty"] = float(at_q.L * cols["audit_failed"].mean())
+            bar.update()
         pays = []
         for qq in qs:
             br = proposer_best_response(config.replace(q=qq), episodes=episodes, seed=seed)
             pays.append(br.misreport_rate > tolerance)
             rows.append({"miss": miss, "false_fail": false_fail, "q": qq, "br_misreport_rate": br.misreport_rate,
                          "br_gap": br.gap, "br_payoff": br.best_payoff, "honest_payoff": br.honest_payoff})  # fmt: skip
+            bar.update()
         d, phi = noisy_detection(config.checks_per_audit, miss, false_fail)
         summary.append({
             "miss": miss, "false_fail": false_fail, "detect_given_audit": d, "honest_fail_given_audit": phi,
             "analytic_q_star": noisy_threshold(V, L, config.checks_per_audit, miss, false_fail),
             "best_response_q_star": _frontier_q(qs, pays), **measured,
         })  # fmt: skip
+    bar.close()
     write_csv(out / "noisy_audits.csv", rows, list(rows[0]))
     write_csv(out / "noisy_audits_summary.csv", summary, list(summary[0]))
     shown = ("miss", "false_fail", "analytic_q_star", "best_response_q_star", "honest_penalty", "honest_welfare",
              "strategic_welfare", "strategic_bad_approval_rate")  # fmt: skip
     table = markdown_table(["ε₀", "ε₁", "q* analytic", "q* best response", f"honest penalty @q={q:g}",
                             "honest welfare", "strategic welfare", "strategic bad approvals"],
-                           [[r[k] for k in shown] for r in summary])  # fmt: skip
+                           [[_fmt_q(r[k]) if k.endswith("q_star") else r[k] for k in shown]
+                            for r in summary])  # fmt: skip
     (out / "noisy_audits.md").write_text(table)
     keys = [(m, f) for m, f in noise]
     series = [{"label": f"ε₀={m:g}, ε₁={f:g}", "x": [r["q"] for r in rows if (r["miss"], r["false_fail"]) == k],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -181,6 +184,7 @@ def test_the_noisy_threshold_is_eq3_without_noise_and_rises_with_it() -> None:
     assert noisy_threshold(2.0, 4.0, 4, 0.3, 0.0) > base and noisy_threshold(2.0, 4.0, 4, 0.0, 0.1) > base
 
 
+@pytest.mark.slow  # (over 0.5 s: nine best responses)
 def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from eq_env.exchange_audit.noisy import noisy_audits
 
@@ -188,3 +192,58 @@ def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-u
     assert [r["miss"] for r in rows] == [0.0, 0.5]
     for name in ("noisy_audits.csv", "noisy_audits_summary.csv", "noisy_audits.md", "noisy_audits.png", "summary.md"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+@pytest.mark.slow  # (over 0.5 s: nine best responses and a figure)
+def test_the_noisy_audits_command_writes_its_table_figure_and_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from eq_env.cli import main
+    from eq_env.exchange_audit.noisy import noisy_threshold
+
+    out = tmp_path / "noisy"
+    argv = ["noisy-audits", "--out", str(out), "--noise", "0:0,0.5:0,0:0.1", "--qs", "0,0.5,1", "--episodes", "200"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    for name in ("noisy_audits.csv", "noisy_audits_summary.csv", "noisy_audits.md", "noisy_audits.png", "summary.md"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "noisy_audits.md").read_text() in printed and "| ε₀ | ε₁ |" in printed
+    rows = list(csv.DictReader((out / "noisy_audits_summary.csv").open()))
+    assert [(float(r["miss"]), float(r["false_fail"])) for r in rows] == [(0.0, 0.0), (0.5, 0.0), (0.0, 0.1)]
+    assert float(rows[0]["honest_penalty"]) == 0.0 < float(rows[2]["honest_penalty"])  # false fails fine honesty
+    assert float(rows[0]["analytic_q_star"]) == pytest.approx(2 / 3)  # eq. 3 at V=2, L=1, B=4
+    assert float(rows[1]["analytic_q_star"]) == pytest.approx(noisy_threshold(2.0, 1.0, 4, 0.5, 0.0))
+    assert len(list(csv.DictReader((out / "noisy_audits.csv").open()))) == 3 * 3
+
+
+def test_the_noisy_audits_command_passes_its_flags_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The wiring, fast: the flags reach noisy_audits and its table is printed."""
+    from eq_env.cli import main
+    from eq_env.exchange_audit import noisy
+
+    seen: dict[str, object] = {}
+
+    def fake(out: Path, **kwargs: object) -> list[dict[str, object]]:
+        seen.update(kwargs, out=out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "noisy_audits.md").write_text("| the table |\n")
+        return []
+
+    monkeypatch.setattr(noisy, "noisy_audits", fake)
+    argv = ["noisy-audits", "--out", str(tmp_path / "o"), "--noise", "0:0, 0.2:0.05", "--qs", "0.5,0", "--q", "0.4",
+            "--V", "3", "--L", "2", "--episodes", "50", "--seed", "7", "--preset", "paper"]  # fmt: skip
+    assert main(argv) == 0
+    assert "| the table |" in capsys.readouterr().out
+    assert seen == {"out": tmp_path / "o", "noise": [(0.0, 0.0), (0.2, 0.05)], "qs": [0.5, 0.0], "preset": "paper",
+                    "V": 3.0, "L": 2.0, "q": 0.4, "episodes": 50, "seed": 7, "progress": None}  # fmt: skip
+
+
+def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Path) -> None:
+    from eq_env.exchange_audit.noisy import noisy_audits
+
+    for kwargs, match in (({"noise": []}, "at least one"), ({"qs": []}, "at least one"),
+                          ({"noise": [(0.0, 1.5)]}, "false_fail"), ({"qs": [0.5, 2.0]}, "q")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            noisy_audits(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
+    assert not (tmp_path / "x").exists()
