@@ -14,9 +14,14 @@ that overrides behaviour but not ``act_batch`` is played through the AEC
 environment instead). For the same seed the per-episode outcomes equal those
 of :func:`eq_env.exchange_audit.runner.play`, which a test checks episode by episode.
 
-What the batch does not reproduce: the free text itself (only its word
-count) and the value of a ``confidence`` claim (only whether an audit would
-accept it, which is all the game uses).
+What the batch does not reproduce: the value of a ``confidence`` claim (only
+whether an audit would accept it, which is all the game uses), and the free
+text itself unless a validator reads it: for a validator whose class sets
+``reads_text = True`` the proposers are asked for their texts
+(``ProposerBatch.with_texts``) and send them in ``SubmissionBatch.texts``.
+
+The free-text regimes (``config.regime``, :func:`~eq_env.exchange_audit.game.withhold`) apply to the
+submissions before the audit and the validator see them (:func:`withhold_batch`), as the game does.
 """
 
 from __future__ import annotations
@@ -62,12 +67,14 @@ __all__ = [
     "draw_nature",
     "is_batchable",
     "proposer_batch",
+    "reads_text",
     "rule_decision_batch",
     "rule_signals",
     "sample_nature",
     "simulate",
     "skipped_audits",
     "validator_audit",
+    "withhold_batch",
 ]
 
 CHUNK = 1 << 16  # episodes per vectorised step: large enough to amortise, small enough for the cache
@@ -183,6 +190,7 @@ class ProposerBatch:
     risk_limit: np.ndarray
     known_risk_within_limit: np.ndarray | None  # None unless reveal_compliance
     known_net_delta_bounded: np.ndarray | None
+    with_texts: bool = False  # a validator reads the texts: send them (SubmissionBatch.texts)
 
     @property
     def n(self) -> int:
@@ -209,6 +217,7 @@ class SubmissionBatch:
     claim_confidence: np.ndarray  # int8: -1 absent, 1 present and in [0, 1], 0 present and outside
     words: np.ndarray  # int64
     tokens: np.ndarray  # int64, the artifact's declared size in tokens
+    texts: list[str] | None = None  # the free texts as sent, when asked for (ProposerBatch.with_texts)
 
     @property
     def any_claim(self) -> np.ndarray:
@@ -265,6 +274,33 @@ class BatchValidator(Protocol):
 def is_batchable(policy: Any) -> bool:
     """The policy's own class (not a parent) defines ``act_batch``."""
     return "act_batch" in type(policy).__dict__
+
+
+def reads_text(policy: Any) -> bool:
+    """The (validator) policy reads the free texts in bulk: its class sets ``reads_text = True``."""
+    return getattr(type(policy), "reads_text", False) is True
+
+
+def withhold_batch(sub: SubmissionBatch, config: ExchangeAuditConfig) -> SubmissionBatch:
+    """:func:`~eq_env.exchange_audit.game.withhold` for arrays: what ``config.regime`` lets through."""
+    regime = config.regime
+    if regime == "artifacts":
+        return sub
+    n = len(sub.request)
+    absent = np.full(n, ABSENT, dtype=np.int8)
+    words, tokens, texts = sub.words, sub.tokens, sub.texts
+    if regime == "action_only":  # nothing sent, nothing charged
+        words, tokens = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        texts = None if texts is None else [""] * n
+    elif regime != "text_only":
+        raise ValueError(f"regime must be one of 'artifacts', 'text_only', 'action_only', got {regime!r}")
+    return SubmissionBatch(
+        request=sub.request, reported_intent=sub.reported_intent, reported_risk=sub.reported_risk,
+        reported_net_delta=sub.reported_net_delta, reported_hedge_size=sub.reported_hedge_size,
+        claim_intent=absent, claim_risk_within_limit=absent.copy(), claim_net_delta_bounded=absent.copy(),
+        claim_risk_metric=np.zeros(n, dtype=bool), claim_confidence=absent.copy(), words=words, tokens=tokens,
+        texts=texts,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -354,9 +390,10 @@ def rule_signals(v: ValidatorBatch) -> RuleSignals:
     )
 
 
-def rule_decision_batch(v: ValidatorBatch) -> np.ndarray:
-    """:func:`~eq_env.exchange_audit.game.rule_decision` for arrays: True where the rule approves."""
-    s, audit, r = v.submissions, v.audit, rule_signals(v)
+def rule_decision_batch(v: ValidatorBatch, signals: RuleSignals | None = None) -> np.ndarray:
+    """:func:`~eq_env.exchange_audit.game.rule_decision` for arrays: True where the rule approves (``signals``:
+    the rule's reading of the submissions, if not :func:`rule_signals`' own)."""
+    s, audit, r = v.submissions, v.audit, rule_signals(v) if signals is None else signals
     audited = audit.audited
     audited_ok = (audit.outcome == AuditOutcome.PASS) & (audit.revealed_compliant == 1)
     ambiguous_ok = (r.explained | r.comfortable) & np.where(audited, audited_ok, r.comfortable | r.asserts)
@@ -389,8 +426,9 @@ def _clip(x: np.ndarray, i: int) -> np.ndarray:
     return np.minimum(np.maximum(x, _NUMBER_LOW[i]), _NUMBER_HIGH[i])
 
 
-def proposer_batch(nature: Nature, config: ExchangeAuditConfig) -> ProposerBatch:
-    """What the proposers of these episodes observe (numbers clipped as the observation space clips them)."""
+def proposer_batch(nature: Nature, config: ExchangeAuditConfig, *, with_texts: bool = False) -> ProposerBatch:
+    """What the proposers of these episodes observe (numbers clipped as the observation space clips them);
+    ``with_texts``: they are asked for their free texts too."""
     reveal = config.reveal_compliance
     return ProposerBatch(
         config=config,
@@ -401,6 +439,7 @@ def proposer_batch(nature: Nature, config: ExchangeAuditConfig) -> ProposerBatch
         risk_limit=nature.risk_limit,
         known_risk_within_limit=nature.risk_within_limit if reveal else None,
         known_net_delta_bounded=nature.net_delta_bounded if reveal else None,
+        with_texts=with_texts,
     )
 
 
@@ -408,8 +447,8 @@ def _chunk(
     config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
 ) -> dict[str, np.ndarray]:
     nature = sample_nature(config, *draws)
-    views = proposer_batch(nature, config)
-    sub = proposer.act_batch(views)
+    views = proposer_batch(nature, config, with_texts=reads_text(validator))
+    sub = withhold_batch(proposer.act_batch(views), config)
     audit = run_audit_batch(sub, nature, config)
     seen = validator_audit(audit, config)
     approve = np.asarray(

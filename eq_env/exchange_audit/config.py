@@ -21,6 +21,10 @@ Presets:
 ``"paper_scripted"``
     As ``"paper"`` with ``reveal_compliance=True``: the information the
     paper's scripted trader had.
+
+Fields added by issue 14 (noisy audits; the free-text ``regime``) are left out
+of :meth:`ExchangeAuditConfig.to_dict` at their defaults, so a configuration
+that does not use them keys its results as before they existed.
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ from typing import Any, ClassVar
 
 from eq_env.core.config import FieldRange, GameConfig, checked_number, choice, flag, number
 
-__all__ = ["COST_MODELS", "PRESETS", "ExchangeAuditConfig", "FieldRange"]
+__all__ = ["COST_MODELS", "PRESETS", "REGIMES", "ExchangeAuditConfig", "FieldRange"]
 
 COST_MODELS = ("words", "tokens")
+# What of the proposer's artifact reaches the validator and the audit (issue 14, item 3; game.withhold).
+REGIMES = ("artifacts", "text_only", "action_only")
 
 
 def _param(default: Any, low: float, high: float, doc: str, integer: bool = False, low_open: bool = False) -> Any:
@@ -107,6 +113,13 @@ class ExchangeAuditConfig(GameConfig):
         "the audit's result arrives after the decision: the validator decides as if unaudited; "
         "the audit's cost and the penalty L on a failed audit still apply",
     )
+    # The free-text regime (issue 14, item 3): which part of the artifact is sent (game.withhold).
+    regime: str = choice(
+        "artifacts", REGIMES,
+        "what of the artifact reaches the validator and the audit: 'artifacts' (typed claims and text, the "
+        "paper), 'text_only' (the typed claims are withheld: an audit is then inconclusive) or 'action_only' "
+        "(nothing: neither sent nor charged)",
+    )  # fmt: skip
 
     def validate(self) -> None:
         if self.risk_limit_low > self.risk_limit_high:
@@ -154,12 +167,14 @@ class ExchangeAuditConfig(GameConfig):
 
 
 _NOISY_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
-# Fields added after results were first keyed by their configuration (issue 14): left out of to_dict at default.
-KEYED_ONLY_IF_SET = (
+# The fields that make audits noisy or delayed (issue 14, item 2).
+AUDIT_OPTIONS = (
     *(f"false_fail_{name}" for name in _NOISY_CLAIMS),
     *(f"miss_{name}" for name in _NOISY_CLAIMS),
     "audit_delayed",
 )
+# Fields added after results were first keyed by their configuration (issue 14): left out of to_dict at default.
+KEYED_ONLY_IF_SET = (*AUDIT_OPTIONS, "regime")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ExchangeAuditConfig)}
 
 _checked_number = checked_number  # (the name the tests and older code use)

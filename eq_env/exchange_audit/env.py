@@ -117,6 +117,22 @@ net_delta_bounded, or `B = 0`: **inconclusive**. Otherwise `B` of
 (all four when `B` ≥ 4 or None), each against the **truth**; confidence fails
 outside [0, 1]. Any failed check: **fail**; else **pass**.
 
+## The free-text regime
+
+`regime` says what of the proposer's artifact reaches the validator and the
+audit (`eq_env.exchange_audit.game.withhold`):
+
+* `"artifacts"` (the default, the paper): all of it;
+* `"text_only"`: the text alone, its words charged as before. The typed
+  claims are withheld (the validator's `claims` are all absent), so an audit
+  finds none of the three it needs and is **inconclusive**: it checks and
+  reveals nothing, never fines, and still costs `c`;
+* `"action_only"`: nothing — no claim, no text, no word charged (the paper's
+  no-explanation baseline).
+
+The action and the reported position always go through. `eq-env free-text`
+measures the three regimes against each other.
+
 ## Rewards
 
 | outcome                        | proposer | validator                     |
@@ -142,7 +158,8 @@ with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
 `delta_limit`, `risk_limit_low`, `risk_limit_high`, `safe_margin`,
 `no_trade_payoff`, `bad_approval_loss`, `max_text_chars`, `cost_model`,
-`max_artifact_tokens`, `reveal_compliance`). Invalid values raise `ValueError`.
+`max_artifact_tokens`, `reveal_compliance`, the noisy audits' `false_fail_<claim>`,
+`miss_<claim>`, `audit_delayed`, and `regime`). Invalid values raise `ValueError`.
 
 `reset(seed=s)` starts episode 0 of seed `s` (a non-negative integer); each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i` (`"episode"` is the only
@@ -172,6 +189,10 @@ first.
   before the audit's result; its cost and the penalty still apply). Their
   uniforms come from a fourth generator of the seed, read only when a rate is
   above 0: every draw of the paper's game is where it was.
+* v0, unchanged at the default (issue 14): the free-text regime. `regime`
+  (`"artifacts"`, `"text_only"`, `"action_only"`) withholds the typed claims,
+  or the whole artifact, from the validator and the audit; it draws no random
+  number, so every episode's position, noise and audit coin are as before.
 """
 
 from __future__ import annotations

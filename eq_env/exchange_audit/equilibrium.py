@@ -56,6 +56,7 @@ from eq_env.exchange_audit.batch import (
     rule_signals,
     run_audit_batch,
     validator_audit,
+    withhold_batch,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
@@ -113,6 +114,7 @@ def expected_payoffs(
     config: ExchangeAuditConfig, nature: Nature, sub: SubmissionBatch, validator: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per episode, the proposer's and the validator's payoff, in expectation over the audit."""
+    sub = withhold_batch(sub, config)  # (a free-text regime: what is withheld reaches neither audit nor validator)
     proposer = np.zeros(nature.n)
     validator_payoff = np.zeros(nature.n)
     for prob, subset in _scenarios(config):
@@ -308,11 +310,16 @@ def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:
 
 def _merge(take_first: np.ndarray, first: SubmissionBatch, second: SubmissionBatch) -> SubmissionBatch:
     """Row-wise: ``first`` where ``take_first``, else ``second``."""
+    texts = None
+    if first.texts is not None and second.texts is not None:  # (texts: only when a validator reads them)
+        texts = [a if t else b for t, a, b in zip(take_first.tolist(), first.texts, second.texts, strict=True)]
     return SubmissionBatch(
         **{
             k: np.where(take_first, getattr(first, k), getattr(second, k)).astype(getattr(first, k).dtype)
             for k in first.__dataclass_fields__
-        }
+            if k != "texts"
+        },
+        texts=texts,
     )
 
 
@@ -396,7 +403,7 @@ def validator_best_response(
                disable=None if progress is None else not progress)  # fmt: skip
     for part, s in zip(halves, (0, 1), strict=True):
         proposer_policy.reset(seed=s)
-        sub = proposer_policy.act_batch(proposer_batch(part, config))
+        sub = withhold_batch(proposer_policy.act_batch(proposer_batch(part, config)), config)
         audit = run_audit_batch(sub, part, config)
         batches.append((part, sub, audit, ValidatorBatch(config, sub, audit, part.ambiguous, part.risk_limit)))
         bar.update(1)

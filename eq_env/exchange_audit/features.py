@@ -137,6 +137,7 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
         claim_confidence=np.full(v.n, ABSENT, dtype=np.int8),
         words=words,
         tokens=estimated_tokens(words),
+        texts=[""] * v.n if v.with_texts else None,  # words paid for without a text, as artifact_submission
     )
 
 

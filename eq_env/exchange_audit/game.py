@@ -60,6 +60,7 @@ __all__ = [
     "run_audit",
     "sample_state",
     "truncate_words",
+    "withhold",
 ]
 
 
@@ -602,6 +603,33 @@ def make_artifact(claims: Claims, text: str, max_words: int, word_count: int = 0
     return Artifact(claims=claims, text=text, words=words, tokens=tokens)
 
 
+def withhold(submission: Submission, regime: str) -> Submission:
+    """The submission as ``regime`` (``ExchangeAuditConfig.regime``) lets it reach the validator and the audit.
+
+    ``"artifacts"`` (the paper): all of it. ``"text_only"``: the typed claims are withheld (all five, the
+    unchecked ``risk_metric`` and ``confidence`` included); the text is sent and charged as before. An audit
+    then finds none of the three claims it needs and is **inconclusive**, as the paper's rules make an audit
+    of a submission without them: it checks nothing, reveals nothing, fines nothing (L is never charged),
+    its cost c is still paid, and the rule validator blocks after it. (No option reads the numbers a text
+    quotes into auditable claims: parsing text is the validator's business, not the institution's.)
+    ``"action_only"``: the whole artifact is withheld and nothing is charged for it, the paper's
+    no-explanation baseline as a property of the game (the same proposer, its claims and text stripped).
+    The action and the proposal (reported intent and numbers) always go through.
+    """
+    if regime == "artifacts":
+        return submission
+    artifact = submission.artifact
+    if regime == "text_only":
+        if not artifact.claims.any:
+            return submission
+        sent = Artifact(Claims(), artifact.text, artifact.words, artifact.tokens)
+    elif regime == "action_only":
+        sent = Artifact()
+    else:
+        raise ValueError(f"regime must be one of 'artifacts', 'text_only', 'action_only', got {regime!r}")
+    return Submission(submission.action, submission.proposal, sent)
+
+
 # ---------------------------------------------------------------------------
 # The audit
 # ---------------------------------------------------------------------------
@@ -822,6 +850,8 @@ class ExchangeAuditGame:
     def submit(self, submission: Submission) -> AuditRecord:
         if self.phase is not Phase.PROPOSAL or self.state is None:
             raise RuntimeError(f"submit() is for the proposal phase; the game is in {self.phase.name}")
+        if self.config.regime != "artifacts":  # (the free-text regimes: what is withheld never enters the game)
+            submission = withhold(submission, self.config.regime)
         self.submission = submission
         self.audit = run_audit(submission, self.state, self._audit_u, self.config, self._check_u)
         self.phase = Phase.DECISION

@@ -48,6 +48,8 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
                                                         "confidence")}},
     "noisy-delayed-audits": {"q": 0.6, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2,
                              "audit_delayed": True},
+    "text-only": {"q": 0.5, "regime": "text_only"},
+    "action-only-always-audited": {"q": 1.0, "B": 2, "regime": "action_only"},
 }  # fmt: skip
 
 SPEC = register_env(

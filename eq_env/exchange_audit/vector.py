@@ -56,8 +56,10 @@ from eq_env.exchange_audit.batch import (
     is_batchable,
     payoffs_batch,
     proposer_batch,
+    reads_text,
     run_audit_batch,
     sample_nature,
+    withhold_batch,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import PROPOSER, SEED_STREAMS, resolve_config
@@ -182,7 +184,7 @@ class _ProposerCore:
         rows = np.arange(self.n)
         c = self.cursor
         self.nature = sample_nature(self.config, self.u[rows, c], self.z[rows, c], self.a[rows, c])
-        self.views = proposer_batch(self.nature, self.config)
+        self.views = proposer_batch(self.nature, self.config, with_texts=reads_text(self.other))
         self.obs = proposer_features_batch(self.views)
         return self.obs
 
@@ -204,6 +206,7 @@ class _ProposerCore:
         if int(sub.tokens.max(initial=0)) > cfg.max_artifact_tokens:
             raise ActionError(f"{PROPOSER} action['token_count'] must be an integer in "
                               f"[0, {cfg.max_artifact_tokens}]")  # fmt: skip
+        sub = withhold_batch(sub, cfg)  # (after the token check: the env checks the action as sent by the proposer)
         audit = run_audit_batch(sub, nature, cfg)
         vb = ValidatorBatch(cfg, sub, audit, nature.ambiguous, nature.risk_limit)
         approved = sub.request & np.asarray(self.other.act_batch(vb), dtype=bool)

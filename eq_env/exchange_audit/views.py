@@ -62,6 +62,7 @@ from eq_env.exchange_audit.batch import (
     proposer_batch,
     run_audit_batch,
     sample_nature,
+    withhold_batch,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import PROPOSER, SEED_STREAMS, VALIDATOR, raw_env, resolve_config
@@ -135,10 +136,10 @@ def exact_partner(policy: Any, role: str) -> bool:
 def audit_options(config: ExchangeAuditConfig) -> list[str]:
     """The fields of ``config`` that make its audits noisy or delayed (issue 14, item 2), those not at their
     defaults; the views play such a configuration through the AEC environment, the vectorised ones refuse it."""
-    from eq_env.exchange_audit.config import KEYED_ONLY_IF_SET
+    from eq_env.exchange_audit.config import AUDIT_OPTIONS
 
     defaults = ExchangeAuditConfig()
-    return [name for name in KEYED_ONLY_IF_SET if getattr(config, name) != getattr(defaults, name)]
+    return [name for name in AUDIT_OPTIONS if getattr(config, name) != getattr(defaults, name)]
 
 
 def _renamed(overrides: dict[str, Any], audit_intensities: Sequence[float] | None) -> Sequence[float] | None:
@@ -248,7 +249,7 @@ class _ValidatorEpisodes:
 
     def _work(self, config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> dict[str, Any]:
         nature = sample_nature(config, u, z, a)
-        sub = self.proposer.act_batch(proposer_batch(nature, config))
+        sub = withhold_batch(self.proposer.act_batch(proposer_batch(nature, config)), config)
         audit = run_audit_batch(sub, nature, config)
         views = ValidatorBatch(config, sub, audit, nature.ambiguous, nature.risk_limit)
         compliant = nature.compliant
@@ -317,6 +318,7 @@ class _Rules:
         self.V, self.L, self.alpha, self.cost = c.V, c.L, c.alpha, c.audit_cost
         self.ntp, self.bad = c.no_trade_payoff, c.bad_approval_loss
         self.tokens = c.cost_model == "tokens"
+        self.regime = c.regime  # what of the artifact is sent (game.withhold)
         self.validator = validator  # "rule", "approve" or "block"
 
     def play(self, index: int, row: tuple[Any, ...], choices: Sequence[int]) -> tuple[float, float, dict[str, Any]]:
@@ -339,6 +341,10 @@ class _Rules:
                 f"{PROPOSER} action['token_count'] must be an integer in [0, {self.max_tokens}], "
                 f"got {np.int64(tokens)!r}"
             )
+        if self.regime != "artifacts":  # game.withhold: the claims are not sent; action only, nor the text
+            claim_intent = claim_risk = claim_delta = None
+            if self.regime == "action_only":
+                words = tokens = 0
         # the audit (game.run_audit)
         checked: tuple[str, ...] = ()
         failed: tuple[str, ...] = ()
