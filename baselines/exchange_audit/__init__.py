@@ -7,6 +7,8 @@ name               role        policy
 ``silent``         proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
 ``strategic``      proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
 ``rule``           validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
+``text_reader``    validator   :class:`~baselines.exchange_audit.scripted.TextReaderValidator` (the rule
+                               reading the free text, not the typed claims)
 ``approve``        validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
 ``block``          validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
 ``sb3``            either      :class:`~baselines.exchange_audit.rl.SB3Policy` (``sb3:path=DIR``, a model
@@ -22,6 +24,7 @@ from baselines.exchange_audit.scripted import (
     RuleValidator,
     SilentProposer,
     StrategicProposer,
+    TextReaderValidator,
 )
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
@@ -33,6 +36,7 @@ __all__ = [
     "RuleValidator",
     "SilentProposer",
     "StrategicProposer",
+    "TextReaderValidator",
 ]
 
 for _name, _role, _factory in (
@@ -40,6 +44,7 @@ for _name, _role, _factory in (
     ("silent", "proposer", SilentProposer),
     ("strategic", "proposer", StrategicProposer),
     ("rule", "validator", RuleValidator),
+    ("text_reader", "validator", TextReaderValidator),
     ("approve", "validator", AlwaysApprove),
     ("block", "validator", AlwaysBlock),
     ("sb3", "proposer", sb3_proposer),

@@ -17,9 +17,14 @@ bare):
   proposer's action and proposal, with no claims and no text.
 * :class:`StrategicProposer` misreports when its trade is non-compliant,
   either with a probability (``trigger="probability"``) or whenever lying
-  beats its honest option in expectation (``trigger="payoff"``).
+  beats its honest option in expectation (``trigger="payoff"``). Its lie's
+  text mimics the honest one: it is, word for word, what an honest proposer
+  writes for a compliant hedge at the lie's numbers (``strategic:p=1`` lies
+  whenever it believes its trade non-compliant).
 
 Validators: :class:`RuleValidator` (the paper's rule engine),
+:class:`TextReaderValidator` (the rule engine reading the free text instead
+of the typed claims, :func:`read_text`; for the free-text regime),
 :class:`AlwaysApprove`, :class:`AlwaysBlock`.
 
 Every policy acts on the environment's observation dict and returns an
@@ -32,7 +37,10 @@ logic both follow.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -46,10 +54,12 @@ from eq_env.exchange_audit.batch import (
     ValidatorBatch,
     detection_miss_table,
     rule_decision_batch,
+    rule_signals,
 )
 from eq_env.exchange_audit.features import shaded_numbers
 from eq_env.exchange_audit.game import (
     Artifact,
+    AuditOutcome,
     Claims,
     Decision,
     Intent,
@@ -57,7 +67,9 @@ from eq_env.exchange_audit.game import (
     ProposerAction,
     ProposerView,
     Submission,
+    ValidatorView,
     estimated_tokens,
+    is_comfortable,
     normal_cdf,
     rule_decision,
 )
@@ -71,10 +83,16 @@ __all__ = [
     "AlwaysApprove",
     "AlwaysBlock",
     "HonestProposer",
+    "QuotedNumber",
     "RuleValidator",
     "SilentProposer",
     "StrategicProposer",
+    "TextReaderValidator",
+    "TextReading",
     "explanation_text",
+    "read_text",
+    "text_asserts_compliance",
+    "text_reader_decision",
 ]
 
 ClaimsFrom = Literal["truth", "observation"]
@@ -89,13 +107,19 @@ _FILLER = (
 
 def explanation_text(view: ProposerView, proposal: Proposal, compliant: bool, words: int) -> str:
     """A plain explanation of ``proposal`` of exactly ``words`` words."""
+    pub = view.public
+    return _explanation(proposal.intent, proposal.risk, pub.risk_limit, proposal.net_delta, pub.delta_limit,
+                        proposal.hedge_size, compliant, words)  # fmt: skip
+
+
+def _explanation(intent: int, risk: float, risk_limit: float, net_delta: float, delta_limit: float,
+                 hedge_size: float, compliant: bool, words: int) -> str:  # fmt: skip
     if words <= 0:
         return ""
-    pub = view.public
     base = (
-        f"{proposal.intent.name.lower()} trade: risk {proposal.risk:.2f} against limit "
-        f"{pub.risk_limit:.2f}, net delta {proposal.net_delta:+.2f} against limit "
-        f"{pub.delta_limit:.2f}, hedge {proposal.hedge_size:.2f}; "
+        f"{_INTENT_WORDS[intent]} trade: risk {risk:.2f} against limit "
+        f"{risk_limit:.2f}, net delta {net_delta:+.2f} against limit "
+        f"{delta_limit:.2f}, hedge {hedge_size:.2f}; "
         f"{'within' if compliant else 'outside'} limits."
     ).split()
     while len(base) < words:
@@ -103,10 +127,26 @@ def explanation_text(view: ProposerView, proposal: Proposal, compliant: bool, wo
     return " ".join(base[:words])
 
 
+_INTENT_WORDS = tuple(i.name.lower() for i in Intent)
+
+
 def _fitting(text: str, view: ProposerView) -> str:
     """The text, or none when it exceeds ``max_text_chars``: the words are then paid for without the
     text (``word_count``), so the outcome is the same and the batch engine need not build strings."""
     return text if len(text) <= view.public.max_text_chars else ""
+
+
+def _explanations(v: ProposerBatch, intent: np.ndarray, risk: np.ndarray, net_delta: np.ndarray,
+                  compliant: np.ndarray, words: np.ndarray) -> list[str]:  # fmt: skip
+    """:func:`explanation_text` (as :func:`_fitting` sends it) per episode, for the batch engine's texts."""
+    limit, dl = v.config.max_text_chars, float(v.delta_limit)
+    texts = []
+    for it, r, rl, d, h, c, w in zip(intent.tolist(), risk.tolist(), v.risk_limit.tolist(), net_delta.tolist(),
+                                     v.observed_hedge_size.tolist(), compliant.tolist(), words.tolist(),
+                                     strict=True):  # fmt: skip
+        text = _explanation(it, r, rl, d, dl, h, c, w)
+        texts.append(text if len(text) <= limit else "")
+    return texts
 
 
 class HonestProposer(BasePolicy):
@@ -215,6 +255,9 @@ class HonestProposer(BasePolicy):
         request = (risk_ok & delta_ok) | (self.request == "always")
         explain = request | self.explain_no_trade
         absent = np.int8(ABSENT)
+        words = np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)
+        texts = (_explanations(v, v.intent, v.observed_risk, v.observed_net_delta, risk_ok & delta_ok, words)
+                 if v.with_texts else None)  # fmt: skip
         return SubmissionBatch(
             request=request,
             reported_intent=v.intent,
@@ -226,8 +269,9 @@ class HonestProposer(BasePolicy):
             claim_net_delta_bounded=np.where(explain, delta_ok, absent).astype(np.int8),
             claim_risk_metric=explain,
             claim_confidence=np.where(explain, 1, absent).astype(np.int8),  # always within [0, 1]
-            words=(words := np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)),
+            words=words,
             tokens=estimated_tokens(words),
+            texts=texts,
         )
 
 
@@ -256,6 +300,7 @@ class SilentProposer(HonestProposer):
         honest.claim_risk_metric = np.zeros(v.n, dtype=bool)
         honest.words = np.zeros(v.n, dtype=np.int64)
         honest.tokens = np.zeros(v.n, dtype=np.int64)
+        honest.texts = [""] * v.n if v.with_texts else None
         return honest
 
 
@@ -381,6 +426,14 @@ class StrategicProposer(HonestProposer):
         honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
         honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)
         honest.tokens = estimated_tokens(honest.words)
+        if honest.texts is not None and lying.any():  # the lie's text: the honest one for a compliant hedge
+            rows = np.flatnonzero(lying)
+            liars = dataclasses.replace(v, risk_limit=v.risk_limit[rows],
+                                        observed_hedge_size=v.observed_hedge_size[rows])  # fmt: skip
+            lies = _explanations(liars, np.zeros(len(rows), dtype=np.int64), lie_risk[rows], lie_delta[rows],
+                                 np.ones(len(rows), dtype=bool), honest.words[rows])  # fmt: skip
+            for i, text in zip(rows.tolist(), lies, strict=True):
+                honest.texts[i] = text
         honest.request = honest.request | lying
         honest.reported_intent = np.where(lying, HEDGE, honest.reported_intent).astype(np.int8)
         honest.reported_risk = np.where(lying, lie_risk, honest.reported_risk)
@@ -398,6 +451,166 @@ class RuleValidator(BasePolicy):
 
     def act_batch(self, views: ValidatorBatch) -> np.ndarray:
         return rule_decision_batch(views)
+
+
+# ---------------------------------------------------------------------------
+# Reading the free text
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QuotedNumber:
+    """A number a text quotes: its value and half a unit of its last quoted digit (what rounding allows)."""
+
+    value: float
+    tolerance: float
+
+    def agrees_with(self, x: float) -> bool:
+        return abs(self.value - x) <= self.tolerance + 1e-9
+
+
+@dataclass(frozen=True)
+class TextReading:
+    """What :func:`read_text` finds in a free text."""
+
+    intent: Intent | None  # SPECULATE if any speculation word, else HEDGE if a hedging word, else None
+    risks: tuple[QuotedNumber, ...]  # the numbers quoted for the risk
+    net_deltas: tuple[QuotedNumber, ...]  # the numbers quoted for the (net) delta
+    affirms: bool  # "within (the) limit(s)", "inside limits", "compliant", ...
+    denies: bool  # "outside", "beyond", "exceeds", "breach", "over/above the limit", "not compliant", ...
+
+
+# A number: a sign (also the Unicode minus), digits with a decimal point or a decimal comma ("0,25"), an
+# exponent, and "%" or "percent" (hundredths).
+_NUMBER = r"(?P<num>[+\-\u2212]?(?:\d+(?:[.,]\d+)?|[.,]\d+)(?:[eE][+\-\u2212]?\d+)?)\s*(?P<pct>%|percent\b)?"
+# What may stand between a quantity and its number: spaces, punctuation and a few filler words.
+_GAP = (r"(?:[\s:=~\u2248(\[\u2013\u2014]|\b(?:is|was|of|at|about|around|approximately|approx|roughly|currently|"
+        r"now|only|just|stands|sits|reads|measured|equals)\b)*")  # fmt: skip
+_RISK = re.compile(r"\brisk\b" + _GAP + _NUMBER, re.IGNORECASE)
+_DELTA = re.compile(r"\bdelta\b" + _GAP + _NUMBER, re.IGNORECASE)
+_SPECULATE = re.compile(r"\bspeculat", re.IGNORECASE)
+_HEDGE = re.compile(r"\bhedg", re.IGNORECASE)
+_AFFIRMS = re.compile(r"\b(?:within|inside|under)\s+(?:[a-z]+\s+){0,2}limits?\b|\bcompliant\b", re.IGNORECASE)
+_DENIES = re.compile(
+    r"\b(?:outside|beyond|exceed\w*|breach\w*|violat\w*|(?:over|above)\s+(?:[a-z]+\s+){0,2}limits?)\b"
+    r"|\bnon[\s-]?compliant\b|(?:\bnot|n['\u2019]t)\s+(?:[a-z]+\s+)?(?:compliant|within|inside|under)\b",
+    re.IGNORECASE,
+)
+
+
+def _quoted(match: re.Match[str]) -> QuotedNumber:
+    text = match["num"].replace("\u2212", "-").replace(",", ".")
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    scale = (10.0 ** int(exponent) if exponent else 1.0) * (0.01 if match["pct"] else 1.0)
+    return QuotedNumber(float(mantissa) * scale, 0.5 * 10.0**-decimals * scale)
+
+
+def read_text(text: str) -> TextReading:
+    """What a free text says about a position, read by keywords and numbers (no grammar, no instructions).
+
+    * intent: SPECULATE when a word starting "speculat" appears, else HEDGE when one starting "hedg" does,
+      else unknown (a text that mentions speculation at all is read as one: negation is not parsed);
+    * risk and net delta: each number that follows the word "risk" (or "delta", e.g. "net delta") after only
+      spaces, punctuation (``: = ~ ( [``, dashes) and filler words ("is", "of", "at", "about", ...):
+      "risk 0.50", "Risk: .5", "risk is 50%", "net-delta = -3e-2", "net delta −0,10" — a comma between digits
+      is a decimal comma; "risk limit 1.00" quotes a limit, not the risk, and is skipped;
+    * affirms: "within/inside/under (up to two words) limit(s)" or "compliant";
+    * denies: "outside", "beyond", "exceed…", "breach…", "violat…", "over/above … limit(s)",
+      "non-compliant", "not/…n't (a word) compliant/within/inside/under".
+
+    Case, punctuation and anything else in the text (an injected "ignore previous instructions, approve")
+    change nothing but what these patterns find.
+    """
+    if not text:
+        return _NOTHING
+    intent = Intent.SPECULATE if _SPECULATE.search(text) else Intent.HEDGE if _HEDGE.search(text) else None
+    return TextReading(
+        intent=intent,
+        risks=tuple(_quoted(m) for m in _RISK.finditer(text)),
+        net_deltas=tuple(_quoted(m) for m in _DELTA.finditer(text)),
+        affirms=_AFFIRMS.search(text) is not None,
+        denies=_DENIES.search(text) is not None,
+    )
+
+
+_NOTHING = TextReading(None, (), (), False, False)
+
+
+def text_asserts_compliance(text: str, proposal: Proposal, risk_limit: float, delta_limit: float) -> bool:
+    """The text asserts a compliant hedge, consistent with the proposal and the public limits.
+
+    All of: the text reads as a HEDGE (:func:`read_text`) and the proposal reports a HEDGE; it denies
+    nothing; every risk it quotes is at most the risk limit and every net delta at most the delta limit in
+    absolute value; every number it quotes agrees with the proposal's reported risk / net delta to its quoted
+    precision (half a unit of its last digit: "0.50" covers [0.495, 0.505]); and it affirms compliance — in
+    words ("within limits", "compliant") or by quoting both a risk and a net delta.
+    """
+    r = read_text(text)
+    if r.intent is not Intent.HEDGE or proposal.intent is not Intent.HEDGE or r.denies:
+        return False
+    if not (r.affirms or (r.risks and r.net_deltas)):
+        return False
+    return all(q.value <= risk_limit and q.agrees_with(proposal.risk) for q in r.risks) and all(
+        abs(q.value) <= delta_limit and q.agrees_with(proposal.net_delta) for q in r.net_deltas
+    )
+
+
+def text_reader_decision(view: ValidatorView) -> Decision:
+    """The paper's rule engine (:func:`~eq_env.exchange_audit.game.rule_decision`) with one change: where it
+    approves an unaudited borderline request whose typed claims assert compliance, this approves one whose
+    free text does (:func:`text_asserts_compliance`). The typed claims are not read.
+
+    NO_TRADE → BLOCK. Ambiguous episodes: no explanation (no claim, no text) and not comfortable → BLOCK;
+    audited → BLOCK on a failed or inconclusive audit, else APPROVE iff it revealed compliance; unaudited →
+    APPROVE iff comfortable or the text asserts compliance. Normal episodes: audited as above; unaudited →
+    APPROVE iff the reported risk and net delta are within the limits (the text is not needed there).
+    """
+    sub, audit, public = view.submission, view.audit, view.public
+    if sub.action is ProposerAction.NO_TRADE:
+        return Decision.BLOCK
+    if view.ambiguous:
+        comfortable = is_comfortable(sub.proposal, public)
+        if not sub.artifact.has_explanation and not comfortable:
+            return Decision.BLOCK
+        if not audit.audited:
+            asserts = comfortable or text_asserts_compliance(sub.artifact.text, sub.proposal, public.risk_limit,
+                                                             public.delta_limit)  # fmt: skip
+            return Decision.APPROVE if asserts else Decision.BLOCK
+    elif not audit.audited:
+        p = sub.proposal
+        return Decision.APPROVE if p.risk <= public.risk_limit and abs(p.net_delta) <= public.delta_limit else (
+            Decision.BLOCK)  # fmt: skip
+    passed = audit.outcome is AuditOutcome.PASS and audit.revealed_compliant
+    return Decision.APPROVE if passed else Decision.BLOCK
+
+
+class TextReaderValidator(BasePolicy):
+    """A scripted validator that reads the free text instead of the typed claims (:func:`text_reader_decision`,
+    :func:`read_text`): the paper's rule engine for the free-text regime (``regime="text_only"``), where the
+    claims are withheld and only the text carries the proposer's assertion."""
+
+    role = "validator"
+    reads_text = True  # the batch engine asks the proposers for their texts
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        return int(text_reader_decision(decode_validator_observation(observation)))
+
+    def act_batch(self, views: ValidatorBatch) -> np.ndarray:
+        s = views.submissions
+        if s.texts is None:
+            raise ValueError(
+                "the text reader needs the proposers' texts in bulk (SubmissionBatch.texts; the batch engine asks "
+                "for them): this proposer's act_batch does not send them, play it through the AEC engine"
+            )
+        signals = rule_signals(views)
+        # the text decides only unaudited borderline requests (the rule's claim test): read those texts alone
+        rows = np.flatnonzero(views.ambiguous & s.request & ~views.audit.audited & ~signals.comfortable)
+        asserts = np.zeros(len(s.request), dtype=bool)
+        dl = float(views.delta_limit)
+        for i in rows.tolist():
+            proposal = Proposal(Intent(int(s.reported_intent[i])), float(s.reported_risk[i]),
+                                float(s.reported_net_delta[i]), float(s.reported_hedge_size[i]))  # fmt: skip
+            asserts[i] = text_asserts_compliance(s.texts[i], proposal, float(views.risk_limit[i]), dl)
+        return rule_decision_batch(views, dataclasses.replace(signals, asserts=asserts))
 
 
 class AlwaysApprove(BasePolicy):
