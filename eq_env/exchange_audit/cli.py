@@ -3,7 +3,7 @@
 ``reproduce`` (the paper's tables and figure: the main job), ``train`` and
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
-audits). :data:`COMMANDS` is what
+audits), ``free-text`` (issue 14's free-text regime). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -323,6 +323,50 @@ def _noisy_audits(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# free-text (issue 14, item 3)
+# ---------------------------------------------------------------------------
+def _free_text_arguments(ft: argparse.ArgumentParser) -> None:
+    ft.add_argument("--out", type=out_dir, required=True, help="output directory (re-running resumes from it)")
+    ft.add_argument("--qs", type=_qs, default="0,0.1,0.3,0.5,0.7,1",
+                    help="the q grid: distinct audit intensities in [0, 1] (default the paper's "
+                         "0,0.1,0.3,0.5,0.7,1)")  # fmt: skip
+    ft.add_argument("--q", type=_q, default=0.3, help="the q of the every-condition table, one of --qs (default 0.3)")
+    ft.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
+    ft.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
+    ft.add_argument("--episodes", type=episodes_arg, default=20_000, help="episodes per seed (default 20000)")
+    ft.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
+                    help="words of the honest and mimic proposers' texts (default 18, about GPT-4.1's "
+                         "average)")  # fmt: skip
+    ft.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+                    help="game preset (default paper: claims and text both judged from the proposer's noisy "
+                         "observation, so they carry the same information)")  # fmt: skip
+    ft.add_argument("--validator", action="append", default=[], metavar="SPEC",
+                    help="another validator beside the rule and the text reader, e.g. 'llm:gate=none' (the LLM "
+                         "validator ungated); repeatable")  # fmt: skip
+    ft.add_argument("--engine", choices=ENGINES, default="auto",
+                    help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; auto: batch "
+                         "whenever possible")  # fmt: skip
+    add_flag_groups(ft, "OUT/llm_cache", ["validator"])
+
+
+def _free_text(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.free_text import FreeTextOptions, free_text
+
+    validators = tuple(fill_spec(spec, args) for spec in args.validator)
+    opts = FreeTextOptions(qs=tuple(args.qs), q=args.q, seeds=args.seeds, first_seed=args.first_seed,
+                           episodes=args.episodes, words=args.words, preset=args.preset, validators=validators,
+                           engine=args.engine, concurrency=getattr(args, "concurrency", 8))  # fmt: skip
+    if getattr(args, "dry_run", False):
+        return dry_run(ExchangeAuditConfig.from_preset(args.preset).replace(regime="text_only"),
+                       {"validator": list(validators)})  # fmt: skip
+    configure_flag_groups(args, args.out / "llm_cache")
+    result = free_text(args.out, opts, progress=None)
+    print((args.out / "free_text.md").read_text())
+    print(f"wrote {', '.join(result['files'])} to {args.out} in {result['seconds']:.1f} s")
+    return failures(args.command, result["failed"], getattr(args, "cache", None))
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -378,5 +422,18 @@ COMMANDS = (
         "expected penalty and bad approvals at --q with the rule validator, and the deterrence frontier from "
         "a best-response search over --qs next to eq. 3 generalised to noisy detection. Writes "
         "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md into --out.",
+    ),
+    Command(
+        "free-text",
+        "the cheap-talk collapse: artifacts vs text only vs action only, across q",
+        _free_text_arguments,
+        _free_text,
+        "The same proposers (honest, silent, and a strategic mimic whose lies carry the honest text) under three "
+        "regimes — typed claims and text, text only (claims withheld: audits are inconclusive), action only — "
+        "against the rule validator, a scripted text reader and any --validator given: approval, bad approval, "
+        "welfare and ambiguous approval across --qs, and the honest proposer's gain from artifacts split into "
+        "information and structure. Writes free_text.csv, free_text.md, free_text.png, results.jsonl and "
+        "summary.md into --out. Re-running resumes.",
+        "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
     ),
 )
