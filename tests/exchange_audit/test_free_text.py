@@ -60,6 +60,13 @@ def test_a_bad_regime_is_refused_naming_the_field(capsys: pytest.CaptureFixture[
     refused(["equilibrium", "--regime", "text"], capsys, "--regime", "text_only", parse_only=True)
 
 
+def test_eq_env_play_takes_the_regime(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(["play", "--regime", "text_only", "--validator", "text_reader", "--episodes", "50",
+                            "--seeds", "1"], capsys)  # fmt: skip
+    assert status == 0, err
+    assert "with {'regime': 'text_only'}" in out and "TextReaderValidator()" in out
+
+
 # ---------------------------------------------------------------------------
 # What is withheld reaches neither the validator nor the audit
 # ---------------------------------------------------------------------------
