@@ -289,6 +289,26 @@ def test_the_text_reader_rule_replaces_only_the_claim_test() -> None:
     assert borderline >= 10 and other >= 10
 
 
+@pytest.mark.parametrize("proposer", ["honest:words=18", "strategic:p=0.5,words=18", "silent",
+                                      "honest:words=25,explain_no_trade=false"])  # fmt: skip
+def test_texts_in_bulk_are_the_texts_sent_one_by_one(proposer: str) -> None:
+    from eq_env.exchange_audit.batch import draw_nature, proposer_batch
+    from eq_env.exchange_audit.game import DrawStream
+
+    config = PAPER.replace(max_words=20)
+    one, bulk = make_policy(proposer), make_policy(proposer)
+    one.reset(seed=4)
+    bulk.reset(seed=4)
+    texts = bulk.act_batch(proposer_batch(draw_nature(config, DrawStream(9), 150), config, with_texts=True)).texts
+    env = exchange_audit_v0.env(config=config)
+    env.reset(seed=9)
+    sent = []
+    for _ in range(150):
+        sent.append(one.submission(decode_proposer_observation(env.observe("proposer_0"))).artifact.text)
+        env.reset()
+    assert texts == sent and any(sent) == (proposer != "silent")
+
+
 # ---------------------------------------------------------------------------
 # The strategic mimic
 # ---------------------------------------------------------------------------
