@@ -26,7 +26,9 @@ the trade is compliant). So, per episode,
 
     U_V(q, m) = K + ρ·[(1 − m)·n₀ − m·(1 − q)·Λ] − q·c_B,
 
-K being what the compliant episodes pay, whatever q and m.
+K being what the compliant episodes pay, whatever q and m. (With another preset, where the proposer
+judges its compliance from its noisy numbers, the measured columns below still hold; the analytic ones are
+this model's.)
 
 **(a) Simultaneous moves: the Nash equilibrium.** The proposer is indifferent where its lie pays n₀:
 
@@ -41,7 +43,8 @@ When V > n₀ ≥ 0 and c_B < ρ·Λ this mixed pair is the only equilibrium: th
 m = 0 the validator's best q is 0, where the lie pays; against m = 1 its best q is 1, where it does not).
 As in every inspection game each side's mix is set by the *other's* payoffs: q* does not depend on the
 audit's cost, m* not on V or L. Otherwise the equilibrium is pure: V ≤ n₀, no temptation, (q, m) = (0, 0);
-c_B ≥ ρ·Λ, audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at every q, (1, 1).
+c_B ≥ ρ·Λ, audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at every q, (1, 1)
+(or (0, 1) when c_B ≥ ρ·Λ).
 At the mixed equilibrium the validator earns what it earns at q = 0 against m*:
 U_N = K + ρ·n₀ − c_B·(n₀ + Λ)/Λ.
 
