@@ -3,7 +3,8 @@
 ``reproduce`` (the paper's tables and figure: the main job), ``train`` and
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
-audits), ``free-text`` (issue 14's free-text regime). :data:`COMMANDS` is what
+audits), ``free-text`` (issue 14's free-text regime), ``inspection`` (issue 14's validator as a strategic
+auditor). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -367,6 +368,56 @@ def _free_text(args: argparse.Namespace) -> int:
     return failures(args.command, result["failed"], getattr(args, "cache", None))
 
 
+# ---------------------------------------------------------------------------
+# inspection (issue 14, item 6)
+# ---------------------------------------------------------------------------
+def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
+    from eq_env.exchange_audit.inspection import DEFAULT_BUDGETS, DEFAULT_COSTS, SCENARIOS
+
+    costs = list_of(non_negative_float, "audit costs (non-negative numbers)", distinct=True)
+    ins.add_argument("--out", type=out_dir, required=True)
+    ins.add_argument("--scenario", choices=sorted(SCENARIOS), default="temptation",
+                     help="(V, L): " + ", ".join(f"{k} ({v[0]:g}, {v[1]:g})" for k, v in SCENARIOS.items())
+                          + " (default temptation)")  # fmt: skip
+    ins.add_argument("--V", type=non_negative_float, help="the approval reward V (default: the scenario's)")
+    ins.add_argument("--L", type=non_negative_float, help="the penalty L of a failed audit (default: the scenario's)")
+    ins.add_argument(
+        "--audit-cost", type=non_negative_float, default=0.1, help="c, the cost of one audit (default 0.1)"
+    )
+    ins.add_argument("--claim-cost", type=non_negative_float, default=0.025,
+                     help="κ, the cost per claim type of the budget: an audit with budget B costs c + κ·B "
+                          "(default 0.025)")  # fmt: skip
+    ins.add_argument("--bad-approval-loss", type=non_negative_float, default=10.0,
+                     help="Λ, the validator's loss for approving a non-compliant trade (default 10)")  # fmt: skip
+    ins.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                     help="the q grid (default 0,0.1,...,1)")  # fmt: skip
+    ins.add_argument(
+        "--budgets",
+        type=list_of(int_in(1, 4), "budgets B", distinct=True),
+        default=",".join(map(str, DEFAULT_BUDGETS)),
+        help="the budgets B (default %(default)s)",
+    )
+    ins.add_argument("--costs", type=costs, default=",".join(f"{c:g}" for c in DEFAULT_COSTS),
+                     help="the audit costs c of the leader-vs-cost table (default %(default)s)")  # fmt: skip
+    ins.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    ins.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=10_000,
+                     help="episodes per best response: half choose it, half measure it (default 10000)")  # fmt: skip
+    ins.add_argument("--seed", type=seed_arg, default=0)
+
+
+def _inspection(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.inspection import inspection
+
+    inspection(args.out, scenario=args.scenario, V=args.V, L=args.L, audit_cost=args.audit_cost,
+               claim_cost=args.claim_cost, bad_approval_loss=args.bad_approval_loss, qs=args.qs,
+               budgets=args.budgets, costs=args.costs, preset=args.preset, episodes=args.episodes, seed=args.seed,
+               progress=None)  # fmt: skip
+    print((args.out / "inspection.md").read_text())
+    print(f"wrote inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, inspection.png, "
+          f"inspection_costs.png and summary.md to {args.out}")  # fmt: skip
+    return 0
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -435,5 +486,16 @@ COMMANDS = (
         "information and structure. Writes free_text.csv, free_text.md, free_text.png, results.jsonl and "
         "summary.md into --out. Re-running resumes.",
         "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
+    ),
+    Command(
+        "inspection",
+        "the validator as a strategic auditor: the inspection game's Nash and commitment equilibria",
+        _inspection_arguments,
+        _inspection,
+        "The validator chooses q and B, paying c + κ·B per audit, against a proposer best-responding over the q "
+        "grid and --budgets: its best (q, B) as a leader (own payoff and welfare) next to the fixed-q frontier, "
+        "the simultaneous-move equilibrium (q*, m*) analytic and measured, and the leader's choice as the audit "
+        "cost grows. Writes inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, "
+        "inspection.png, inspection_costs.png and summary.md into --out.",
     ),
 )
