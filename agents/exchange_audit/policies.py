@@ -197,17 +197,25 @@ def prompt_variants(role: str = "proposer") -> list[str]:
     return template_versions(PROMPT_DIR, role)
 
 
+# The templates' texts from before results were keyed by digest: keyed without one, so that the runs recorded
+# with them keep their keys (as a configuration field at its default is left out of a configuration's key).
+_UNDIGESTED = {("proposer", "v1"): "ef61b2985df95511", ("validator", "v1"): "cef4660c4dbb4537"}
+
+
 class _ExchangeAuditLLM(LLMPolicy):
     PROMPTS = PROMPT_DIR
 
     @classmethod
     def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
         """As :meth:`LLMPolicy.canonical_parameters`, and the digest of the template's text: results are keyed
-        by what was asked, so a template edited under the same version name is a new experiment. (Requests
-        are keyed by their messages, which hold the rendered template.)"""
+        by what was asked, so a template edited under the same version name is a new experiment, and no two
+        variants share a result. (The ``v1`` templates as first released are keyed without it; requests are
+        keyed by their messages, which hold the rendered template.)"""
         keyed = super().canonical_parameters(params)
-        version = params.get("prompt_version", "v1")
-        keyed["prompt_digest"] = template_digest(cls.PROMPTS, cls.PROMPT_ROLE or cls.role, version)
+        role, version = cls.PROMPT_ROLE or cls.role, params.get("prompt_version", "v1")
+        digest = template_digest(cls.PROMPTS, role, version)
+        if _UNDIGESTED.get((role, version)) != digest:
+            keyed["prompt_digest"] = digest
         return keyed
 
 
