@@ -359,7 +359,7 @@ def _markdown(variant_rows: Sequence[Mapping[str, Any]], spread: Sequence[Mappin
 
 def _figure(path: Path, variant_rows: Sequence[Mapping[str, Any]], opts: SensitivityOptions) -> None:
     panels = []
-    shown = [(r, m) for r, m in _shown(opts) if r != "action_only"]
+    shown = [(r, m) for r, m in _shown(opts) if r != "action_only"] or _shown(opts)  # (action only: its own)
     width = 0.3 / max(len(opts.models) - 1, 1)
     for regime, metric in shown:
         series = []
@@ -484,7 +484,7 @@ def _command(opts: SensitivityOptions) -> str:
         parts.append(f"--first-seed {opts.first_seed}")
     if opts.preset != "paper_scripted":
         parts.append(f"--preset {opts.preset}")
-    if opts.validators != ("rule",):
+    if set(opts.validators) != {"rule"}:
         parts.append(f"--validator '{parse_policy_spec(opts.validators[0])[0]}'")
     return " ".join(parts)
 
@@ -510,7 +510,8 @@ def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequen
         "of a two-way analysis of variance without replication (variants × seeds, the seeds as blocks): does "
         "the variant move the metric by more than the residual seed-to-seed noise? The LLM failure rate "
         "counts failed episodes (no answer after the retries) and fallbacks (no valid reply after the "
-        "re-asks) per episode; failed episodes are left out of the other metrics.",
+        "re-asks) per episode; failed episodes are left out of the other metrics. Each p-value is that "
+        "metric's own test, not corrected for the number of metrics tested.",
         "",
     ]
     if opts.demo:
@@ -520,8 +521,8 @@ def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequen
             "The demo's scripted behaviours, by variant: " + ", ".join(f"`{v}` {BEHAVIOURS.get(v, 'honest')}"
                                                                         for v in opts.variants)
             + "; `demo-hostile` answers the same through a hostile transport (one prompt in twenty always "
-            "refused with a 503, others first met with a 429, a 500, an HTML page or malformed JSON, or "
-            "answered with an injected instruction). See `agents/exchange_audit/demo.py`.",
+            "refused with a 503, others first met with a 429, a 500 or malformed JSON, or answered with an "
+            "injected instruction). See `agents/exchange_audit/demo.py`.",
             "",
         ]  # fmt: skip
     for model, table in tables.items():

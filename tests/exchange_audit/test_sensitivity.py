@@ -162,6 +162,7 @@ def test_intervals_and_the_variants_against_seeds_test() -> None:
         (["--demo", "--model", "gpt-4.1"], r"--model 'gpt-4.1': the demo serves demo-steady, demo-hostile"),
         (["--model", "a", "--model", "a"], r"--model: expected distinct models, got a, a"),
         (["--validator", "honest"], r"plays the proposer, not the validator"),
+        (["--out", ""], r"--out: expected a path, got an empty string"),
     ],
 )
 def test_bad_flags_are_one_line(extra: list[str], message: str, tmp_path: Path,
@@ -265,7 +266,7 @@ def test_a_hostile_endpoint_completes_records_failures_and_replays_with_no_reque
                    model="demo-hostile", episodes=12) == INCOMPLETE  # fmt: skip
         assert len(server.requests) == sent  # the replay asked nothing
     fates = {script.fate(r) for r in server.requests}
-    assert set(HOSTILE_FATES) <= fates  # 429, 500, an HTML page, malformed JSON, injected text, an outage
+    assert set(HOSTILE_FATES) <= fates  # 429, 500, malformed JSON, injected text, an outage
     for name in TABLES:
         assert (live / name).read_bytes() == (replay / name).read_bytes(), name
     failed = sorted((r["key"], f["episode"], f["error"]) for r in records(live) for f in r["failed"])
