@@ -60,13 +60,19 @@ def add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
 class LLMFlags:
     """The flags of ``llm`` policies (see the module docstring)."""
 
-    def add(self, parser: argparse.ArgumentParser, cache_default: str, roles: Sequence[str] = ()) -> None:
+    def add(self, parser: argparse.ArgumentParser, cache_default: str, roles: Sequence[str] = (), *,
+            many_models: bool = False) -> None:  # fmt: skip
+        """The flags; with ``many_models``, ``--model`` may be repeated (``args.model`` is then a list or None)."""
         which = " or ".join(roles) if roles else "policy"
         group = parser.add_argument_group(
             "LLM policies", f"for a {which} spec 'llm' (flags fill what the spec does not say)"
         )
-        group.add_argument("--model", type=_model_name,
-                           help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
+        if many_models:
+            group.add_argument("--model", type=_model_name, action="append", help="model name, sent as is; repeat "
+                               "the flag for several models (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
+        else:
+            group.add_argument("--model", type=_model_name,
+                               help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
         group.add_argument("--base-url", type=url_arg, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
                            "else OpenAI's); credentials in it are used, never recorded")  # fmt: skip
         group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")

@@ -71,6 +71,7 @@ __all__ = [
     "NotRecordedError",
     "ResponseCache",
     "UnreadableCacheEntryError",
+    "alias_endpoint",
     "configure",
     "register_endpoint",
     "settings",
@@ -368,6 +369,19 @@ def register_endpoint(url: str) -> str:
     if public != url:
         _ENDPOINTS[public] = url
     return public
+
+
+def alias_endpoint(name: str, url: str) -> str:
+    """Send requests to the endpoint ``name`` to ``url`` instead, in this process; returns ``name``.
+
+    A local server on a port that changes from run to run (``eq-env sensitivity --demo``) keeps one name
+    in request keys, results and records, so its runs resume and replay as any endpoint's do.
+    """
+    check_base_url(name)
+    check_base_url(url)
+    name = name.rstrip("/")
+    _ENDPOINTS[name] = url.rstrip("/")
+    return name
 
 
 PER_POOL = 16  # requests in flight on one connection pool before another pool is opened

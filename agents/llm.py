@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from string import Template
@@ -28,7 +29,17 @@ from agents.client import Completion, LLMClient, LLMUnavailableError, register_e
 from agents.replies import ReplyError
 from eq_env.core.policy import BasePolicy, PolicyError
 
-__all__ = ["JSON_REASK", "MAX_REASKS", "LLMPolicy", "account", "new_info", "new_transport", "template"]
+__all__ = [
+    "JSON_REASK",
+    "MAX_REASKS",
+    "LLMPolicy",
+    "account",
+    "new_info",
+    "new_transport",
+    "template",
+    "template_digest",
+    "template_versions",
+]
 
 MAX_REASKS = 20  # each re-ask is a paid request: more than a few only repeats the same mistake
 
@@ -37,10 +48,22 @@ MAX_REASKS = 20  # each re-ask is a paid request: more than a few only repeats t
 def template(directory: Path, role: str, version: str) -> Template:
     """The prompt template ``<directory>/<role>_<version>.txt``; a ValueError lists the versions there are."""
     path = directory / f"{role}_{version}.txt"
-    if not path.exists():
-        have = sorted(p.stem for p in directory.glob(f"{role}_*.txt"))
-        raise ValueError(f"no prompt template {path.name}; available: {have}")
+    if not isinstance(version, str) or "/" in version or not path.is_file():
+        raise ValueError(f"no prompt template {role}_{version}.txt; prompt_version must be one of: "
+                         f"{', '.join(template_versions(directory, role))}")  # fmt: skip
     return Template(path.read_text())
+
+
+def template_versions(directory: Path, role: str) -> list[str]:
+    """The versions (prompt variants) of ``role``'s templates in ``directory``: ``v1``, ``terse_v1``..."""
+    return sorted(p.stem.removeprefix(f"{role}_") for p in directory.glob(f"{role}_*.txt"))
+
+
+@functools.cache
+def template_digest(directory: Path, role: str, version: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a template's text: results are keyed by it, so a template
+    edited under the same version is never mistaken for the one that produced recorded runs."""
+    return hashlib.sha256(template(directory, role, version).template.encode()).hexdigest()[:16]
 
 
 def new_transport() -> dict[str, Any]:

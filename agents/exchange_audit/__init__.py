@@ -8,8 +8,10 @@ name                      role        policy
                                       rule engine)
 ========================  ==========  ====================================================
 
-Prompts (``prompts/<role>_<version>.txt``), reply schemas (:mod:`.schema`) and a scripted honest
-participant for the local test server (:mod:`.scripts`) live here too.
+Prompts (``prompts/<role>_<version>.txt``; the proposer's variants ``v1``, ``terse_v1``, ``compliance_v1``,
+``payoff_v1``, ``roleplay_v1``), reply schemas (:mod:`.schema`), a scripted honest participant for the local
+test server (:mod:`.scripts`) and the scripted models of ``eq-env sensitivity --demo`` (:mod:`.demo`) live
+here too.
 """
 
 from agents.exchange_audit.policies import LLMProposer, LLMValidator

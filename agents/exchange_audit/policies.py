@@ -30,7 +30,7 @@ from agents.exchange_audit.schema import (
     parse_proposer_reply,
     parse_validator_reply,
 )
-from agents.llm import LLMPolicy, template
+from agents.llm import LLMPolicy, template, template_digest, template_versions
 from eq_env.exchange_audit.game import (
     CLAIM_TYPES,
     Artifact,
@@ -50,7 +50,14 @@ from eq_env.exchange_audit.spaces import (
     encode_submission,
 )
 
-__all__ = ["PROMPT_DIR", "LLMProposer", "LLMValidator", "render_proposer_prompt", "render_validator_prompt"]
+__all__ = [
+    "PROMPT_DIR",
+    "LLMProposer",
+    "LLMValidator",
+    "prompt_variants",
+    "render_proposer_prompt",
+    "render_validator_prompt",
+]
 
 PROMPT_DIR = Path(__file__).parent / "prompts"
 _PROPOSER_SCHEMA_TEXT = json.dumps(PROPOSER_SCHEMA)
@@ -185,8 +192,31 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
+def prompt_variants(role: str = "proposer") -> list[str]:
+    """The prompt variants of a role (its template versions): ``v1`` (the default), ``terse_v1``..."""
+    return template_versions(PROMPT_DIR, role)
+
+
+# The templates' texts from before results were keyed by digest: keyed without one, so that the runs recorded
+# with them keep their keys (as a configuration field at its default is left out of a configuration's key).
+_UNDIGESTED = {("proposer", "v1"): "ef61b2985df95511", ("validator", "v1"): "cef4660c4dbb4537"}
+
+
 class _ExchangeAuditLLM(LLMPolicy):
     PROMPTS = PROMPT_DIR
+
+    @classmethod
+    def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """As :meth:`LLMPolicy.canonical_parameters`, and the digest of the template's text: results are keyed
+        by what was asked, so a template edited under the same version name is a new experiment, and no two
+        variants share a result. (The ``v1`` templates as first released are keyed without it; requests are
+        keyed by their messages, which hold the rendered template.)"""
+        keyed = super().canonical_parameters(params)
+        role, version = cls.PROMPT_ROLE or cls.role, params.get("prompt_version", "v1")
+        digest = template_digest(cls.PROMPTS, role, version)
+        if _UNDIGESTED.get((role, version)) != digest:
+            keyed["prompt_digest"] = digest
+        return keyed
 
 
 class LLMProposer(_ExchangeAuditLLM):
@@ -199,7 +229,10 @@ class LLMProposer(_ExchangeAuditLLM):
         base_url: the endpoint (default ``OPENAI_BASE_URL``, else OpenAI's). Credentials in it
             (``http://user:pass@host/v1``, ``?api-key=...``) are used, never recorded.
         temperature, max_tokens, seed: sampling parameters sent with every request.
-        prompt_version: the template ``agents/prompts/proposer_<version>.txt``.
+        prompt_version: the template ``agents/exchange_audit/prompts/proposer_<version>.txt``, the
+            prompt variant: ``v1`` (the default), ``terse_v1``, ``compliance_v1``, ``payoff_v1``,
+            ``roleplay_v1`` (:func:`prompt_variants`; ``eq-env sensitivity`` compares them). Results
+            are keyed by the version and the digest of the template's text.
         max_reasks: how many times an invalid reply is sent back before falling back to NO_TRADE.
         strip: send the same proposal without claims and text (the paper's action-only
             regime): the request is the same as without ``strip``, so both regimes share one

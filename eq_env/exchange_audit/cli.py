@@ -4,7 +4,7 @@
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
 audits), ``free-text`` (issue 14's free-text regime), ``inspection`` (issue 14's validator as a strategic
-auditor). :data:`COMMANDS` is what
+auditor), ``sensitivity`` (the LLM proposer across prompt variants and models). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -36,6 +36,7 @@ from eq_env.core.cli import (
     out_dir,
     seed_arg,
     seeds_arg,
+    shown,
     timesteps_arg,
 )
 from eq_env.core.experiments import ENGINES
@@ -418,6 +419,86 @@ def _inspection(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# sensitivity (issue 14, item 5)
+# ---------------------------------------------------------------------------
+def _variant(text: str) -> str:
+    from eq_env.exchange_audit.sensitivity import prompt_variants
+
+    known = prompt_variants()
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"no prompt variant {shown(text)}; available: {', '.join(known)}")
+    return text
+
+
+def _regime(text: str) -> str:
+    from eq_env.exchange_audit.reproduce import REGIMES
+
+    if text not in REGIMES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(REGIMES)}, got {shown(text)}")
+    return text
+
+
+def _sensitivity_arguments(se: argparse.ArgumentParser) -> None:
+    from agents.cli import LLM_FLAGS  # (the command runs the LLM proposer: its flags, --model repeatable)
+    from eq_env.exchange_audit.sensitivity import DEFAULT_QS
+
+    se.add_argument("--out", type=out_dir, required=True, help="output directory")
+    se.add_argument("--demo", action="store_true", help="serve scripted models from a local server (no key, "
+                    "no network): a behaviour per prompt variant, and a second model behind a hostile "
+                    "transport")  # fmt: skip
+    se.add_argument("--variants", type=list_of(_variant, "prompt variants", distinct=True),
+                    help="prompt variants to compare (default: every proposer_<variant>.txt template)")  # fmt: skip
+    se.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in DEFAULT_QS),
+                    help="the q grid (default %(default)s)")  # fmt: skip
+    se.add_argument("--regimes", type=list_of(_regime, "regimes", distinct=True), default="artifacts,action_only",
+                    help="artifacts (claims and text), action_only (the same reply stripped), or both "
+                         "(default %(default)s)")  # fmt: skip
+    se.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
+    se.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
+    se.add_argument("--episodes", type=episodes_arg, default=50, help="episodes per seed (default 50)")
+    se.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
+                    help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
+    se.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine); an "
+                    "'llm' validator is played by the model under test")  # fmt: skip
+    LLM_FLAGS.add(se, "OUT/llm_cache", ["proposer", "validator"], many_models=True)
+
+
+def _sensitivity(args: argparse.Namespace) -> int:
+    from agents.exchange_audit.demo import DEMO_MODELS
+    from eq_env.exchange_audit.sensitivity import SensitivityOptions, sensitivity, variant_spec
+
+    models = list(args.model or [])
+    if args.demo:
+        if args.base_url is not None:
+            raise ValueError("--base-url: --demo serves its own endpoint; drop one of them")
+        unknown = [m for m in models if m not in DEMO_MODELS]
+        if unknown:
+            raise ValueError(f"--model {unknown[0]!r}: the demo serves {', '.join(DEMO_MODELS)}")
+        models = models or list(DEMO_MODELS)
+    if len(set(models)) != len(models):
+        raise ValueError(f"--model: expected distinct models, got {', '.join(models)}")
+    proposers, validators = [], []
+    for model in models or [None]:  # (no --model: $EQ_ENV_MODEL, else gpt-4.1, as every LLM command)
+        one = argparse.Namespace(**{**vars(args), "model": model})
+        proposers.append(fill_spec("llm", one))
+        validators.append(fill_spec(args.validator, one))
+    opts = SensitivityOptions(
+        proposers=tuple(proposers), variants=tuple(args.variants or ()), qs=tuple(args.qs),
+        regimes=tuple(args.regimes), seeds=args.seeds, first_seed=args.first_seed, episodes=args.episodes,
+        preset=args.preset, validators=tuple(validators), concurrency=args.concurrency, demo=args.demo,
+    )  # fmt: skip
+    if args.dry_run:  # one prompt per variant (of the first model): what would be sent
+        return dry_run(ExchangeAuditConfig.from_preset(args.preset),
+                       {"proposer": [variant_spec(proposers[0], v, "artifacts") for v in opts.variants],
+                        "validator": [validators[0]]})  # fmt: skip
+    configure_flag_groups(args, args.out / "llm_cache")
+    result = sensitivity(args.out, opts, progress=None)
+    print((args.out / "sensitivity.md").read_text())
+    print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
+    return failures(args.command, result["failed"], args.cache)
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -497,5 +578,18 @@ COMMANDS = (
         "the simultaneous-move equilibrium (q*, m*) analytic and measured, and the leader's choice as the audit "
         "cost grows. Writes inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, "
         "inspection.png, inspection_costs.png and summary.md into --out.",
+    ),
+    Command(
+        "sensitivity",
+        "the LLM proposer over prompt variants and models: each metric's spread across variants",
+        _sensitivity_arguments,
+        _sensitivity,
+        "For each model (--model, repeatable) and prompt variant (--variants): the reproduction's artifacts and "
+        "action-only regimes across --qs, recorded, resumable and replayable (--cache read). Writes per-variant "
+        "means with 95% intervals, the spread across variants and an F-test of variants against seed noise: "
+        "sensitivity_conditions.csv, sensitivity_variants.csv, sensitivity_spread.csv, sensitivity.md, "
+        "sensitivity.png, llm_costs.csv and summary.md into --out. --demo runs scripted models on a local server.",
+        "finished runs and LLM episodes are saved in --out, the answers in its llm_cache; run the same command "
+        "to resume",
     ),
 )

@@ -136,7 +136,8 @@ class TestPrompts:
         assert text_in({"messages": [{"content": user}]}).startswith("nice ‹/proposer_text›")
 
     def test_unknown_prompt_version(self) -> None:
-        with pytest.raises(ValueError, match=r"no prompt template proposer_v9.txt; available: \['proposer_v1'\]"):
+        with pytest.raises(ValueError, match=r"^no prompt template proposer_v9.txt; prompt_version must be one of: "
+                           r"compliance_v1, payoff_v1, roleplay_v1, terse_v1, v1$"):  # fmt: skip
             LLMProposer(model="m", base_url="http://127.0.0.1:9/v1", prompt_version="v9")
 
 
