@@ -10,7 +10,9 @@ noise) is Monte Carlo: the average over sampled episodes.
 **The proposer's best response** to a fixed validator is searched over the
 discrete artifact space of :mod:`eq_env.exchange_audit.features` (648
 artifacts: act or not, report honestly or shade, each claim asserted, omitted
-or negated, 0/6/18 words), as a function of the proposer's observation
+or negated, 0/6/18 words; a claim schema adds three choices per claim it
+adds — omit, sincere, favourable — and its audit pool sets the C(pool, B)
+subsets), as a function of the proposer's observation
 summarised in cells (intent, what it knows of its compliance, and bins of its
 observed margins to the limits). On one half of the sampled episodes the best
 artifact of each cell is chosen; on the other half its payoff is measured,
@@ -54,17 +56,19 @@ from eq_env.exchange_audit.batch import (
     payoffs_batch,
     proposer_batch,
     rule_signals,
+    claim_columns,
     run_audit_batch,
+    skipped_audits,
     validator_audit,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
-    N_ARTIFACTS,
     all_artifacts,
     artifact_submissions,
     describe_artifact,
 )
-from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream
+from eq_env.exchange_audit.game import N_AUDIT_UNIFORMS, AuditOutcome, DrawStream
+from eq_env.exchange_audit.schema import get_schema
 
 __all__ = [
     "ProposerBestResponse",
@@ -73,6 +77,7 @@ __all__ = [
     "expected_payoffs",
     "game_threshold",
     "proposer_best_response",
+    "proposer_best_responses",
     "proposer_payoff",
     "validator_best_response",
 ]
@@ -88,7 +93,8 @@ def _scenarios(config: ExchangeAuditConfig) -> list[tuple[float, tuple[int, ...]
         out.append((1.0 - config.q, None))
     if config.q > 0.0:
         k = config.checks_per_audit
-        subsets = list(itertools.combinations(range(len(CHECKABLE_CLAIMS)), k)) if k > 0 else [()]
+        pool = len(get_schema(config.claim_schema).checkable)
+        subsets = list(itertools.combinations(range(pool), k)) if k > 0 else [()]
         out += [(config.q / len(subsets), s) for s in subsets]
     return out
 
@@ -98,14 +104,15 @@ def _audit(
 ) -> AuditBatch:
     """The audit's result when it checks exactly ``subset`` (None: not audited)."""
     n = nature.n
+    pool = len(get_schema(config.claim_schema).checkable)
     if subset is None:
-        zeros = np.zeros((n, 4), dtype=bool)
-        return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
-                          np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
+        return skipped_audits(n, pool)
     # run_audit_batch with every coin showing "audited" and keys that pick this subset
-    keys = np.ones((n, 4))
+    keys = np.ones((n, max(pool, N_AUDIT_UNIFORMS - 1)))
     keys[:, list(subset)] = 0.0
-    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys], axis=1)})
+    first = N_AUDIT_UNIFORMS - 1  # (the audit's own keys; a larger pool's further keys are its claim keys)
+    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys[:, :first]], axis=1),
+                      "claim_u": keys[:, first:] if pool > first else None})  # fmt: skip
     return run_audit_batch(sub, fixed, config.replace(q=1.0))
 
 
@@ -128,12 +135,21 @@ def expected_payoffs(
 
 
 def _misreports(sub: SubmissionBatch, nature: Nature, observed: Any) -> np.ndarray:
-    """Episodes whose submission reports other numbers or intent than observed, or states a false claim."""
+    """Episodes whose submission reports other numbers or intent than observed, or states a false claim (among the
+    paper's three, and the checkable claims a claim schema adds)."""
     false_claim = (
         ((sub.claim_intent != ABSENT) & (sub.claim_intent != nature.intent))
         | ((sub.claim_risk_within_limit != ABSENT) & (sub.claim_risk_within_limit != nature.risk_within_limit))
         | ((sub.claim_net_delta_bounded != ABSENT) & (sub.claim_net_delta_bounded != nature.net_delta_bounded))
     )
+    config = getattr(observed, "config", None)
+    if config is not None and config.claim_schema != "paper":
+        schema = get_schema(config.claim_schema)
+        cols = claim_columns(sub, schema)
+        for claim in schema.extra:
+            if claim.checkable:
+                made, values = cols[claim.name]
+                false_claim = false_claim | (made & ~np.asarray(claim.check(values, nature), dtype=bool))
     shaded = (np.abs(sub.reported_risk - observed.observed_risk) > 1e-12) | (
         np.abs(sub.reported_net_delta - observed.observed_net_delta) > 1e-12
     )
@@ -220,8 +236,8 @@ def proposer_best_response(
     fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
     n_cells = int(max(fit_cells.max(initial=0), test_cells.max(initial=0))) + 1
 
-    artifacts = all_artifacts()
-    sums = np.zeros((n_cells, N_ARTIFACTS))
+    artifacts = all_artifacts(config.claim_schema)
+    sums = np.zeros((n_cells, len(artifacts)))
     counts = np.bincount(fit_cells, minlength=n_cells)
     bar = tqdm(total=len(artifacts), desc="proposer best response", unit="artifact",
                disable=None if progress is None else not progress)  # fmt: skip
@@ -255,7 +271,7 @@ def proposer_best_response(
     for a in choice[lies & deviating]:  # honest cells (choice -1) lie only by sincere mistake: not a deviation
         deviations[int(a)] = deviations.get(int(a), 0) + 1
     dev_list = sorted(
-        (count / len(choice), describe_artifact(artifacts[a]))
+        (count / len(choice), describe_artifact(artifacts[a], config.claim_schema))
         for a, count in deviations.items()
         if count / len(choice) >= 0.001  # cells too rare to matter are left out of the description
     )[::-1]
@@ -308,11 +324,17 @@ def _split(nature: Nature, half: int) -> tuple[Nature, Nature]:
 
 def _merge(take_first: np.ndarray, first: SubmissionBatch, second: SubmissionBatch) -> SubmissionBatch:
     """Row-wise: ``first`` where ``take_first``, else ``second``."""
+    nothing = np.full(len(take_first), np.nan)
     return SubmissionBatch(
         **{
             k: np.where(take_first, getattr(first, k), getattr(second, k)).astype(getattr(first, k).dtype)
             for k in first.__dataclass_fields__
-        }
+            if k != "extra_claims"
+        },
+        extra_claims={
+            name: np.where(take_first, first.extra_claims.get(name, nothing), second.extra_claims.get(name, nothing))
+            for name in {**first.extra_claims, **second.extra_claims}
+        },
     )
 
 
@@ -444,11 +466,12 @@ def _ci_text(ci: tuple[float, float]) -> str:
 # ---------------------------------------------------------------------------
 # The paper's incentive condition
 # ---------------------------------------------------------------------------
-def detection_given_audit(lies: int, checks: int) -> float:
-    """P(at least one of ``lies`` false claims is among ``checks`` sampled of the four checkable ones)."""
+def detection_given_audit(lies: int, checks: int, pool: int = 4) -> float:
+    """P(at least one of ``lies`` false claims is among ``checks`` sampled of the ``pool`` checkable ones (the
+    paper's four, or a claim schema's pool))."""
     if lies <= 0 or checks <= 0:
         return 0.0
-    return 1.0 - detection_miss_table(min(checks, 4))[min(lies, 4)]
+    return 1.0 - detection_miss_table(min(checks, pool), pool)[min(lies, pool)]
 
 
 def game_threshold(config: ExchangeAuditConfig) -> float:
