@@ -55,7 +55,7 @@ def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) 
     """Print what each LLM policy among ``policies`` (role → specs) would be sent for one state, and the
     schema it must answer with; call nothing."""
     from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from agents.exchange_audit.schema import VALIDATOR_SCHEMA, proposer_schema
     from baselines.exchange_audit import HonestProposer
     from eq_env import exchange_audit_v0
     from eq_env.core.policy import make_policy
@@ -64,7 +64,7 @@ def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) 
     env = exchange_audit_v0.env(config=config)
     env.reset(seed=0)
     view = decode_proposer_observation(env.observe("proposer_0"))
-    env.step(encode_submission(HonestProposer(request="always").submission(view)))  # a sample to decide on
+    env.step(encode_submission(HonestProposer(request="always").submission(view), config.claim_schema))  # a sample
     validator_view = env.unwrapped.game.validator_view
     shown = 0
     for role in ("proposer", "validator"):
@@ -73,7 +73,8 @@ def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) 
             if not hasattr(policy, "prompt_version"):
                 continue
             if role == "proposer":
-                messages, schema = render_proposer_prompt(view, policy.prompt_version), PROPOSER_SCHEMA
+                messages = render_proposer_prompt(view, policy.prompt_version)
+                schema = proposer_schema(config.claim_schema)
             else:
                 messages, schema = render_validator_prompt(validator_view, policy.prompt_version), VALIDATOR_SCHEMA
             print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")

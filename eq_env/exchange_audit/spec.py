@@ -48,6 +48,8 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
                                                         "confidence")}},
     "noisy-delayed-audits": {"q": 0.6, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2,
                              "audit_delayed": True},
+    "rich-claim-schema": {"claim_schema": "rich", "q": 0.7},
+    "rich-claim-schema-spot-check": {"claim_schema": "rich", "q": 1.0, "B": 2, "miss_intent": 0.2},
 }  # fmt: skip
 
 SPEC = register_env(

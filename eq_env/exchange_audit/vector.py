@@ -104,8 +104,9 @@ def _configs(config: ExchangeAuditConfig | None, preset: str | None, audit_inten
     noisy = audit_options(base)
     if noisy:
         raise ValueError(
-            f"the vectorised environments do not play noisy or delayed audits (set: {', '.join(noisy)}); use the "
-            "single-agent views (in SB3's DummyVecEnv or gymnasium.vector.SyncVectorEnv), which play them"
+            f"the vectorised environments do not play noisy or delayed audits or other claim schemas (set: "
+            f"{', '.join(noisy)}); use the single-agent views (in SB3's DummyVecEnv or "
+            "gymnasium.vector.SyncVectorEnv), which play them"
         )
     return [base.replace(q=q) for q in qs]
 
