@@ -300,10 +300,14 @@ def is_batchable(policy: Any) -> bool:
 # ---------------------------------------------------------------------------
 # The audit, the rule and the payoffs, in bulk
 # ---------------------------------------------------------------------------
-def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig) -> AuditBatch:
-    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays."""
+def run_audit_batch(
+    sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, checks: np.ndarray | None = None
+) -> AuditBatch:
+    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays. ``checks`` (a claim schema other than the paper's
+    only): the pool's claims every conclusive audit checks, given rather than sampled from the audit keys (the
+    best-response search's audit scenarios)."""
     if config.claim_schema != "paper":
-        return _schema_audit_batch(sub, nature, config, get_schema(config.claim_schema))
+        return _schema_audit_batch(sub, nature, config, get_schema(config.claim_schema), checks)
     n = nature.n
     a = nature.audit_u
     audited = a[:, 0] < config.q
@@ -373,8 +377,16 @@ def claim_columns(sub: SubmissionBatch, schema: ClaimSchema) -> dict[str, tuple[
     return cols
 
 
-def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig,
-                        schema: ClaimSchema) -> AuditBatch:  # fmt: skip
+def _any_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix.any(axis=1)`` for a narrow boolean matrix, column by column (numpy's row reduction is slow)."""
+    out = np.zeros(len(matrix), dtype=bool)
+    for j in range(matrix.shape[1]):
+        out |= matrix[:, j]
+    return out
+
+
+def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, schema: ClaimSchema,
+                        checks: np.ndarray | None = None) -> AuditBatch:  # fmt: skip
     """:func:`~eq_env.exchange_audit.game._schema_audit` for arrays: any schema's pool, required claims and checks."""
     n = nature.n
     a = nature.audit_u
@@ -388,7 +400,10 @@ def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAu
     k = config.checks_per_audit
     inconclusive = audited & ((k <= 0) | ~complete)
     runs = audited & ~inconclusive
-    if k >= size:
+    if checks is not None:
+        checked = np.zeros((n, size), dtype=bool)
+        checked[:] = checks
+    elif k >= size:
         checked = np.ones((n, size), dtype=bool)
     elif k <= 0:
         checked = np.zeros((n, size), dtype=bool)
@@ -403,14 +418,14 @@ def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAu
         checked = np.zeros((n, size), dtype=bool)
         np.put_along_axis(checked, order, True, axis=1)
     checked &= runs[:, None]
-    made = np.stack([cols[name][0] for name in pool], axis=1)
+    made = [cols[name][0] for name in pool]
     ok = np.ones((n, size), dtype=bool)
     for j, name in enumerate(pool):
         if name == "confidence":
             ok[:, j] = sub.claim_confidence != 0  # (the batch keeps only the confidence's validity)
         else:
             truth = schema.by_name[name].check(cols[name][1], nature)
-            ok[:, j] = ~made[:, j] | np.asarray(truth, dtype=bool)  # a claim not made is no lie
+            ok[:, j] = ~made[j] | np.asarray(truth, dtype=bool)  # a claim not made is no lie
     compliant = nature.compliant
     if config.noisy_audits:
         if nature.check_u is None:
@@ -420,7 +435,7 @@ def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAu
             if name in CHECKABLE_CLAIMS:  # (a schema's own claims: no noise)
                 i = CHECKABLE_CLAIMS.index(name)
                 rate = np.where(ok[:, j], config.false_fail_rates[i], config.miss_rates[i])
-                flipped[:, j] = checked[:, j] & made[:, j] & (nature.check_u[:, i] < rate)
+                flipped[:, j] = checked[:, j] & made[j] & (nature.check_u[:, i] < rate)
         ok = ok != flipped
         flip = dict(zip(pool, flipped.T, strict=True))
         no_flip = np.zeros(n, dtype=bool)
@@ -428,7 +443,7 @@ def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAu
             nature.net_delta_bounded != flip.get("net_delta_bounded", no_flip)
         )
     failed = checked & ~ok
-    fail = failed.any(axis=1)
+    fail = _any_rows(failed)
     outcome = np.full(n, AuditOutcome.SKIPPED, dtype=np.int8)
     outcome[inconclusive] = AuditOutcome.INCONCLUSIVE
     outcome[runs & fail] = AuditOutcome.FAIL
@@ -509,7 +524,7 @@ def payoffs_batch(
             extra = np.zeros(len(validator))
             for j, cost in enumerate(schema.audit_costs):
                 extra = np.where(audit.checked[:, j], extra + cost, extra)
-            validator = np.where(audit.checked.any(axis=1), validator - extra, validator)
+            validator = np.where(_any_rows(audit.checked), validator - extra, validator)
     return proposer, validator
 
 

@@ -3,7 +3,7 @@
 ``reproduce`` (the paper's tables and figure: the main job), ``train`` and
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
-audits). :data:`COMMANDS` is what
+audits), ``claim-schemas`` (issue 14's claim schemas). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -324,6 +324,59 @@ def _noisy_audits(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# claim-schemas (issue 14, item 4)
+# ---------------------------------------------------------------------------
+def _schema_name(text: str) -> str:
+    """A registered claim schema's name."""
+    from eq_env.exchange_audit.schema import schema_names
+
+    if text not in schema_names():
+        raise argparse.ArgumentTypeError(f"expected a claim schema ({', '.join(schema_names())}), got {text!r}")
+    return text
+
+
+def _budget(text: str) -> int | None:
+    """An audit budget B: a non-negative integer, or ``all``."""
+    if text.lower() == "all":
+        return None
+    return number_type(int, "an audit budget (a non-negative integer, or all)", lambda v: v >= 0)(text)
+
+
+def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
+    from eq_env.exchange_audit.claim_schemas import DEFAULT_BUDGETS, DEFAULT_QS, DEFAULT_SCHEMAS
+
+    cs.add_argument("--out", type=out_dir, required=True)
+    cs.add_argument("--schemas", type=list_of(_schema_name, "claim schema names", distinct=True),
+                    default=",".join(DEFAULT_SCHEMAS), help="the claim schemas compared (default %(default)s)")
+    cs.add_argument("--budgets", type=list_of(_budget, "audit budgets B (integers >= 0, or all)", distinct=True),
+                    default=",".join("all" if b is None else str(b) for b in DEFAULT_BUDGETS),
+                    help="the audit budgets B, each checking B claims of the schema's pool (default %(default)s)")
+    cs.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in DEFAULT_QS),
+                    help="the q grid of the frontiers (default 0,0.05,...,1)")
+    cs.add_argument("--q", type=_q, default=0.3, help="the q of detection, welfare and bad approvals (default 0.3)")
+    cs.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
+    cs.add_argument("--L", type=non_negative_float, default=4.0, help="the penalty L of a failed audit (default 4)")
+    cs.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    cs.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per simulation (default 20000)")
+    cs.add_argument("--br-episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per best-response search, half to choose, half to measure (default 20000)")
+    cs.add_argument("--seed", type=seed_arg, default=0)  # fmt: skip
+
+
+def _claim_schemas(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.claim_schemas import claim_schemas
+
+    claim_schemas(args.out, schemas=args.schemas, budgets=args.budgets, qs=args.qs, preset=args.preset, V=args.V,
+                  L=args.L, q=args.q, episodes=args.episodes, br_episodes=args.br_episodes, seed=args.seed,
+                  progress=None)  # fmt: skip
+    print((args.out / "claim_schemas.md").read_text())
+    print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
+          f"to {args.out}")  # fmt: skip
+    return 0
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -379,5 +432,15 @@ COMMANDS = (
         "expected penalty and bad approvals at --q with the rule validator, and the deterrence frontier from "
         "a best-response search over --qs next to eq. 3 generalised to noisy detection. Writes "
         "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md into --out.",
+    ),
+    Command(
+        "claim-schemas",
+        "claim schemas: a richer schema against the paper's under a strategic proposer",
+        _claim_schemas_arguments,
+        _claim_schemas,
+        "For each claim schema of --schemas and audit budget of --budgets: detection per audited lie, bad "
+        "approvals and welfare at --q with the rule validator, and the q from which a strategic proposer and the "
+        "best response stop misreporting, over --qs. Writes claim_schemas.csv, claim_schemas_summary.csv, "
+        "claim_schemas.md, claim_schemas.png and summary.md into --out.",
     ),
 )

@@ -107,6 +107,11 @@ def _audit(
     pool = len(get_schema(config.claim_schema).checkable)
     if subset is None:
         return skipped_audits(n, pool)
+    if config.claim_schema != "paper":  # (every coin "audited", the subset given: no keys to sort)
+        fixed = Nature(**{**nature.__dict__, "audit_u": np.zeros((n, N_AUDIT_UNIFORMS))})
+        checks = np.zeros(pool, dtype=bool)
+        checks[list(subset)] = True
+        return run_audit_batch(sub, fixed, config.replace(q=1.0), checks)
     # run_audit_batch with every coin showing "audited" and keys that pick this subset
     keys = np.ones((n, max(pool, N_AUDIT_UNIFORMS - 1)))
     keys[:, list(subset)] = 0.0
@@ -246,13 +251,35 @@ def proposer_best_response(
         sums[:, a] = np.bincount(fit_cells, weights=payoff, minlength=n_cells)
         bar.update(1)
     bar.close()
+    best = np.argmax(sums, axis=1)
+    return _best_response(config, validator, honest_policy, validator_policy, (fit, fit_views, fit_cells),
+                          (test, test_views, test_cells), counts, best, sums[np.arange(n_cells), best], artifacts)
+
+
+def _best_response(
+    config: ExchangeAuditConfig,
+    validator: Any,
+    honest_policy: Any,
+    validator_policy: Any,
+    fit_half: tuple[Nature, Any, np.ndarray],
+    test_half: tuple[Nature, Any, np.ndarray],
+    counts: np.ndarray,
+    best: np.ndarray,
+    best_sums: np.ndarray,
+    artifacts: np.ndarray,
+) -> ProposerBestResponse:
+    """The best response whose best artifact per cell (and its payoff summed over the cell's fit episodes) is
+    ``best`` (``best_sums``), against honesty: chosen on the fit half, measured on the test half."""
+    fit, fit_views, fit_cells = fit_half
+    test, test_views, test_cells = test_half
+    n_cells = len(counts)
+    half = fit.n
     honest_policy.reset(seed=0)
     honest_fit = honest_policy.act_batch(fit_views)
     honest_fit_payoff, _ = expected_payoffs(config, fit, honest_fit, validator_policy)
     honest_sums = np.bincount(fit_cells, weights=honest_fit_payoff, minlength=n_cells)
-    best = np.argmax(sums, axis=1)
     # where the best artifact does no better than honesty on the fit half, or the cell is unseen, be honest
-    better = sums[np.arange(n_cells), best] > honest_sums + 1e-9
+    better = best_sums > honest_sums + 1e-9
     table = np.where((counts > 0) & better, best, -1)
 
     honest_policy.reset(seed=1)
@@ -290,6 +317,97 @@ def proposer_best_response(
         table=table,
         deviations=dev_list,
     )
+
+# validators whose decisions never read q: each artifact's audit scenarios serve every q of a grid
+_Q_FREE_VALIDATORS = ("RuleValidator", "AlwaysApprove", "AlwaysBlock")
+_BLOCK_ROWS = 1 << 17  # episodes x artifacts worked out in one batch
+
+
+def _tile(nature: Nature, m: int) -> Nature:
+    """``nature``'s episodes ``m`` times over, one copy after another."""
+    values: dict[str, Any] = {k: (np.tile(v, (m,) + (1,) * (v.ndim - 1)) if isinstance(v, np.ndarray) else v)
+                              for k, v in nature.__dict__.items()}  # fmt: skip
+    return Nature(**values)
+
+
+def proposer_best_responses(
+    config: ExchangeAuditConfig,
+    qs: Any,
+    validator: Any = "rule",
+    *,
+    episodes: int = 100_000,
+    seed: int = 0,
+    honest: Any = None,
+    progress: bool | None = False,
+    bar: Any = None,
+) -> list[ProposerBestResponse]:
+    """:func:`proposer_best_response` of ``config`` at every audit intensity of ``qs``, the same results, faster.
+
+    The proposer's payoff under each audit scenario (not audited; audited, checking one subset of the pool)
+    does not depend on q when the validator does not read it (the scripted validators), so each artifact's
+    scenarios are computed once and weighed by every q's probabilities, in the order
+    :func:`expected_payoffs` adds them. Any other validator is searched q by q. ``bar``: a tqdm bar to advance
+    by one per artifact (instead of ``progress``'s own).
+    """
+    qs = [float(q) for q in qs]
+    configs = [config.replace(q=q) for q in qs]
+    if honest is None:
+        honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
+    honest_policy, validator_policy = _bulk(honest, validator)
+    if type(validator_policy).__name__ not in _Q_FREE_VALIDATORS:
+        return [proposer_best_response(c, validator, episodes=episodes, seed=seed, honest=honest, progress=progress)
+                for c in configs]  # fmt: skip
+    half = episodes // 2
+    nature = draw_nature(config, DrawStream(seed), 2 * half)
+    fit, test = _split(nature, half)
+    fit_views, test_views = proposer_batch(fit, config), proposer_batch(test, config)
+    fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
+    n_cells = int(max(fit_cells.max(initial=0), test_cells.max(initial=0))) + 1
+    artifacts = all_artifacts(config.claim_schema)
+    counts = np.bincount(fit_cells, minlength=n_cells)
+    plans = [_scenarios(c) for c in configs]
+    subsets = list(dict.fromkeys(s for plan in plans for _, s in plan))
+    best = [np.zeros(n_cells, dtype=np.int64) for _ in qs]
+    best_sums = [np.full(n_cells, -np.inf) for _ in qs]
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=len(artifacts), desc="proposer best responses", unit="artifact",
+                   disable=None if progress is None else not progress)  # fmt: skip
+    # artifacts in blocks, each block's episodes side by side in one batch (the same rows, fewer calls)
+    per_block = max(1, _BLOCK_ROWS // max(fit.n, 1))
+    tiled: dict[int, tuple[Nature, Any, np.ndarray]] = {}
+    for start in range(0, len(artifacts), per_block):
+        block = artifacts[start : start + per_block]
+        m = len(block)
+        if m not in tiled:
+            nature_m = _tile(fit, m)
+            cells_m = np.tile(fit_cells, m) + np.repeat(np.arange(m), fit.n) * n_cells
+            tiled[m] = (nature_m, proposer_batch(nature_m, config), cells_m)
+        nature_m, views_m, cells_m = tiled[m]
+        sub = artifact_submissions(views_m, np.repeat(block, fit.n, axis=0))
+        scenario_payoff = {}
+        for subset in subsets:
+            audit = _audit(sub, nature_m, config, subset)
+            seen = validator_audit(audit, config)
+            approve = np.asarray(validator_policy.act_batch(
+                ValidatorBatch(config, sub, seen, nature_m.ambiguous, nature_m.risk_limit)), dtype=bool)  # fmt: skip
+            scenario_payoff[subset], _ = payoffs_batch(sub, sub.request & approve, audit, nature_m.compliant, config)
+        for i, plan in enumerate(plans):
+            payoff = np.zeros(nature_m.n)
+            for prob, subset in plan:
+                payoff += prob * scenario_payoff[subset]
+            sums = np.bincount(cells_m, weights=payoff, minlength=m * n_cells).reshape(m, n_cells)
+            first = np.argmax(sums, axis=0)  # the block's first best artifact per cell, as argmax over all picks
+            value = sums[first, np.arange(n_cells)]
+            better = value > best_sums[i]  # (strictly: an earlier block's equal artifact stays)
+            best[i] = np.where(better, start + first, best[i])
+            best_sums[i] = np.where(better, value, best_sums[i])
+        bar.update(m)
+    if own_bar:
+        bar.close()
+    return [_best_response(c, validator, honest_policy, validator_policy, (fit, fit_views, fit_cells),
+                           (test, test_views, test_cells), counts, best[i], best_sums[i], artifacts)
+            for i, c in enumerate(configs)]  # fmt: skip
 
 
 def proposer_payoff(
