@@ -44,17 +44,17 @@ from eq_env.exchange_audit.game import (
     HEDGE_DELTA_SD,
     HEDGE_HEDGE_SIZE,
     HEDGE_RISK,
+    N_AUDIT_UNIFORMS,
     SPECULATE_DELTA_MAX,
     SPECULATE_DELTA_MEAN,
     SPECULATE_DELTA_SD,
     SPECULATE_HEDGE_SIZE,
     SPECULATE_RISK,
-    N_AUDIT_UNIFORMS,
     AuditOutcome,
     DrawStream,
     Intent,
 )
-from eq_env.exchange_audit.schema import ClaimSchema, Position, get_schema
+from eq_env.exchange_audit.schema import ClaimSchema, get_schema
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
 
 __all__ = [
@@ -132,7 +132,8 @@ def sample_nature(
 ) -> Nature:
     """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws (``c``: the
     check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.game.DrawStream.check_noise`; ``k``: the
-    claim keys of a schema whose pool exceeds four claims, :meth:`~eq_env.exchange_audit.game.DrawStream.claim_keys`)."""
+    claim keys of a schema whose pool exceeds four claims,
+    :meth:`~eq_env.exchange_audit.game.DrawStream.claim_keys`)."""
     dl = config.delta_limit
     ambiguous = u[:, 0] < config.ambiguous_rate
     risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[:, 1]
@@ -554,9 +555,12 @@ def proposer_batch(nature: Nature, config: ExchangeAuditConfig) -> ProposerBatch
 
 
 def _chunk(
-    config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
+    config: ExchangeAuditConfig,
+    proposer: BatchProposer,
+    validator: BatchValidator,
+    draws: tuple[np.ndarray | None, ...],  # (u, z, a[, check uniforms or None[, claim keys]])
 ) -> dict[str, np.ndarray]:
-    nature = sample_nature(config, *draws)
+    nature = sample_nature(config, *draws)  # type: ignore[arg-type]  # (u, z, a are arrays; the rest may be None)
     views = proposer_batch(nature, config)
     sub = proposer.act_batch(views)
     audit = run_audit_batch(sub, nature, config)
@@ -668,15 +672,15 @@ def simulate(
     keys = claim_keys_per_episode(config)
     for start in range(0, episodes, chunk):
         n = min(chunk, episodes - start)
-        draws: tuple[np.ndarray, ...] = stream.batch(n)
+        draws: tuple[np.ndarray | None, ...] = stream.batch(n)
         if config.noisy_audits or keys:
             draws = (*draws, stream.check_noise(start, n) if config.noisy_audits else None)
         if keys:
             draws = (*draws, stream.claim_keys(start, n, keys))
         parts.append(_chunk(config, proposer, validator, draws))
     if not parts:
-        parts.append(_chunk(config, proposer, validator, (*stream.batch(0), stream.check_noise(0, 0),
-                                                          stream.claim_keys(0, 0, keys) if keys else None)))  # fmt: skip
+        nothing = (*stream.batch(0), stream.check_noise(0, 0), stream.claim_keys(0, 0, keys) if keys else None)
+        parts.append(_chunk(config, proposer, validator, nothing))
     if len(parts) == 1:
         return parts[0]
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}

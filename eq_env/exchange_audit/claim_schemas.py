@@ -111,7 +111,7 @@ def _at_q(config: ExchangeAuditConfig, episodes: int, seed: int) -> dict[str, fl
     lying = s["requested"] & ~s["compliant"]  # (it requests a non-compliant trade only by lying)
     caught = lying & s["audited"]
     out["liar_detection_per_audit"] = float(s["audit_failed"][caught].mean()) if caught.any() else math.nan
-    requested, lies, compliant = lie_counts(config, liar, episodes=episodes, seed=seed)
+    _, lies, _ = lie_counts(config, liar, episodes=episodes, seed=seed)
     pool = len(get_schema(config.claim_schema).checkable)
     k = config.checks_per_audit
     predicted = np.array([detection_given_audit(int(n), k, pool) for n in lies[caught]])

@@ -347,22 +347,38 @@ def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.claim_schemas import DEFAULT_BUDGETS, DEFAULT_QS, DEFAULT_SCHEMAS
 
     cs.add_argument("--out", type=out_dir, required=True)
-    cs.add_argument("--schemas", type=list_of(_schema_name, "claim schema names", distinct=True),
-                    default=",".join(DEFAULT_SCHEMAS), help="the claim schemas compared (default %(default)s)")
-    cs.add_argument("--budgets", type=list_of(_budget, "audit budgets B (integers >= 0, or all)", distinct=True),
-                    default=",".join("all" if b is None else str(b) for b in DEFAULT_BUDGETS),
-                    help="the audit budgets B, each checking B claims of the schema's pool (default %(default)s)")
-    cs.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in DEFAULT_QS),
-                    help="the q grid of the frontiers (default 0,0.05,...,1)")
+    cs.add_argument(
+        "--schemas",
+        type=list_of(_schema_name, "claim schema names", distinct=True),
+        default=",".join(DEFAULT_SCHEMAS),
+        help="the claim schemas compared (default %(default)s)",
+    )
+    cs.add_argument(
+        "--budgets",
+        type=list_of(_budget, "audit budgets B (integers >= 0, or all)", distinct=True),
+        default=",".join("all" if b is None else str(b) for b in DEFAULT_BUDGETS),
+        help="the audit budgets B, each checking B claims of the schema's pool (default %(default)s)",
+    )
+    cs.add_argument(
+        "--qs",
+        type=_qs,
+        default=",".join(f"{q:g}" for q in DEFAULT_QS),
+        help="the q grid of the frontiers (default 0,0.05,...,1)",
+    )
     cs.add_argument("--q", type=_q, default=0.3, help="the q of detection, welfare and bad approvals (default 0.3)")
     cs.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
     cs.add_argument("--L", type=non_negative_float, default=4.0, help="the penalty L of a failed audit (default 4)")
     cs.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
-    cs.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
-                    help="episodes per simulation (default 20000)")
-    cs.add_argument("--br-episodes", type=int_in(4, MAX_EPISODES), default=20_000,
-                    help="episodes per best-response search, half to choose, half to measure (default 20000)")
-    cs.add_argument("--seed", type=seed_arg, default=0)  # fmt: skip
+    cs.add_argument(
+        "--episodes", type=int_in(4, MAX_EPISODES), default=20_000, help="episodes per simulation (default 20000)"
+    )
+    cs.add_argument(
+        "--br-episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="episodes per best-response search, half to choose, half to measure (default 20000)",
+    )
+    cs.add_argument("--seed", type=seed_arg, default=0)
 
 
 def _claim_schemas(args: argparse.Namespace) -> int:

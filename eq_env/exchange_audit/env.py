@@ -193,11 +193,11 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
+    N_AUDIT_UNIFORMS,
     AuditOutcome,
     Decision,
     DrawStream,
     EpisodeDraws,
-    N_AUDIT_UNIFORMS,
     ExchangeAuditGame,
     Intent,
     Payoffs,

@@ -50,13 +50,13 @@ from eq_env.exchange_audit.batch import (
     Nature,
     SubmissionBatch,
     ValidatorBatch,
+    claim_columns,
     detection_miss_table,
     draw_nature,
     is_batchable,
     payoffs_batch,
     proposer_batch,
     rule_signals,
-    claim_columns,
     run_audit_batch,
     skipped_audits,
     validator_audit,
@@ -252,8 +252,18 @@ def proposer_best_response(
         bar.update(1)
     bar.close()
     best = np.argmax(sums, axis=1)
-    return _best_response(config, validator, honest_policy, validator_policy, (fit, fit_views, fit_cells),
-                          (test, test_views, test_cells), counts, best, sums[np.arange(n_cells), best], artifacts)
+    return _best_response(
+        config,
+        validator,
+        honest_policy,
+        validator_policy,
+        (fit, fit_views, fit_cells),
+        (test, test_views, test_cells),
+        counts,
+        best,
+        sums[np.arange(n_cells), best],
+        artifacts,
+    )
 
 
 def _best_response(
@@ -317,6 +327,7 @@ def _best_response(
         table=table,
         deviations=dev_list,
     )
+
 
 # validators whose decisions never read q: each artifact's audit scenarios serve every q of a grid
 _Q_FREE_VALIDATORS = ("RuleValidator", "AlwaysApprove", "AlwaysBlock")

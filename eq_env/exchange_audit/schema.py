@@ -161,7 +161,8 @@ class ClaimType:
     kind: str
     description: str  # what the claim says, in a phrase (prompts, docs)
     prompt: str = ""  # its line in the proposer's prompt after "name: " (default: from kind and description)
-    truth: Callable[[Any], Any] | None = None  # enum: the true label's index; bool: the proposition; interval: the quantity
+    # enum: the true label's index; bool: the proposition; interval: the quantity it bounds
+    truth: Callable[[Any], Any] | None = None
     antecedent: Callable[[Any], Any] | None = None  # conditional: "if A ..."
     consequent: Callable[[Any], Any] | None = None  # conditional: "... then C"
     valid: Callable[[Any], Any] | None = None  # number: a check on the value alone (None: never checked)
