@@ -48,7 +48,8 @@ _qs = list_of(_q, "audit intensities in [0, 1]", distinct=True)
 
 def describe_config(config: ExchangeAuditConfig) -> str:
     """The parameters ``eq-env play`` shows beside the preset."""
-    return f"q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}"
+    schema = "" if config.claim_schema == "paper" else f", claim_schema={config.claim_schema}"
+    return f"q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}{schema}"
 
 
 def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) -> int:
@@ -228,6 +229,7 @@ def _equilibrium(args: argparse.Namespace) -> int:
         proposer_best_response,
         validator_best_response,
     )
+    from eq_env.exchange_audit.schema import get_schema
 
     config = config_from_args(args, ExchangeAuditConfig)
     proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
@@ -238,7 +240,8 @@ def _equilibrium(args: argparse.Namespace) -> int:
     print()
     print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
                                   seed=args.seed, progress=None).summary())  # fmt: skip
-    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
+    pool = len(get_schema(config.claim_schema).checkable)
+    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1, pool=pool)
     if math.isinf(q_star):
         eq3 = "eq. 3 never deters a one-claim lie (no q up to 1 does)"
     elif q_star == 0:

@@ -610,13 +610,16 @@ def game_threshold(config: ExchangeAuditConfig) -> float:
     return max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
 
 
-def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0) -> float:
+def analytic_threshold(
+    V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0, pool: int = 4
+) -> float:
     """Eq. 3's smallest q deterring a misreport with ``lies`` false claims: (V + ΔC) / ((V + L)·π).
 
-    π is the chance an audit checks at least one of the false claims. Returns inf when no q ≤ 1
-    deters it (π too small), and 0 when misreporting never pays.
+    π is the chance an audit checking ``checks`` of the ``pool`` checkable claims (the paper's four, or a claim
+    schema's pool) checks at least one of the false claims. Returns inf when no q ≤ 1 deters it (π too small),
+    and 0 when misreporting never pays.
     """
-    pi = detection_given_audit(lies, checks)
+    pi = detection_given_audit(lies, checks, pool)
     need = V + extra_cost
     if need <= 0:
         return 0.0

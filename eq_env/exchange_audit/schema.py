@@ -98,7 +98,8 @@ Register it once, in Python, before building configurations that name it::
         "net_long", net_long, "your true net delta is not negative", required=True, audit_cost=0.01,
         sincere=lambda p: p.net_delta >= 0.0, favourable=lambda p: True))))
 
-    env = exchange_audit_v0.env(claim_schema="long_only")
+    from eq_env import exchange_audit_v0
+    env = exchange_audit_v0.env(claim_schema="long_only")  # or ExchangeAuditConfig(claim_schema="long_only")
 
 Functions given to a claim type must work on numpy arrays as well as on scalars (use comparisons,
 arithmetic and ``np.logical_*``, not ``and``/``or``/``if``): the batch engine calls them on whole
