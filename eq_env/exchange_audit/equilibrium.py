@@ -610,9 +610,7 @@ def game_threshold(config: ExchangeAuditConfig) -> float:
     return max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
 
 
-def analytic_threshold(
-    V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0, pool: int = 4
-) -> float:
+def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0, pool: int = 4) -> float:
     """Eq. 3's smallest q deterring a misreport with ``lies`` false claims: (V + ΔC) / ((V + L)·π).
 
     π is the chance an audit checking ``checks`` of the ``pool`` checkable claims (the paper's four, or a claim
