@@ -353,6 +353,7 @@ def test_the_proposer_view_acts_in_the_rich_artifact_space() -> None:
     assert discrete.action_space.n == 5832 and discrete.action_masks().shape == (5832,)
 
 
+@pytest.mark.slow  # (over 0.5 s: importing Stable-Baselines3)
 def test_the_vectorised_environments_refuse_another_schema_naming_it() -> None:
     from eq_env.exchange_audit.vector import ProposerVecEnv
 
@@ -419,6 +420,12 @@ def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_p
     env.step(make_policy("honest", "proposer").act(env.observe("proposer_0")))
     validator = render_validator_prompt(env.game.validator_view)[1]["content"]
     assert "hedge_covers=" in validator and "risk_interval=" in validator and '"claim_schema": "rich"' in validator
+    from agents.exchange_audit.scripts import view_from_observation  # (the scripted test server reads it back)
+
+    shown = json.loads(validator.split("<observation>")[1].split("</observation>")[0])
+    back = view_from_observation(shown, env.game.validator_view.submission.artifact.text)
+    assert back.submission.artifact.claims == env.game.validator_view.submission.artifact.claims
+    assert back.public == env.game.validator_view.public
 
 
 # ---------------------------------------------------------------------------
