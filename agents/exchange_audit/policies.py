@@ -29,6 +29,7 @@ from agents.exchange_audit.schema import (
     VALIDATOR_SCHEMA,
     parse_proposer_reply,
     parse_validator_reply,
+    proposer_schema,
 )
 from agents.llm import LLMPolicy, template, template_digest, template_versions
 from eq_env.exchange_audit.game import (
@@ -44,6 +45,7 @@ from eq_env.exchange_audit.game import (
     ValidatorView,
     rule_decision,
 )
+from eq_env.exchange_audit.schema import get_schema
 from eq_env.exchange_audit.spaces import (
     decode_proposer_observation,
     decode_validator_observation,
@@ -75,12 +77,16 @@ def _json_block(data: Any) -> str:
 
 
 def _public_dict(pub: PublicInfo) -> dict[str, Any]:
-    return {k: getattr(pub, k) for k in PublicInfo.__dataclass_fields__}
+    out = {k: getattr(pub, k) for k in PublicInfo.__dataclass_fields__}
+    if pub.claim_schema == "paper":
+        del out["claim_schema"]  # (the paper's prompts: as they were before claim schemas)
+    return out
 
 
 def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict[str, str]]:
-    """The chat messages a proposer observation becomes."""
+    """The chat messages a proposer observation becomes (its claims those of the view's claim schema)."""
     pub = view.public
+    claims = get_schema(pub.claim_schema)
     known = ""
     if view.known_compliant is not None:
         known = (
@@ -116,25 +122,36 @@ def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict
         checks_per_audit=pub.checks_per_audit,
         L=f"{pub.L:g}",
         max_words=pub.max_words,
-        schema=_PROPOSER_SCHEMA_TEXT,
+        schema=_PROPOSER_SCHEMA_TEXT if pub.claim_schema == "paper" else json.dumps(proposer_schema(pub.claim_schema)),
         observation_json=_json_block(observation),
+        # the claims, the audit's pool and the required claims, from the claim schema
+        audit_pool=claims.pool_text(),
+        required_claims=claims.required_text(),
+        claim_lines=claims.prompt_lines(),
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def _claims_dict(claims: Claims) -> dict[str, Any]:
+def _claims_dict(claims: Claims, claim_schema: str = "paper") -> dict[str, Any]:
     out: dict[str, Any] = {n: getattr(claims, n) for n in CLAIM_TYPES}
     if claims.intent is not None:  # HEDGE is 0: test for None, not truth
         out["intent"] = claims.intent.name
+    if claim_schema != "paper":  # a claim schema's own claims, null where not made
+        made = dict(claims.extra)
+        out.update({c.name: None if c.name not in made else c.to_json(made[c.name])
+                    for c in get_schema(claim_schema).extra})  # fmt: skip
     return out
 
 
-def _claims_line(claims: Claims) -> str:
+def _claims_line(claims: Claims, claim_schema: str = "paper") -> str:
     made = []
     for name in CLAIM_TYPES:
         value = getattr(claims, name)
         if value is not None:
             made.append(f"{name}={value.name if hasattr(value, 'name') else json.dumps(value)}")
+    if claim_schema != "paper":
+        by_name = get_schema(claim_schema).by_name
+        made += [f"{name}={json.dumps(by_name[name].to_json(value))}" for name, value in claims.extra]
     return ", ".join(made) or "none"
 
 
@@ -160,7 +177,7 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
         "submission": {
             "action": sub.action.name,
             "proposal": {"intent": p.intent.name, "risk": p.risk, "net_delta": p.net_delta, "hedge_size": p.hedge_size},
-            "claims": _claims_dict(sub.artifact.claims),
+            "claims": _claims_dict(sub.artifact.claims, pub.claim_schema),
             "words": sub.artifact.words,
             "tokens": sub.artifact.tokens,
             # the text is not repeated here: it appears once, fenced as untrusted data
@@ -175,7 +192,7 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
         reported_risk=f"{p.risk:.4f}",
         reported_net_delta=f"{p.net_delta:+.4f}",
         reported_hedge_size=f"{p.hedge_size:.4f}",
-        claims=_claims_line(sub.artifact.claims),
+        claims=_claims_line(sub.artifact.claims, pub.claim_schema),
         words=sub.artifact.words,
         text=text or "(no text)",
         audit=_audit_lines(view),
@@ -199,7 +216,9 @@ def prompt_variants(role: str = "proposer") -> list[str]:
 
 # The templates' texts from before results were keyed by digest: keyed without one, so that the runs recorded
 # with them keep their keys (as a configuration field at its default is left out of a configuration's key).
-_UNDIGESTED = {("proposer", "v1"): "ef61b2985df95511", ("validator", "v1"): "cef4660c4dbb4537"}
+# (proposer v1 since claim schemas: its claim lines are placeholders that render the same text for the paper's
+# schema, pinned by tests/exchange_audit/golden/claim_schema_paper.json.)
+_UNDIGESTED = {("proposer", "v1"): "ec15c571ef0564b4", ("validator", "v1"): "cef4660c4dbb4537"}
 
 
 class _ExchangeAuditLLM(LLMPolicy):
@@ -265,10 +284,11 @@ class LLMProposer(_ExchangeAuditLLM):
         def parse(c: Any) -> Submission:
             # the artifact costs its completion tokens, capped by what the action space admits
             tokens = min(c.completion_tokens, pub.max_artifact_tokens)
-            return parse_proposer_reply(c.content, pub.max_words, pub.max_text_chars, tokens=tokens)
+            return parse_proposer_reply(c.content, pub.max_words, pub.max_text_chars, tokens=tokens,
+                                        claim_schema=pub.claim_schema)  # fmt: skip
 
-        sub, info = await self._ask(render_proposer_prompt(view, self.prompt_version), "proposal", PROPOSER_SCHEMA,
-                                    parse)  # fmt: skip
+        sub, info = await self._ask(render_proposer_prompt(view, self.prompt_version), "proposal",
+                                    proposer_schema(pub.claim_schema), parse)  # fmt: skip
         if sub is None:  # the documented fallback
             sub = Submission(ProposerAction.NO_TRADE, view.observed_proposal, Artifact())
         if self.strip:
@@ -277,8 +297,9 @@ class LLMProposer(_ExchangeAuditLLM):
         return sub, info
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        sub, info = await self.submission(decode_proposer_observation(observation))
-        return encode_submission(sub), info
+        view = decode_proposer_observation(observation)
+        sub, info = await self.submission(view)
+        return encode_submission(sub, view.public.claim_schema), info
 
 
 class LLMValidator(_ExchangeAuditLLM):

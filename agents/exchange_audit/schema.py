@@ -9,6 +9,10 @@ The proposer answers with one JSON object::
      "text": "..."}
 
 and the validator with ``{"decision": "APPROVE" | "BLOCK", "reason": "..."}``.
+Under a claim schema other than the paper's (:mod:`eq_env.exchange_audit.schema`)
+the ``claims`` object has one more property per claim the schema adds (its
+type from the claim's kind: a boolean, a number within its bounds, or one of
+its labels; null when not made): :func:`proposer_schema` derives it.
 The bounds of every number are those of the action space
 (:data:`eq_env.exchange_audit.spaces.NUMBER_BOUNDS`), so a reply that parses
 is an action the environment accepts. :class:`~agents.replies.ReplyError` says
@@ -18,6 +22,7 @@ the model when they ask again.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agents.replies import ReplyError, checked_reply, extract_json
@@ -31,6 +36,7 @@ from eq_env.exchange_audit.game import (
     make_artifact,
     truncate_words,
 )
+from eq_env.exchange_audit.schema import get_schema
 from eq_env.exchange_audit.spaces import (
     CLAIM_VALUE_BOUNDS,
     CLAIM_VALUE_NAMES,
@@ -48,6 +54,7 @@ __all__ = [
     "extract_json",
     "parse_proposer_reply",
     "parse_validator_reply",
+    "proposer_schema",
 ]
 
 
@@ -56,13 +63,13 @@ def _number(low: float, high: float, nullable: bool = False) -> dict[str, Any]:
     return {"type": kind, "minimum": low, "maximum": high}
 
 
-def _proposer_schema() -> dict[str, Any]:
+def _proposer_schema(claim_schema: str = "paper") -> dict[str, Any]:
     low, high = (b.tolist() for b in NUMBER_BOUNDS)
     clow, chigh = (b.tolist() for b in CLAIM_VALUE_BOUNDS)
     intents = [i.name for i in Intent]
     proposal = {name: _number(low[i], high[i]) for i, name in enumerate(NUMBER_NAMES)}
     claim_values = {name: _number(clow[i], chigh[i], nullable=True) for i, name in enumerate(CLAIM_VALUE_NAMES)}
-    return {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "action": {"type": "string", "enum": [a.name for a in reversed(ProposerAction)]},
@@ -88,6 +95,22 @@ def _proposer_schema() -> dict[str, Any]:
         "required": ["action", "proposal", "claims", "text"],
         "additionalProperties": False,
     }
+    # a claim schema's own claims, after the paper's (their properties derived from each claim's kind)
+    extra = get_schema(claim_schema).extra
+    schema["properties"]["claims"]["properties"].update({c.name: c.json_schema() for c in extra})
+    schema["properties"]["claims"]["required"] += [c.name for c in extra]
+    return schema
+
+
+@functools.lru_cache(maxsize=16)
+def _proposer_schema_cached(claim_schema: str) -> dict[str, Any]:
+    return _proposer_schema(claim_schema)
+
+
+def proposer_schema(claim_schema: str = "paper") -> dict[str, Any]:
+    """The proposer's reply schema under the registered claim schema ``claim_schema`` (the same object every call:
+    do not modify it)."""
+    return PROPOSER_SCHEMA if claim_schema == "paper" else _proposer_schema_cached(claim_schema)
 
 
 PROPOSER_SCHEMA: dict[str, Any] = _proposer_schema()
@@ -110,22 +133,32 @@ def clean_text(text: str, max_words: int, max_chars: int) -> str:
     return truncate_words(text, max_words)[:max_chars]
 
 
-def claims_from_json(c: dict[str, Any]) -> Claims:
-    """The :class:`Claims` of a schema-valid ``claims`` object (null: a claim not made)."""
+def claims_from_json(c: dict[str, Any], claim_schema: str = "paper") -> Claims:
+    """The :class:`Claims` of a schema-valid ``claims`` object (null: a claim not made); ``claim_schema``: the
+    registered claim schema whose own claims it may hold too."""
+    extra = tuple(
+        (claim.name, claim.from_json(c[claim.name]))
+        for claim in get_schema(claim_schema).extra
+        if c.get(claim.name) is not None
+    )
     return Claims(
         intent=None if c["intent"] is None else Intent[c["intent"]],
         risk_within_limit=c["risk_within_limit"],
         net_delta_bounded=c["net_delta_bounded"],
         risk_metric=c["risk_metric"],
         confidence=c["confidence"],
+        extra=extra,
     )
 
 
-def parse_proposer_reply(reply: str, max_words: int, max_chars: int, tokens: int = 0) -> Submission:
-    """The :class:`Submission` a proposer reply encodes (its text cleaned by :func:`clean_text`)."""
-    data = checked_reply(reply, PROPOSER_SCHEMA)
+def parse_proposer_reply(
+    reply: str, max_words: int, max_chars: int, tokens: int = 0, claim_schema: str = "paper"
+) -> Submission:
+    """The :class:`Submission` a proposer reply encodes (its text cleaned by :func:`clean_text`), under the
+    registered claim schema ``claim_schema``."""
+    data = checked_reply(reply, proposer_schema(claim_schema))
     p = data["proposal"]
-    claims = claims_from_json(data["claims"])
+    claims = claims_from_json(data["claims"], claim_schema)
     return Submission(
         ProposerAction[data["action"]],
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),

@@ -80,7 +80,7 @@ def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
     fenced apart in the prompt, not in the observation: pass it from :func:`text_in`)."""
     sub, audit = obs["submission"], obs["audit"]
     p = sub["proposal"]
-    claims = claims_from_json(sub["claims"])
+    claims = claims_from_json(sub["claims"], obs["public"].get("claim_schema", "paper"))
     submission = Submission(
         ProposerAction[sub["action"]],
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),

@@ -37,8 +37,8 @@ from eq_env.core.report import from_json_number, json_number
 from eq_env.exchange_audit.batch import ProposerBatch, SubmissionBatch, ValidatorBatch
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
-    ARTIFACT_NVEC,
     all_artifacts,
+    artifact_nvec,
     artifact_submission,
     artifact_submissions,
     proposer_features,
@@ -102,16 +102,19 @@ class SB3Policy:
         action, _ = self.model.predict(features, deterministic=self.deterministic)
         return np.asarray(action)
 
-    def _choices(self, actions: np.ndarray) -> np.ndarray:
+    def _choices(self, actions: np.ndarray, claim_schema: str = "paper") -> np.ndarray:
+        """The artifact choices of the model's actions (a claim schema's space has a component per claim it adds)."""
         if self.encoding == "discrete":
-            return _ARTIFACTS[actions.reshape(-1).astype(np.int64)]
-        return actions.reshape(-1, len(ARTIFACT_NVEC)).astype(np.int64)
+            artifacts = _ARTIFACTS if claim_schema == "paper" else all_artifacts(claim_schema)
+            return artifacts[actions.reshape(-1).astype(np.int64)]  # type: ignore[no-any-return]
+        return actions.reshape(-1, len(artifact_nvec(claim_schema))).astype(np.int64)
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         if self.role == "proposer":
             view = decode_proposer_observation(observation)
-            choices = self._choices(self._predict(proposer_features(view)[None, :]))[0]
-            return encode_submission(artifact_submission(view, choices))
+            schema = view.public.claim_schema
+            choices = self._choices(self._predict(proposer_features(view)[None, :]), schema)[0]
+            return encode_submission(artifact_submission(view, choices), schema)
         decision = int(self._predict(validator_features(decode_validator_observation(observation))[None, :])[0])
         return decision if observation["action_mask"][decision] else 0
 
@@ -119,7 +122,7 @@ class SB3Policy:
         if self.role == "proposer":
             assert isinstance(views, ProposerBatch)
             out: SubmissionBatch = artifact_submissions(
-                views, self._choices(self._predict(proposer_features_batch(views)))
+                views, self._choices(self._predict(proposer_features_batch(views)), views.config.claim_schema)
             )
             return out
         assert isinstance(views, ValidatorBatch)

@@ -27,6 +27,14 @@ Validators: :class:`RuleValidator` (the paper's rule engine),
 of the typed claims, :func:`read_text`; for the free-text regime),
 :class:`AlwaysApprove`, :class:`AlwaysBlock`.
 
+Under a claim schema other than the paper's (``claim_schema``, read from the
+observation), the proposers state the claims it adds through the schema's own
+hooks (:mod:`eq_env.exchange_audit.schema`): the honest proposer sincerely,
+from its observation; the strategic proposer's lie favourably, about the
+position it reports (a consistent story), and its payoff trigger counts a lie
+among them when the claim fails on its belief (its observation, and what it
+knows of its compliance), against the schema's audit pool.
+
 Every policy acts on the environment's observation dict and returns an
 action dict, through the same interface as LLM and RL policies. Each also
 acts in bulk (``act_batch``) for the batch engine
@@ -41,7 +49,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -56,7 +64,7 @@ from eq_env.exchange_audit.batch import (
     rule_decision_batch,
     rule_signals,
 )
-from eq_env.exchange_audit.features import shaded_numbers
+from eq_env.exchange_audit.features import observed_position, shaded_numbers
 from eq_env.exchange_audit.game import (
     Artifact,
     AuditOutcome,
@@ -73,6 +81,7 @@ from eq_env.exchange_audit.game import (
     normal_cdf,
     rule_decision,
 )
+from eq_env.exchange_audit.schema import ClaimSchema, Position, get_schema
 from eq_env.exchange_audit.spaces import (
     decode_proposer_observation,
     decode_validator_observation,
@@ -125,6 +134,35 @@ def _explanation(intent: int, risk: float, risk_limit: float, net_delta: float, 
     while len(base) < words:
         base.extend(_FILLER[: words - len(base)])
     return " ".join(base[:words])
+
+
+class _Believed(NamedTuple):
+    """The state as a proposer believes it (its observation, and what it knows of its compliance): what a claim's
+    check is evaluated on to tell whether stating it would be a lie. Scalars or arrays alike."""
+
+    intent: Any
+    risk_limit: Any
+    delta_limit: Any
+    true_risk: Any
+    true_net_delta: Any
+    hedge_size: Any
+    risk_within_limit: Any
+    net_delta_bounded: Any
+
+
+def _schema_lies(schema: ClaimSchema, believed: _Believed, stated: Mapping[str, Any]) -> Any:
+    """How many of the schema's own checkable claims ``stated`` (name → value; arrays with NaN where not made)
+    would fail on ``believed``."""
+    lies: Any = 0
+    for claim in schema.stated:
+        if claim.checkable and claim.name in stated:
+            value = stated[claim.name]
+            holds = claim.check(value, believed)
+            if isinstance(value, np.ndarray):
+                lies = lies + (~np.isnan(value) & ~np.asarray(holds, dtype=bool)).astype(np.int64)
+            else:
+                lies += int(not bool(holds))
+    return lies
 
 
 _INTENT_WORDS = tuple(i.name.lower() for i in Intent)
@@ -230,7 +268,9 @@ class HonestProposer(BasePolicy):
             net_delta_bounded=delta_ok,
             risk_metric=min(view.observed_risk, 4.0),
             confidence=self.confidence(view, risk_ok, delta_ok),
-        )
+            extra=() if view.public.claim_schema == "paper" else
+            get_schema(view.public.claim_schema).sincere_claims(observed_position(view)),
+        )  # fmt: skip
         words = min(self.words, view.public.max_words)
         text = _fitting(explanation_text(view, proposal, believed, words), view)
         artifact = Artifact(claims, text, words, estimated_tokens(words))
@@ -240,7 +280,8 @@ class HonestProposer(BasePolicy):
         return Submission(action, proposal, artifact)
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        return encode_submission(self.submission(decode_proposer_observation(observation)))
+        view = decode_proposer_observation(observation)
+        return encode_submission(self.submission(view), view.public.claim_schema)
 
     # -- in bulk (the batch engine) ------------------------------------------
     def beliefs_batch(self, v: ProposerBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -258,6 +299,14 @@ class HonestProposer(BasePolicy):
         words = np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)
         texts = (_explanations(v, v.intent, v.observed_risk, v.observed_net_delta, risk_ok & delta_ok, words)
                  if v.with_texts else None)  # fmt: skip
+        extra: dict[str, np.ndarray] = {}
+        if v.config.claim_schema != "paper":
+            position = Position(v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit,
+                                v.delta_limit)  # fmt: skip
+            for claim in get_schema(v.config.claim_schema).stated:
+                assert claim.sincere is not None
+                values = claim.policy_value(np.broadcast_to(claim.sincere(position), (v.n,)))
+                extra[claim.name] = np.where(explain, values, np.nan)
         return SubmissionBatch(
             request=request,
             reported_intent=v.intent,
@@ -272,6 +321,7 @@ class HonestProposer(BasePolicy):
             words=words,
             tokens=estimated_tokens(words),
             texts=texts,
+            extra_claims=extra,
         )
 
 
@@ -301,6 +351,7 @@ class SilentProposer(HonestProposer):
         honest.words = np.zeros(v.n, dtype=np.int64)
         honest.tokens = np.zeros(v.n, dtype=np.int64)
         honest.texts = [""] * v.n if v.with_texts else None
+        honest.extra_claims = {}
         return honest
 
 
@@ -356,13 +407,21 @@ class StrategicProposer(HonestProposer):
         if self.truthful_claims:
             return 0
         risk_ok, delta_ok = self.beliefs(view)
-        return int(view.intent is not Intent.HEDGE) + int(not risk_ok) + int(not delta_ok)
+        lies = int(view.intent is not Intent.HEDGE) + int(not risk_ok) + int(not delta_ok)
+        if view.public.claim_schema != "paper":
+            pub = view.public
+            believed = _Believed(view.intent, pub.risk_limit, pub.delta_limit, view.observed_risk,
+                                 view.observed_net_delta, view.observed_hedge_size, risk_ok, delta_ok)  # fmt: skip
+            lie = self.lie(view).artifact.claims
+            lies += _schema_lies(get_schema(pub.claim_schema), believed, dict(lie.extra))
+        return lies
 
     def detection_probability(self, view: ProposerView) -> float:
         """P(audited and a lied claim is among the checked ones)."""
         pub = view.public
         k = self.lied_claims(view)
-        return 0.0 if k == 0 else pub.q * (1.0 - detection_miss_table(pub.checks_per_audit)[k])
+        pool = 4 if pub.claim_schema == "paper" else len(get_schema(pub.claim_schema).checkable)
+        return 0.0 if k == 0 else pub.q * (1.0 - detection_miss_table(pub.checks_per_audit, pool)[k])
 
     def lie_pays(self, view: ProposerView) -> bool:
         pub = view.public
@@ -380,7 +439,10 @@ class StrategicProposer(HonestProposer):
         if self.truthful_claims:
             claims = (honest or HonestProposer.submission(self, view)).artifact.claims
         else:
-            claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0)
+            extra = () if pub.claim_schema == "paper" else get_schema(pub.claim_schema).favourable_claims(
+                Position(int(Intent.HEDGE), proposal.risk, proposal.net_delta, proposal.hedge_size, pub.risk_limit,
+                         pub.delta_limit))  # fmt: skip
+            claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0, extra=extra)
         words = min(self.words, pub.max_words)
         text = _fitting(explanation_text(view, proposal, True, words), view)
         artifact = Artifact(claims, text, words, estimated_tokens(words))
@@ -399,6 +461,16 @@ class StrategicProposer(HonestProposer):
         honest = super().act_batch(v)
         risk_ok, delta_ok = self.beliefs_batch(v)
         cfg = v.config
+        lie_risk, lie_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
+                                             cfg.safe_margin)  # fmt: skip
+        schema = get_schema(cfg.claim_schema)
+        lie_extra: dict[str, np.ndarray] = {}
+        if not schema.is_paper and not self.truthful_claims:  # the lie's own claims: favourable, about what it reports
+            told = Position(np.zeros(v.n, dtype=np.int8), lie_risk, lie_delta, v.observed_hedge_size, v.risk_limit,
+                            v.delta_limit)  # fmt: skip
+            for claim in schema.stated:
+                assert claim.favourable is not None
+                lie_extra[claim.name] = claim.policy_value(np.broadcast_to(claim.favourable(told), (v.n,)))
         if self.trigger == "probability":
             lying = u < self.p
         else:
@@ -407,12 +479,14 @@ class StrategicProposer(HonestProposer):
                 if self.truthful_claims
                 else (v.intent != HEDGE).astype(np.int64) + ~risk_ok + ~delta_ok
             )
-            miss = np.array(detection_miss_table(cfg.checks_per_audit))[lies]
+            if lie_extra:
+                believed = _Believed(v.intent, v.risk_limit, v.delta_limit, v.observed_risk, v.observed_net_delta,
+                                     v.observed_hedge_size, risk_ok, delta_ok)  # fmt: skip
+                lies = lies + np.asarray(_schema_lies(schema, believed, lie_extra), dtype=np.int64)
+            miss = np.array(detection_miss_table(cfg.checks_per_audit, len(schema.checkable)))[lies]
             p_detect = np.where((lies == 0) | (cfg.checks_per_audit <= 0), 0.0, cfg.q * (1.0 - miss))
             lying = ((1.0 - cfg.q) * cfg.V - p_detect * cfg.L) > cfg.no_trade_payoff
         lying = lying & ~(risk_ok & delta_ok)
-        lie_risk, lie_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
-                                             cfg.safe_margin)  # fmt: skip
         if not self.truthful_claims:
             one = np.int8(1)
             honest.claim_intent = np.where(lying, HEDGE, honest.claim_intent).astype(np.int8)
@@ -422,6 +496,9 @@ class StrategicProposer(HonestProposer):
             honest.claim_intent = np.where(lying, v.intent, honest.claim_intent).astype(np.int8)
             honest.claim_risk_within_limit = np.where(lying, risk_ok, honest.claim_risk_within_limit).astype(np.int8)
             honest.claim_net_delta_bounded = np.where(lying, delta_ok, honest.claim_net_delta_bounded).astype(np.int8)
+        if lie_extra:  # (truthful claims: the honest ones, which it states on every episode already)
+            honest.extra_claims = {name: np.where(lying, lie_extra[name], honest.extra_claims[name])
+                                   for name in honest.extra_claims}  # fmt: skip
         honest.claim_risk_metric = honest.claim_risk_metric | lying
         honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
         honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)

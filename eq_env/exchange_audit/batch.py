@@ -22,13 +22,19 @@ text itself unless a validator reads it: for a validator whose class sets
 
 The free-text regimes (``config.regime``, :func:`~eq_env.exchange_audit.game.withhold`) apply to the
 submissions before the audit and the validator see them (:func:`withhold_batch`), as the game does.
+
+Claim schemas (:mod:`eq_env.exchange_audit.schema`): the claims a schema adds
+ride in ``SubmissionBatch.extra_claims`` (name → float64 column, NaN where
+not made, a bool as 1/0); the audit checks the schema's pool with its
+declared checks on whole columns, and ``audit_checked`` has a column per
+claim of the pool.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -43,6 +49,7 @@ from eq_env.exchange_audit.game import (
     HEDGE_DELTA_SD,
     HEDGE_HEDGE_SIZE,
     HEDGE_RISK,
+    N_AUDIT_UNIFORMS,
     SPECULATE_DELTA_MAX,
     SPECULATE_DELTA_MEAN,
     SPECULATE_DELTA_SD,
@@ -52,6 +59,7 @@ from eq_env.exchange_audit.game import (
     DrawStream,
     Intent,
 )
+from eq_env.exchange_audit.schema import ClaimSchema, get_schema
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
 
 __all__ = [
@@ -98,6 +106,7 @@ class Nature:
     observed_hedge_size: np.ndarray
     audit_u: np.ndarray  # (n, 5)
     check_u: np.ndarray | None = None  # (n, 4): noisy audits' check uniforms (DrawStream.check_noise), else None
+    claim_u: np.ndarray | None = None  # (n, pool - 4): a claim schema's further audit keys (DrawStream.claim_keys)
 
     @property
     def n(self) -> int:
@@ -121,10 +130,17 @@ def _uniform(lo: float, hi: float, u: np.ndarray) -> np.ndarray:
 
 
 def sample_nature(
-    config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray, c: np.ndarray | None = None
+    config: ExchangeAuditConfig,
+    u: np.ndarray,
+    z: np.ndarray,
+    a: np.ndarray,
+    c: np.ndarray | None = None,
+    k: np.ndarray | None = None,
 ) -> Nature:
     """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws (``c``: the
-    check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.game.DrawStream.check_noise`)."""
+    check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.game.DrawStream.check_noise`; ``k``: the
+    claim keys of a schema whose pool exceeds four claims,
+    :meth:`~eq_env.exchange_audit.game.DrawStream.claim_keys`)."""
     dl = config.delta_limit
     ambiguous = u[:, 0] < config.ambiguous_rate
     risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[:, 1]
@@ -164,15 +180,25 @@ def sample_nature(
         observed_hedge_size=np.maximum(0.0, hedge + sd * z[:, 3]),
         audit_u=a,
         check_u=c,
+        claim_u=k,
     )
 
 
+def claim_keys_per_episode(config: ExchangeAuditConfig) -> int:
+    """The claim keys an episode of ``config`` needs: its schema's pool beyond the four audit keys (0: none)."""
+    if config.claim_schema == "paper":
+        return 0
+    return max(0, len(get_schema(config.claim_schema).checkable) - (N_AUDIT_UNIFORMS - 1))
+
+
 def draw_nature(config: ExchangeAuditConfig, stream: DrawStream, n: int) -> Nature:
-    """The next ``n`` episodes of ``stream``, with their check uniforms when ``config``'s audits are noisy."""
+    """The next ``n`` episodes of ``stream``, with their check uniforms when ``config``'s audits are noisy (and
+    their claim keys when its claim schema's pool exceeds four claims)."""
     first = stream.episodes_drawn
     draws = stream.batch(n)
     check = stream.check_noise(first, n) if config.noisy_audits else None
-    return sample_nature(config, *draws, check)
+    keys = claim_keys_per_episode(config)
+    return sample_nature(config, *draws, check, stream.claim_keys(first, n, keys) if keys else None)
 
 
 # ---------------------------------------------------------------------------
@@ -218,22 +244,27 @@ class SubmissionBatch:
     words: np.ndarray  # int64
     tokens: np.ndarray  # int64, the artifact's declared size in tokens
     texts: list[str] | None = None  # the free texts as sent, when asked for (ProposerBatch.with_texts)
+    # a claim schema's own claims: name -> float64 column, NaN where not made (a bool as 1/0, an enum's index)
+    extra_claims: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def any_claim(self) -> np.ndarray:
-        return (
+        out = (
             (self.claim_intent != ABSENT)
             | (self.claim_risk_within_limit != ABSENT)
             | (self.claim_net_delta_bounded != ABSENT)
             | self.claim_risk_metric
             | (self.claim_confidence != ABSENT)
         )
+        for values in self.extra_claims.values():
+            out = out | ~np.isnan(values)
+        return out
 
 
 @dataclass
 class AuditBatch:
     outcome: np.ndarray  # int8, AuditOutcome codes
-    checked: np.ndarray  # (n, 4) bool over CHECKABLE_CLAIMS
+    checked: np.ndarray  # (n, 4) bool over CHECKABLE_CLAIMS (a claim schema: over its pool)
     failed: np.ndarray  # (n, 4) bool
     revealed_compliant: np.ndarray  # int8: -1 not revealed, else 0/1
 
@@ -306,8 +337,14 @@ def withhold_batch(sub: SubmissionBatch, config: ExchangeAuditConfig) -> Submiss
 # ---------------------------------------------------------------------------
 # The audit, the rule and the payoffs, in bulk
 # ---------------------------------------------------------------------------
-def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig) -> AuditBatch:
-    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays."""
+def run_audit_batch(
+    sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, checks: np.ndarray | None = None
+) -> AuditBatch:
+    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays. ``checks`` (a claim schema other than the paper's
+    only): the pool's claims every conclusive audit checks, given rather than sampled from the audit keys (the
+    best-response search's audit scenarios)."""
+    if config.claim_schema != "paper":
+        return _schema_audit_batch(sub, nature, config, get_schema(config.claim_schema), checks)
     n = nature.n
     a = nature.audit_u
     audited = a[:, 0] < config.q
@@ -356,16 +393,113 @@ def run_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditC
     return AuditBatch(outcome=outcome, checked=checked, failed=failed, revealed_compliant=revealed)
 
 
-def skipped_audits(n: int) -> AuditBatch:
-    """``n`` audits that did not run (or, delayed, whose result the validator does not have yet)."""
-    zeros = np.zeros((n, 4), dtype=bool)
+def claim_columns(sub: SubmissionBatch, schema: ClaimSchema) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per claim of ``schema``: (made, value) columns. The paper's claims from their codes (``intent``: its code;
+    a bool: 1/0; ``confidence``: 1 where valid — the batch keeps no more of it), the schema's own from
+    ``extra_claims`` (a claim missing there is never made)."""
+    cols = {
+        "intent": (sub.claim_intent != ABSENT, sub.claim_intent),
+        "risk_within_limit": (sub.claim_risk_within_limit != ABSENT, sub.claim_risk_within_limit),
+        "net_delta_bounded": (sub.claim_net_delta_bounded != ABSENT, sub.claim_net_delta_bounded),
+        "risk_metric": (sub.claim_risk_metric, sub.claim_risk_metric),
+        "confidence": (sub.claim_confidence != ABSENT, sub.claim_confidence),
+    }
+    unknown = sorted(set(sub.extra_claims) - set(schema.names))
+    if unknown:
+        raise ValueError(f"the {schema.name!r} claim schema has no claim {unknown[0]!r} (SubmissionBatch.extra_claims)")
+    nothing = np.full(len(sub.request), np.nan)
+    for claim in schema.extra:
+        values = sub.extra_claims.get(claim.name, nothing)
+        cols[claim.name] = (~np.isnan(values), values)
+    return cols
+
+
+def _any_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix.any(axis=1)`` for a narrow boolean matrix, column by column (numpy's row reduction is slow)."""
+    out = np.zeros(len(matrix), dtype=bool)
+    for j in range(matrix.shape[1]):
+        out |= matrix[:, j]
+    return out
+
+
+def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, schema: ClaimSchema,
+                        checks: np.ndarray | None = None) -> AuditBatch:  # fmt: skip
+    """:func:`~eq_env.exchange_audit.game._schema_audit` for arrays: any schema's pool, required claims and checks."""
+    n = nature.n
+    a = nature.audit_u
+    pool = schema.checkable
+    size = len(pool)
+    audited = a[:, 0] < config.q
+    cols = claim_columns(sub, schema)
+    complete = np.ones(n, dtype=bool)
+    for name in schema.required:
+        complete &= cols[name][0]
+    k = config.checks_per_audit
+    inconclusive = audited & ((k <= 0) | ~complete)
+    runs = audited & ~inconclusive
+    if checks is not None:
+        checked = np.zeros((n, size), dtype=bool)
+        checked[:] = checks
+    elif k >= size:
+        checked = np.ones((n, size), dtype=bool)
+    elif k <= 0:
+        checked = np.zeros((n, size), dtype=bool)
+    else:
+        keys = a[:, 1 : 1 + min(size, N_AUDIT_UNIFORMS - 1)]
+        if size > keys.shape[1]:
+            if nature.claim_u is None or nature.claim_u.shape[1] != size - keys.shape[1]:
+                raise ValueError(f"an audit sampling from {size} claims needs the episodes' claim keys "
+                                 "(sample_nature's k, or draw_nature)")  # fmt: skip
+            keys = np.concatenate([keys, nature.claim_u], axis=1)
+        order = np.argsort(keys, axis=1, kind="stable")[:, :k]  # the k smallest keys, ties to the lower index
+        checked = np.zeros((n, size), dtype=bool)
+        np.put_along_axis(checked, order, True, axis=1)
+    checked &= runs[:, None]
+    made = [cols[name][0] for name in pool]
+    ok = np.ones((n, size), dtype=bool)
+    for j, name in enumerate(pool):
+        if name == "confidence":
+            ok[:, j] = sub.claim_confidence != 0  # (the batch keeps only the confidence's validity)
+        else:
+            truth = schema.by_name[name].check(cols[name][1], nature)
+            ok[:, j] = ~made[j] | np.asarray(truth, dtype=bool)  # a claim not made is no lie
+    compliant = nature.compliant
+    if config.noisy_audits:
+        if nature.check_u is None:
+            raise ValueError("noisy audits need the episodes' check uniforms (sample_nature's c, or draw_nature)")
+        flipped = np.zeros((n, size), dtype=bool)
+        for j, name in enumerate(pool):
+            if name in CHECKABLE_CLAIMS:  # (a schema's own claims: no noise)
+                i = CHECKABLE_CLAIMS.index(name)
+                rate = np.where(ok[:, j], config.false_fail_rates[i], config.miss_rates[i])
+                flipped[:, j] = checked[:, j] & made[j] & (nature.check_u[:, i] < rate)
+        ok = ok != flipped
+        flip = dict(zip(pool, flipped.T, strict=True))
+        no_flip = np.zeros(n, dtype=bool)
+        compliant = (nature.risk_within_limit != flip.get("risk_within_limit", no_flip)) & (
+            nature.net_delta_bounded != flip.get("net_delta_bounded", no_flip)
+        )
+    failed = checked & ~ok
+    fail = _any_rows(failed)
+    outcome = np.full(n, AuditOutcome.SKIPPED, dtype=np.int8)
+    outcome[inconclusive] = AuditOutcome.INCONCLUSIVE
+    outcome[runs & fail] = AuditOutcome.FAIL
+    outcome[runs & ~fail] = AuditOutcome.PASS
+    revealed = np.where(runs, compliant, ABSENT).astype(np.int8)
+    return AuditBatch(outcome=outcome, checked=checked, failed=failed, revealed_compliant=revealed)
+
+
+def skipped_audits(n: int, pool: int = 4) -> AuditBatch:
+    """``n`` audits that did not run (or, delayed, whose result the validator does not have yet); ``pool``: the
+    claim schema's audit pool size."""
+    zeros = np.zeros((n, pool), dtype=bool)
     return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
                       np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
 
 
 def validator_audit(audit: AuditBatch, config: ExchangeAuditConfig) -> AuditBatch:
     """The audit as the validator sees it when deciding: not yet known when ``config.audit_delayed``."""
-    return skipped_audits(len(audit.outcome)) if config.audit_delayed else audit
+    return skipped_audits(len(audit.outcome), audit.checked.shape[1]) if config.audit_delayed else audit
 
 
 @dataclass(frozen=True)
@@ -380,13 +514,22 @@ class RuleSignals:
 
 def rule_signals(v: ValidatorBatch) -> RuleSignals:
     s, cfg = v.submissions, v.config
+    if cfg.claim_schema != "paper":
+        schema = get_schema(cfg.claim_schema)
+        cols = claim_columns(s, schema)
+        asserts = np.ones(len(s.request), dtype=bool)
+        for name in schema.required:
+            made, values = cols[name]
+            asserts &= made & np.asarray(schema.by_name[name].supports_approval(values, v), dtype=bool)
     return RuleSignals(
         comfortable=(s.reported_intent == HEDGE)
         & ((v.risk_limit - s.reported_risk) > cfg.safe_margin)
         & ((v.delta_limit - np.abs(s.reported_net_delta)) > cfg.safe_margin),
         within=(s.reported_risk <= v.risk_limit) & (np.abs(s.reported_net_delta) <= v.delta_limit),
         explained=s.any_claim | (s.words > 0),
-        asserts=(s.claim_intent == HEDGE) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1),
+        asserts=(s.claim_intent == HEDGE) & (s.claim_risk_within_limit == 1) & (s.claim_net_delta_bounded == 1)
+        if cfg.claim_schema == "paper"
+        else asserts,
     )
 
 
@@ -413,6 +556,13 @@ def payoffs_batch(
     proposer = proposer - config.alpha * (sub.tokens if config.cost_model == "tokens" else sub.words)
     proposer = np.where(audit.outcome == AuditOutcome.FAIL, proposer - config.L, proposer)
     validator = np.where(audit.audited, validator - config.audit_cost, validator)
+    if config.claim_schema != "paper":
+        schema = get_schema(config.claim_schema)
+        if schema.has_audit_costs:  # each checked claim's own cost, summed in the pool's order as the scalar code
+            extra = np.zeros(len(validator))
+            for j, cost in enumerate(schema.audit_costs):
+                extra = np.where(audit.checked[:, j], extra + cost, extra)
+            validator = np.where(_any_rows(audit.checked), validator - extra, validator)
     return proposer, validator
 
 
@@ -444,9 +594,12 @@ def proposer_batch(nature: Nature, config: ExchangeAuditConfig, *, with_texts: b
 
 
 def _chunk(
-    config: ExchangeAuditConfig, proposer: BatchProposer, validator: BatchValidator, draws: tuple[np.ndarray, ...]
+    config: ExchangeAuditConfig,
+    proposer: BatchProposer,
+    validator: BatchValidator,
+    draws: tuple[np.ndarray | None, ...],  # (u, z, a[, check uniforms or None[, claim keys]])
 ) -> dict[str, np.ndarray]:
-    nature = sample_nature(config, *draws)
+    nature = sample_nature(config, *draws)  # type: ignore[arg-type]  # (u, z, a are arrays; the rest may be None)
     views = proposer_batch(nature, config, with_texts=reads_text(validator))
     sub = withhold_batch(proposer.act_batch(views), config)
     audit = run_audit_batch(sub, nature, config)
@@ -459,10 +612,21 @@ def _chunk(
     proposer_payoff, validator_payoff = payoffs_batch(sub, approved, audit, compliant, config)
     return {
         **outcome_columns(nature, sub, audit, approved, compliant),
+        **extra_claim_columns(sub, config),
         "proposer_payoff": proposer_payoff,
         "validator_payoff": validator_payoff,
         "welfare": proposer_payoff + validator_payoff,
     }
+
+
+def extra_claim_columns(sub: SubmissionBatch, config: ExchangeAuditConfig) -> dict[str, np.ndarray]:
+    """A ``claim_<name>`` column per claim the configuration's schema adds (float64, NaN where not made); none
+    under the paper's schema."""
+    if config.claim_schema == "paper":
+        return {}
+    cols = claim_columns(sub, get_schema(config.claim_schema))
+    return {f"claim_{c.name}": np.where(cols[c.name][0], cols[c.name][1], np.nan)
+            for c in get_schema(config.claim_schema).extra}  # fmt: skip
 
 
 def outcome_columns(
@@ -544,28 +708,34 @@ def simulate(
     validator.reset(seed=policy_seed(seed, SEED_STREAMS["validator"]))
     stream = DrawStream(seed)
     parts: list[dict[str, np.ndarray]] = []
+    keys = claim_keys_per_episode(config)
     for start in range(0, episodes, chunk):
         n = min(chunk, episodes - start)
-        draws: tuple[np.ndarray, ...] = stream.batch(n)
-        if config.noisy_audits:
-            draws = (*draws, stream.check_noise(start, n))
+        draws: tuple[np.ndarray | None, ...] = stream.batch(n)
+        if config.noisy_audits or keys:
+            draws = (*draws, stream.check_noise(start, n) if config.noisy_audits else None)
+        if keys:
+            draws = (*draws, stream.claim_keys(start, n, keys))
         parts.append(_chunk(config, proposer, validator, draws))
     if not parts:
-        parts.append(_chunk(config, proposer, validator, (*stream.batch(0), stream.check_noise(0, 0))))
+        nothing = (*stream.batch(0), stream.check_noise(0, 0), stream.claim_keys(0, 0, keys) if keys else None)
+        parts.append(_chunk(config, proposer, validator, nothing))
     if len(parts) == 1:
         return parts[0]
     return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
 
-def detection_miss_table(checks: int) -> tuple[float, ...]:
-    """P(no lied claim is checked) for 0..4 lies among the four checkable claims, ``checks`` checked.
+def detection_miss_table(checks: int, pool: int = 4) -> tuple[float, ...]:
+    """P(no lied claim is checked) for 0..``pool`` lies among the ``pool`` checkable claims (the paper's
+    four, or a claim schema's pool), ``checks`` checked.
 
-    Entry ``k`` equals ``math.comb(4 - k, checks) / math.comb(4, checks)`` as the scalar
-    strategic proposer computes it (0 when ``checks`` exceeds ``4 - k``).
+    Entry ``k`` equals ``math.comb(pool - k, checks) / math.comb(pool, checks)`` as the scalar
+    strategic proposer computes it (0 when ``checks`` exceeds ``pool - k``).
     """
     if checks <= 0:
-        return (1.0,) * 5
-    return tuple(math.comb(4 - k, checks) / math.comb(4, checks) if checks <= 4 - k else 0.0 for k in range(5))
+        return (1.0,) * (pool + 1)
+    return tuple(math.comb(pool - k, checks) / math.comb(pool, checks) if checks <= pool - k else 0.0
+                 for k in range(pool + 1))  # fmt: skip
 
 
 def columns_equal(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> list[str]:

@@ -4,7 +4,8 @@
 ``selfplay`` (Stable-Baselines3), ``equilibrium`` (best responses) and
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
 audits), ``free-text`` (issue 14's free-text regime), ``inspection`` (issue 14's validator as a strategic
-auditor), ``sensitivity`` (the LLM proposer across prompt variants and models). :data:`COMMANDS` is what
+auditor), ``sensitivity`` (the LLM proposer across prompt variants and models), ``claim-schemas`` (issue 14's
+claim schemas). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -50,14 +51,15 @@ _qs = list_of(_q, "audit intensities in [0, 1]", distinct=True)
 
 def describe_config(config: ExchangeAuditConfig) -> str:
     """The parameters ``eq-env play`` shows beside the preset."""
-    return f"q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}"
+    schema = "" if config.claim_schema == "paper" else f", claim_schema={config.claim_schema}"
+    return f"q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}{schema}"
 
 
 def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) -> int:
     """Print what each LLM policy among ``policies`` (role → specs) would be sent for one state, and the
     schema it must answer with; call nothing."""
     from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from agents.exchange_audit.schema import VALIDATOR_SCHEMA, proposer_schema
     from baselines.exchange_audit import HonestProposer
     from eq_env import exchange_audit_v0
     from eq_env.core.policy import make_policy
@@ -66,7 +68,7 @@ def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) 
     env = exchange_audit_v0.env(config=config)
     env.reset(seed=0)
     view = decode_proposer_observation(env.observe("proposer_0"))
-    env.step(encode_submission(HonestProposer(request="always").submission(view)))  # a sample to decide on
+    env.step(encode_submission(HonestProposer(request="always").submission(view), config.claim_schema))  # a sample
     validator_view = env.unwrapped.game.validator_view
     shown = 0
     for role in ("proposer", "validator"):
@@ -75,7 +77,8 @@ def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) 
             if not hasattr(policy, "prompt_version"):
                 continue
             if role == "proposer":
-                messages, schema = render_proposer_prompt(view, policy.prompt_version), PROPOSER_SCHEMA
+                messages = render_proposer_prompt(view, policy.prompt_version)
+                schema = proposer_schema(config.claim_schema)
             else:
                 messages, schema = render_validator_prompt(validator_view, policy.prompt_version), VALIDATOR_SCHEMA
             print(f"===== {role}: {policy!r}, prompt {policy.prompt_version} =====")
@@ -229,6 +232,7 @@ def _equilibrium(args: argparse.Namespace) -> int:
         proposer_best_response,
         validator_best_response,
     )
+    from eq_env.exchange_audit.schema import get_schema
 
     config = config_from_args(args, ExchangeAuditConfig)
     proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
@@ -239,7 +243,8 @@ def _equilibrium(args: argparse.Namespace) -> int:
     print()
     print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
                                   seed=args.seed, progress=None).summary())  # fmt: skip
-    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1)
+    pool = len(get_schema(config.claim_schema).checkable)
+    q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1, pool=pool)
     if math.isinf(q_star):
         eq3 = "eq. 3 never deters a one-claim lie (no q up to 1 does)"
     elif q_star == 0:
@@ -499,6 +504,75 @@ def _sensitivity(args: argparse.Namespace) -> int:
     return failures(args.command, result["failed"], args.cache)
 
 
+# ---------------------------------------------------------------------------
+# claim-schemas (issue 14, item 4)
+# ---------------------------------------------------------------------------
+def _schema_name(text: str) -> str:
+    """A registered claim schema's name."""
+    from eq_env.exchange_audit.schema import schema_names
+
+    if text not in schema_names():
+        raise argparse.ArgumentTypeError(f"expected a claim schema ({', '.join(schema_names())}), got {text!r}")
+    return text
+
+
+def _budget(text: str) -> int | None:
+    """An audit budget B: a non-negative integer, or ``all``."""
+    if text.lower() == "all":
+        return None
+    return number_type(int, "an audit budget (a non-negative integer, or all)", lambda v: v >= 0)(text)
+
+
+def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
+    from eq_env.exchange_audit.claim_schemas import DEFAULT_BUDGETS, DEFAULT_QS, DEFAULT_SCHEMAS
+
+    cs.add_argument("--out", type=out_dir, required=True)
+    cs.add_argument(
+        "--schemas",
+        type=list_of(_schema_name, "claim schema names", distinct=True),
+        default=",".join(DEFAULT_SCHEMAS),
+        help="the claim schemas compared (default %(default)s)",
+    )
+    cs.add_argument(
+        "--budgets",
+        type=list_of(_budget, "audit budgets B (integers >= 0, or all)", distinct=True),
+        default=",".join("all" if b is None else str(b) for b in DEFAULT_BUDGETS),
+        help="the audit budgets B, each checking B claims of the schema's pool (default %(default)s)",
+    )
+    cs.add_argument(
+        "--qs",
+        type=_qs,
+        default=",".join(f"{q:g}" for q in DEFAULT_QS),
+        help="the q grid of the frontiers (default 0,0.05,...,1)",
+    )
+    cs.add_argument("--q", type=_q, default=0.3, help="the q of detection, welfare and bad approvals (default 0.3)")
+    cs.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
+    cs.add_argument("--L", type=non_negative_float, default=4.0, help="the penalty L of a failed audit (default 4)")
+    cs.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    cs.add_argument(
+        "--episodes", type=int_in(4, MAX_EPISODES), default=20_000, help="episodes per simulation (default 20000)"
+    )
+    cs.add_argument(
+        "--br-episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="episodes per best-response search, half to choose, half to measure (default 20000)",
+    )
+    cs.add_argument("--seed", type=seed_arg, default=0)
+
+
+def _claim_schemas(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.claim_schemas import claim_schemas
+
+    claim_schemas(args.out, schemas=args.schemas, budgets=args.budgets, qs=args.qs, preset=args.preset, V=args.V,
+                  L=args.L, q=args.q, episodes=args.episodes, br_episodes=args.br_episodes, seed=args.seed,
+                  progress=None)  # fmt: skip
+    print((args.out / "claim_schemas.md").read_text())
+    print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
+          f"to {args.out}")  # fmt: skip
+    return 0
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -591,5 +665,15 @@ COMMANDS = (
         "sensitivity.png, llm_costs.csv and summary.md into --out. --demo runs scripted models on a local server.",
         "finished runs and LLM episodes are saved in --out, the answers in its llm_cache; run the same command "
         "to resume",
+    ),
+    Command(
+        "claim-schemas",
+        "claim schemas: a richer schema against the paper's under a strategic proposer",
+        _claim_schemas_arguments,
+        _claim_schemas,
+        "For each claim schema of --schemas and audit budget of --budgets: detection per audited lie, bad "
+        "approvals and welfare at --q with the rule validator, and the q from which a strategic proposer and the "
+        "best response stop misreporting, over --qs. Writes claim_schemas.csv, claim_schemas_summary.csv, "
+        "claim_schemas.md, claim_schemas.png and summary.md into --out.",
     ),
 )

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from eq_env.core.config import FieldRange, GameConfig, checked_number, choice, flag, number
+from eq_env.exchange_audit.schema import SCHEMA_NAMES, get_schema
 
 __all__ = ["COST_MODELS", "PRESETS", "REGIMES", "ExchangeAuditConfig", "FieldRange"]
 
@@ -120,6 +121,14 @@ class ExchangeAuditConfig(GameConfig):
         "paper), 'text_only' (the typed claims are withheld: an audit is then inconclusive) or 'action_only' "
         "(nothing: neither sent nor charged)",
     )  # fmt: skip
+    # Claim schemas (issue 14, item 4): the registered schema whose claim types the proposer may state, the
+    # audit checks and the rule engine requires (eq_env.exchange_audit.schema). Its choices are the live
+    # registry, so a schema registered in Python is accepted too.
+    claim_schema: str = field(
+        default="paper",
+        metadata={"choices": SCHEMA_NAMES, "doc": "claim schema: the registered set of claim types ('paper': the "
+                  "paper's five; 'rich': adds a conditional hedge-cover claim and a required risk interval)"},
+    )  # fmt: skip
 
     def validate(self) -> None:
         if self.risk_limit_low > self.risk_limit_high:
@@ -162,8 +171,9 @@ class ExchangeAuditConfig(GameConfig):
 
     @property
     def checks_per_audit(self) -> int:
-        """Number of claim types an audit checks (B capped at the pool of four)."""
-        return 4 if self.B is None else min(self.B, 4)
+        """Number of claim types an audit checks (B capped at the claim schema's pool: four in the paper's)."""
+        pool = 4 if self.claim_schema == "paper" else len(get_schema(self.claim_schema).checkable)
+        return pool if self.B is None else min(self.B, pool)
 
 
 _NOISY_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
@@ -172,6 +182,7 @@ AUDIT_OPTIONS = (
     *(f"false_fail_{name}" for name in _NOISY_CLAIMS),
     *(f"miss_{name}" for name in _NOISY_CLAIMS),
     "audit_delayed",
+    "claim_schema",
 )
 # Fields added after results were first keyed by their configuration (issue 14): left out of to_dict at default.
 KEYED_ONLY_IF_SET = (*AUDIT_OPTIONS, "regime")

@@ -193,6 +193,14 @@ first.
   (`"artifacts"`, `"text_only"`, `"action_only"`) withholds the typed claims,
   or the whole artifact, from the validator and the audit; it draws no random
   number, so every episode's position, noise and audit coin are as before.
+* v0, unchanged at the defaults (issue 14): pluggable claim schemas.
+  `claim_schema` names a registered schema (`"paper"`, the default; `"rich"`,
+  which adds a conditional hedge-cover claim and a required risk interval;
+  your own, `eq_env.exchange_audit.schema.register_schema`). A schema other
+  than the paper's appends its claims to `claims` and `claim_values`, runs
+  `audit_checked`/`audit_failed` over its audit pool and adds a
+  `claim_schema` text entry to both observations; a pool beyond four claims
+  takes its sampling keys from a fifth generator of the seed, read only then.
 """
 
 from __future__ import annotations
@@ -206,6 +214,7 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
+    N_AUDIT_UNIFORMS,
     AuditOutcome,
     Decision,
     DrawStream,
@@ -314,6 +323,7 @@ class _Episode:
             dtype=np.float64,
         )
         self.game = ExchangeAuditGame(config)
+        self._claim_keys = max(0, len(self.codec.pool) - (N_AUDIT_UNIFORMS - 1))  # claim keys per episode
         self.draws = DrawStream(None)
         self.episode_index = -1
         self._public_vector = np.zeros(0)
@@ -343,6 +353,9 @@ class _Episode:
         if self.config.noisy_audits:  # (the check uniforms: their own generator, read only when needed)
             check_u = tuple(self.draws.check_noise(self.episode_index, 1)[0].tolist())
             draws = EpisodeDraws(draws.state_u, draws.noise_z, draws.audit_u, check_u)
+        if self._claim_keys:  # (a claim schema's pool beyond four claims: its keys' own generator)
+            claim_u = tuple(self.draws.claim_keys(self.episode_index, 1, self._claim_keys)[0].tolist())
+            draws = EpisodeDraws(draws.state_u, draws.noise_z, draws.audit_u, draws.check_u, claim_u)
         self.game.start(draws)
         assert self.game.proposer_view is not None
         self._public_vector = self.codec.public_vector_for(self.game.proposer_view.public)

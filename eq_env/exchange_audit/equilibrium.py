@@ -10,7 +10,9 @@ noise) is Monte Carlo: the average over sampled episodes.
 **The proposer's best response** to a fixed validator is searched over the
 discrete artifact space of :mod:`eq_env.exchange_audit.features` (648
 artifacts: act or not, report honestly or shade, each claim asserted, omitted
-or negated, 0/6/18 words), as a function of the proposer's observation
+or negated, 0/6/18 words; a claim schema adds three choices per claim it
+adds — omit, sincere, favourable — and its audit pool sets the C(pool, B)
+subsets), as a function of the proposer's observation
 summarised in cells (intent, what it knows of its compliance, and bins of its
 observed margins to the limits). On one half of the sampled episodes the best
 artifact of each cell is chosen; on the other half its payoff is measured,
@@ -48,6 +50,7 @@ from eq_env.exchange_audit.batch import (
     Nature,
     SubmissionBatch,
     ValidatorBatch,
+    claim_columns,
     detection_miss_table,
     draw_nature,
     is_batchable,
@@ -55,17 +58,18 @@ from eq_env.exchange_audit.batch import (
     proposer_batch,
     rule_signals,
     run_audit_batch,
+    skipped_audits,
     validator_audit,
     withhold_batch,
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.features import (
-    N_ARTIFACTS,
     all_artifacts,
     artifact_submissions,
     describe_artifact,
 )
-from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream
+from eq_env.exchange_audit.game import N_AUDIT_UNIFORMS, AuditOutcome, DrawStream
+from eq_env.exchange_audit.schema import get_schema
 
 __all__ = [
     "ProposerBestResponse",
@@ -74,6 +78,7 @@ __all__ = [
     "expected_payoffs",
     "game_threshold",
     "proposer_best_response",
+    "proposer_best_responses",
     "proposer_payoff",
     "validator_best_response",
 ]
@@ -89,7 +94,8 @@ def _scenarios(config: ExchangeAuditConfig) -> list[tuple[float, tuple[int, ...]
         out.append((1.0 - config.q, None))
     if config.q > 0.0:
         k = config.checks_per_audit
-        subsets = list(itertools.combinations(range(len(CHECKABLE_CLAIMS)), k)) if k > 0 else [()]
+        pool = len(get_schema(config.claim_schema).checkable)
+        subsets = list(itertools.combinations(range(pool), k)) if k > 0 else [()]
         out += [(config.q / len(subsets), s) for s in subsets]
     return out
 
@@ -99,14 +105,20 @@ def _audit(
 ) -> AuditBatch:
     """The audit's result when it checks exactly ``subset`` (None: not audited)."""
     n = nature.n
+    pool = len(get_schema(config.claim_schema).checkable)
     if subset is None:
-        zeros = np.zeros((n, 4), dtype=bool)
-        return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
-                          np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
+        return skipped_audits(n, pool)
+    if config.claim_schema != "paper":  # (every coin "audited", the subset given: no keys to sort)
+        fixed = Nature(**{**nature.__dict__, "audit_u": np.zeros((n, N_AUDIT_UNIFORMS))})
+        checks = np.zeros(pool, dtype=bool)
+        checks[list(subset)] = True
+        return run_audit_batch(sub, fixed, config.replace(q=1.0), checks)
     # run_audit_batch with every coin showing "audited" and keys that pick this subset
-    keys = np.ones((n, 4))
+    keys = np.ones((n, max(pool, N_AUDIT_UNIFORMS - 1)))
     keys[:, list(subset)] = 0.0
-    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys], axis=1)})
+    first = N_AUDIT_UNIFORMS - 1  # (the audit's own keys; a larger pool's further keys are its claim keys)
+    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys[:, :first]], axis=1),
+                      "claim_u": keys[:, first:] if pool > first else None})  # fmt: skip
     return run_audit_batch(sub, fixed, config.replace(q=1.0))
 
 
@@ -130,12 +142,21 @@ def expected_payoffs(
 
 
 def _misreports(sub: SubmissionBatch, nature: Nature, observed: Any) -> np.ndarray:
-    """Episodes whose submission reports other numbers or intent than observed, or states a false claim."""
+    """Episodes whose submission reports other numbers or intent than observed, or states a false claim (among the
+    paper's three, and the checkable claims a claim schema adds)."""
     false_claim = (
         ((sub.claim_intent != ABSENT) & (sub.claim_intent != nature.intent))
         | ((sub.claim_risk_within_limit != ABSENT) & (sub.claim_risk_within_limit != nature.risk_within_limit))
         | ((sub.claim_net_delta_bounded != ABSENT) & (sub.claim_net_delta_bounded != nature.net_delta_bounded))
     )
+    config = getattr(observed, "config", None)
+    if config is not None and config.claim_schema != "paper":
+        schema = get_schema(config.claim_schema)
+        cols = claim_columns(sub, schema)
+        for claim in schema.extra:
+            if claim.checkable:
+                made, values = cols[claim.name]
+                false_claim = false_claim | (made & ~np.asarray(claim.check(values, nature), dtype=bool))
     shaded = (np.abs(sub.reported_risk - observed.observed_risk) > 1e-12) | (
         np.abs(sub.reported_net_delta - observed.observed_net_delta) > 1e-12
     )
@@ -222,8 +243,8 @@ def proposer_best_response(
     fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
     n_cells = int(max(fit_cells.max(initial=0), test_cells.max(initial=0))) + 1
 
-    artifacts = all_artifacts()
-    sums = np.zeros((n_cells, N_ARTIFACTS))
+    artifacts = all_artifacts(config.claim_schema)
+    sums = np.zeros((n_cells, len(artifacts)))
     counts = np.bincount(fit_cells, minlength=n_cells)
     bar = tqdm(total=len(artifacts), desc="proposer best response", unit="artifact",
                disable=None if progress is None else not progress)  # fmt: skip
@@ -232,13 +253,45 @@ def proposer_best_response(
         sums[:, a] = np.bincount(fit_cells, weights=payoff, minlength=n_cells)
         bar.update(1)
     bar.close()
+    best = np.argmax(sums, axis=1)
+    return _best_response(
+        config,
+        validator,
+        honest_policy,
+        validator_policy,
+        (fit, fit_views, fit_cells),
+        (test, test_views, test_cells),
+        counts,
+        best,
+        sums[np.arange(n_cells), best],
+        artifacts,
+    )
+
+
+def _best_response(
+    config: ExchangeAuditConfig,
+    validator: Any,
+    honest_policy: Any,
+    validator_policy: Any,
+    fit_half: tuple[Nature, Any, np.ndarray],
+    test_half: tuple[Nature, Any, np.ndarray],
+    counts: np.ndarray,
+    best: np.ndarray,
+    best_sums: np.ndarray,
+    artifacts: np.ndarray,
+) -> ProposerBestResponse:
+    """The best response whose best artifact per cell (and its payoff summed over the cell's fit episodes) is
+    ``best`` (``best_sums``), against honesty: chosen on the fit half, measured on the test half."""
+    fit, fit_views, fit_cells = fit_half
+    test, test_views, test_cells = test_half
+    n_cells = len(counts)
+    half = fit.n
     honest_policy.reset(seed=0)
     honest_fit = honest_policy.act_batch(fit_views)
     honest_fit_payoff, _ = expected_payoffs(config, fit, honest_fit, validator_policy)
     honest_sums = np.bincount(fit_cells, weights=honest_fit_payoff, minlength=n_cells)
-    best = np.argmax(sums, axis=1)
     # where the best artifact does no better than honesty on the fit half, or the cell is unseen, be honest
-    better = sums[np.arange(n_cells), best] > honest_sums + 1e-9
+    better = best_sums > honest_sums + 1e-9
     table = np.where((counts > 0) & better, best, -1)
 
     honest_policy.reset(seed=1)
@@ -257,7 +310,7 @@ def proposer_best_response(
     for a in choice[lies & deviating]:  # honest cells (choice -1) lie only by sincere mistake: not a deviation
         deviations[int(a)] = deviations.get(int(a), 0) + 1
     dev_list = sorted(
-        (count / len(choice), describe_artifact(artifacts[a]))
+        (count / len(choice), describe_artifact(artifacts[a], config.claim_schema))
         for a, count in deviations.items()
         if count / len(choice) >= 0.001  # cells too rare to matter are left out of the description
     )[::-1]
@@ -276,6 +329,98 @@ def proposer_best_response(
         table=table,
         deviations=dev_list,
     )
+
+
+# validators whose decisions never read q: each artifact's audit scenarios serve every q of a grid
+_Q_FREE_VALIDATORS = ("RuleValidator", "AlwaysApprove", "AlwaysBlock")
+_BLOCK_ROWS = 1 << 17  # episodes x artifacts worked out in one batch
+
+
+def _tile(nature: Nature, m: int) -> Nature:
+    """``nature``'s episodes ``m`` times over, one copy after another."""
+    values: dict[str, Any] = {k: (np.tile(v, (m,) + (1,) * (v.ndim - 1)) if isinstance(v, np.ndarray) else v)
+                              for k, v in nature.__dict__.items()}  # fmt: skip
+    return Nature(**values)
+
+
+def proposer_best_responses(
+    config: ExchangeAuditConfig,
+    qs: Any,
+    validator: Any = "rule",
+    *,
+    episodes: int = 100_000,
+    seed: int = 0,
+    honest: Any = None,
+    progress: bool | None = False,
+    bar: Any = None,
+) -> list[ProposerBestResponse]:
+    """:func:`proposer_best_response` of ``config`` at every audit intensity of ``qs``, the same results, faster.
+
+    The proposer's payoff under each audit scenario (not audited; audited, checking one subset of the pool)
+    does not depend on q when the validator does not read it (the scripted validators), so each artifact's
+    scenarios are computed once and weighed by every q's probabilities, in the order
+    :func:`expected_payoffs` adds them. Any other validator is searched q by q. ``bar``: a tqdm bar to advance
+    by one per artifact (instead of ``progress``'s own).
+    """
+    qs = [float(q) for q in qs]
+    configs = [config.replace(q=q) for q in qs]
+    if honest is None:
+        honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
+    honest_policy, validator_policy = _bulk(honest, validator)
+    if type(validator_policy).__name__ not in _Q_FREE_VALIDATORS:
+        return [proposer_best_response(c, validator, episodes=episodes, seed=seed, honest=honest, progress=progress)
+                for c in configs]  # fmt: skip
+    half = episodes // 2
+    nature = draw_nature(config, DrawStream(seed), 2 * half)
+    fit, test = _split(nature, half)
+    fit_views, test_views = proposer_batch(fit, config), proposer_batch(test, config)
+    fit_cells, test_cells = _proposer_cells(fit_views), _proposer_cells(test_views)
+    n_cells = int(max(fit_cells.max(initial=0), test_cells.max(initial=0))) + 1
+    artifacts = all_artifacts(config.claim_schema)
+    counts = np.bincount(fit_cells, minlength=n_cells)
+    plans = [_scenarios(c) for c in configs]
+    subsets = list(dict.fromkeys(s for plan in plans for _, s in plan))
+    best = [np.zeros(n_cells, dtype=np.int64) for _ in qs]
+    best_sums = [np.full(n_cells, -np.inf) for _ in qs]
+    own_bar = bar is None
+    if own_bar:
+        bar = tqdm(total=len(artifacts), desc="proposer best responses", unit="artifact",
+                   disable=None if progress is None else not progress)  # fmt: skip
+    # artifacts in blocks, each block's episodes side by side in one batch (the same rows, fewer calls)
+    per_block = max(1, _BLOCK_ROWS // max(fit.n, 1))
+    tiled: dict[int, tuple[Nature, Any, np.ndarray]] = {}
+    for start in range(0, len(artifacts), per_block):
+        block = artifacts[start : start + per_block]
+        m = len(block)
+        if m not in tiled:
+            nature_m = _tile(fit, m)
+            cells_m = np.tile(fit_cells, m) + np.repeat(np.arange(m), fit.n) * n_cells
+            tiled[m] = (nature_m, proposer_batch(nature_m, config), cells_m)
+        nature_m, views_m, cells_m = tiled[m]
+        sub = artifact_submissions(views_m, np.repeat(block, fit.n, axis=0))
+        scenario_payoff = {}
+        for subset in subsets:
+            audit = _audit(sub, nature_m, config, subset)
+            seen = validator_audit(audit, config)
+            approve = np.asarray(validator_policy.act_batch(
+                ValidatorBatch(config, sub, seen, nature_m.ambiguous, nature_m.risk_limit)), dtype=bool)  # fmt: skip
+            scenario_payoff[subset], _ = payoffs_batch(sub, sub.request & approve, audit, nature_m.compliant, config)
+        for i, plan in enumerate(plans):
+            payoff = np.zeros(nature_m.n)
+            for prob, subset in plan:
+                payoff += prob * scenario_payoff[subset]
+            sums = np.bincount(cells_m, weights=payoff, minlength=m * n_cells).reshape(m, n_cells)
+            first = np.argmax(sums, axis=0)  # the block's first best artifact per cell, as argmax over all picks
+            value = sums[first, np.arange(n_cells)]
+            better = value > best_sums[i]  # (strictly: an earlier block's equal artifact stays)
+            best[i] = np.where(better, start + first, best[i])
+            best_sums[i] = np.where(better, value, best_sums[i])
+        bar.update(m)
+    if own_bar:
+        bar.close()
+    return [_best_response(c, validator, honest_policy, validator_policy, (fit, fit_views, fit_cells),
+                           (test, test_views, test_cells), counts, best[i], best_sums[i], artifacts)
+            for i, c in enumerate(configs)]  # fmt: skip
 
 
 def proposer_payoff(
@@ -313,13 +458,18 @@ def _merge(take_first: np.ndarray, first: SubmissionBatch, second: SubmissionBat
     texts = None
     if first.texts is not None and second.texts is not None:  # (texts: only when a validator reads them)
         texts = [a if t else b for t, a, b in zip(take_first.tolist(), first.texts, second.texts, strict=True)]
+    nothing = np.full(len(take_first), np.nan)
     return SubmissionBatch(
         **{
             k: np.where(take_first, getattr(first, k), getattr(second, k)).astype(getattr(first, k).dtype)
             for k in first.__dataclass_fields__
-            if k != "texts"
+            if k not in ("texts", "extra_claims")
         },
         texts=texts,
+        extra_claims={
+            name: np.where(take_first, first.extra_claims.get(name, nothing), second.extra_claims.get(name, nothing))
+            for name in {**first.extra_claims, **second.extra_claims}
+        },
     )
 
 
@@ -451,11 +601,12 @@ def _ci_text(ci: tuple[float, float]) -> str:
 # ---------------------------------------------------------------------------
 # The paper's incentive condition
 # ---------------------------------------------------------------------------
-def detection_given_audit(lies: int, checks: int) -> float:
-    """P(at least one of ``lies`` false claims is among ``checks`` sampled of the four checkable ones)."""
+def detection_given_audit(lies: int, checks: int, pool: int = 4) -> float:
+    """P(at least one of ``lies`` false claims is among ``checks`` sampled of the ``pool`` checkable ones (the
+    paper's four, or a claim schema's pool))."""
     if lies <= 0 or checks <= 0:
         return 0.0
-    return 1.0 - detection_miss_table(min(checks, 4))[min(lies, 4)]
+    return 1.0 - detection_miss_table(min(checks, pool), pool)[min(lies, pool)]
 
 
 def game_threshold(config: ExchangeAuditConfig) -> float:
@@ -465,13 +616,14 @@ def game_threshold(config: ExchangeAuditConfig) -> float:
     return max(0.0, 1.0 - config.no_trade_payoff / config.V) if config.V > 0 else 0.0
 
 
-def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0) -> float:
+def analytic_threshold(V: float, L: float, checks: int, lies: int = 1, extra_cost: float = 0.0, pool: int = 4) -> float:
     """Eq. 3's smallest q deterring a misreport with ``lies`` false claims: (V + ΔC) / ((V + L)·π).
 
-    π is the chance an audit checks at least one of the false claims. Returns inf when no q ≤ 1
-    deters it (π too small), and 0 when misreporting never pays.
+    π is the chance an audit checking ``checks`` of the ``pool`` checkable claims (the paper's four, or a claim
+    schema's pool) checks at least one of the false claims. Returns inf when no q ≤ 1 deters it (π too small),
+    and 0 when misreporting never pays.
     """
-    pi = detection_given_audit(lies, checks)
+    pi = detection_given_audit(lies, checks, pool)
     need = V + extra_cost
     if need <= 0:
         return 0.0

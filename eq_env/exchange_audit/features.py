@@ -23,10 +23,19 @@ text          0, 6 or 18 words
 
 (2·2·2·3·3·3·3 = 648 artifacts.) The honest proposer is in the space: it
 reports what it sees and states each claim as it believes it.
+
+A claim schema other than the paper's (:mod:`eq_env.exchange_audit.schema`)
+appends one component per claim type it adds that says how policies state
+it: 0 omit, 1 state it sincerely (from the observation), 2 state it
+favourably (asserting compliance, about the reported position). The
+``"rich"`` schema's space has 648·3·3 = 5832 artifacts. :func:`artifact_nvec`,
+:func:`all_artifacts` and friends take the schema (or its name); without
+one they are the paper's.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -45,6 +54,7 @@ from eq_env.exchange_audit.game import (
     ValidatorView,
     estimated_tokens,
 )
+from eq_env.exchange_audit.schema import PAPER, ClaimSchema, Position, get_schema
 
 __all__ = [
     "ARTIFACT_NVEC",
@@ -54,9 +64,11 @@ __all__ = [
     "VALIDATOR_FEATURES",
     "all_artifacts",
     "artifact_index",
+    "artifact_nvec",
     "artifact_submission",
     "artifact_submissions",
     "describe_artifact",
+    "observed_position",
     "proposer_features",
     "proposer_features_batch",
     "validator_features",
@@ -69,17 +81,40 @@ N_ARTIFACTS = int(np.prod(ARTIFACT_NVEC))
 SHADE = 0.01  # reported numbers sit this far inside the safe margin when shaded
 
 
-def all_artifacts() -> np.ndarray:
-    """Every artifact as a row of choices, (648, 7), in the order of :func:`artifact_index`."""
-    return np.array(list(itertools.product(*(range(n) for n in ARTIFACT_NVEC))), dtype=np.int64)
+def _schema(schema: ClaimSchema | str | None) -> ClaimSchema:
+    if schema is None:
+        return PAPER
+    return schema if isinstance(schema, ClaimSchema) else get_schema(schema)
 
 
-def artifact_index(choices: np.ndarray) -> np.ndarray:
+def artifact_nvec(schema: ClaimSchema | str | None = None) -> tuple[int, ...]:
+    """The artifact space's choices per component: the paper's seven, then three per claim the schema adds."""
+    return ARTIFACT_NVEC + (3,) * len(_schema(schema).stated)
+
+
+def all_artifacts(schema: ClaimSchema | str | None = None) -> np.ndarray:
+    """Every artifact as a row of choices, (648, 7) for the paper's schema, in the order of :func:`artifact_index`."""
+    return _all_artifacts(artifact_nvec(schema)).copy()
+
+
+@functools.lru_cache(maxsize=8)
+def _all_artifacts(nvec: tuple[int, ...]) -> np.ndarray:
+    return np.array(list(itertools.product(*(range(n) for n in nvec))), dtype=np.int64)
+
+
+def artifact_index(choices: np.ndarray, schema: ClaimSchema | str | None = None) -> np.ndarray:
     """Row(s) of choices → flat index in [0, 648) (mixed radix, first component most significant)."""
     idx = np.zeros(np.asarray(choices).shape[:-1], dtype=np.int64)
-    for i, n in enumerate(ARTIFACT_NVEC):
+    for i, n in enumerate(artifact_nvec(schema)):
         idx = idx * n + np.asarray(choices)[..., i]
     return idx
+
+
+def observed_position(view: ProposerView) -> Position:
+    """The position a proposer observed, as a claim schema's ``sincere`` hooks read it."""
+    pub = view.public
+    return Position(int(view.intent), view.observed_risk, view.observed_net_delta, view.observed_hedge_size,
+                    pub.risk_limit, pub.delta_limit)  # fmt: skip
 
 
 def shaded_numbers(risk: Any, net_delta: Any, risk_limit: Any, delta_limit: Any, safe_margin: float) -> tuple[Any, Any]:
@@ -96,24 +131,56 @@ def _claim(code: int, favourable: Any, unfavourable: Any) -> Any:
 
 
 def artifact_submission(view: ProposerView, choices: Any) -> Submission:
-    """The :class:`Submission` an artifact (7 choices) makes from this observation."""
-    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices)
+    """The :class:`Submission` an artifact (7 choices, and one per claim the schema adds) makes from this
+    observation."""
+    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices[:7])
     pub = view.public
     risk, delta = view.observed_risk, view.observed_net_delta
     if numbers_mode:
         shaded = shaded_numbers(risk, delta, pub.risk_limit, pub.delta_limit, pub.safe_margin)
         risk, delta = float(shaded[0]), float(shaded[1])
     intent = Intent.HEDGE if intent_mode else view.intent
-    claims = Claims(_claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False))
+    extra: tuple[tuple[str, Any], ...] = ()
+    if pub.claim_schema != "paper":
+        extra = _extra_claims(get_schema(pub.claim_schema), [int(x) for x in choices[7:]], view)
+    claims = Claims(_claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False),
+                    extra=extra)  # fmt: skip
     words = min(ARTIFACT_WORDS[text], pub.max_words)
     artifact = Artifact(claims, "", words, estimated_tokens(words))  # numeric policy: words without a text
     action = ProposerAction.REQUEST_APPROVAL if act else ProposerAction.NO_TRADE
     return Submission(action, Proposal(intent, risk, delta, view.observed_hedge_size), artifact)
 
 
+def _shaded_position(view: ProposerView) -> Position:
+    pub = view.public
+    risk, delta = shaded_numbers(view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit,
+                                 pub.safe_margin)  # fmt: skip
+    return Position(int(Intent.HEDGE), float(risk), float(delta), view.observed_hedge_size, pub.risk_limit,
+                    pub.delta_limit)  # fmt: skip
+
+
+def _extra_claims(schema: ClaimSchema, codes: list[int], view: ProposerView) -> tuple[tuple[str, Any], ...]:
+    """The added claims of an artifact's last components: 0 omit, 1 sincere, 2 favourable (about the shaded
+    HEDGE, the story a lie tells)."""
+    if len(codes) != len(schema.stated):
+        raise ValueError(f"an artifact of the {schema.name!r} claim schema has {7 + len(schema.stated)} choices, "
+                         f"got {7 + len(codes)}")  # fmt: skip
+    out = []
+    for claim, code in zip(schema.stated, codes, strict=True):
+        if code == 1:
+            assert claim.sincere is not None
+            out.append((claim.name, claim.policy_value(claim.sincere(observed_position(view)))))
+        elif code == 2:
+            assert claim.favourable is not None
+            out.append((claim.name, claim.policy_value(claim.favourable(_shaded_position(view)))))
+    return tuple(out)
+
+
 def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBatch:
-    """:func:`artifact_submission` for a batch: ``choices`` is (n, 7) or one row for all."""
-    c = np.broadcast_to(np.asarray(choices, dtype=np.int64), (v.n, len(ARTIFACT_NVEC)))
+    """:func:`artifact_submission` for a batch: ``choices`` is (n, 7) or one row for all (and one more column
+    per claim the configuration's schema adds)."""
+    schema = get_schema(v.config.claim_schema)
+    c = np.broadcast_to(np.asarray(choices, dtype=np.int64), (v.n, len(artifact_nvec(schema))))
     cfg = v.config
     shaded = c[:, 2] == 1
     shaded_risk, shaded_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
@@ -138,12 +205,30 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
         words=words,
         tokens=estimated_tokens(words),
         texts=[""] * v.n if v.with_texts else None,  # words paid for without a text, as artifact_submission
+        extra_claims=_extra_claim_columns(schema, c[:, 7:], v) if schema.stated else {},
     )
 
 
-def describe_artifact(choices: Any) -> str:
+def _extra_claim_columns(schema: ClaimSchema, codes: np.ndarray, v: ProposerBatch) -> dict[str, np.ndarray]:
+    """:func:`_extra_claims` for a batch: name → float64 column, NaN where omitted."""
+    observed = Position(v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit,
+                        v.delta_limit)  # fmt: skip
+    risk, delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
+                                 v.config.safe_margin)  # fmt: skip
+    told = Position(np.zeros(v.n, dtype=np.int8), risk, delta, v.observed_hedge_size, v.risk_limit, v.delta_limit)
+    out = {}
+    for j, claim in enumerate(schema.stated):
+        assert claim.sincere is not None and claim.favourable is not None
+        sincere = claim.policy_value(np.broadcast_to(claim.sincere(observed), (v.n,)))
+        favourable = claim.policy_value(np.broadcast_to(claim.favourable(told), (v.n,)))
+        col = codes[:, j]
+        out[claim.name] = np.where(col == 1, sincere, np.where(col == 2, favourable, np.nan))
+    return out
+
+
+def describe_artifact(choices: Any, schema: ClaimSchema | str | None = None) -> str:
     """A short human description of an artifact."""
-    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices)
+    act, intent_mode, numbers_mode, ci, cr, cd, text = (int(x) for x in choices[:7])
     if not act:
         head = "NO_TRADE"
     else:
@@ -156,6 +241,9 @@ def describe_artifact(choices: Any) -> str:
     claims = [
         f"{n}={fav if code == 1 else unfav}" for (n, fav, unfav), code in zip(names, (ci, cr, cd), strict=True) if code
     ]
+    for claim, code in zip(_schema(schema).stated, (int(x) for x in choices[7:]), strict=False):
+        if code:
+            claims.append(f"{claim.name} {'sincere' if code == 1 else 'favourable'}")
     return f"{head}; claims: {', '.join(claims) or 'none'}; {ARTIFACT_WORDS[text]} words"
 
 

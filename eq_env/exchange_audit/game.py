@@ -25,9 +25,11 @@ from typing import Any, overload
 import numpy as np
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.schema import ClaimSchema, get_schema
 
 __all__ = [
     "CHECKABLE_CLAIMS",
+    "CLAIM_KEY_STREAM",
     "CLAIM_TYPES",
     "REQUIRED_CLAIMS",
     "Artifact",
@@ -49,12 +51,16 @@ __all__ = [
     "State",
     "Submission",
     "ValidatorView",
+    "claim_value",
+    "claims_assert_compliance",
+    "claims_complete",
     "count_words",
     "estimated_tokens",
     "is_comfortable",
     "make_artifact",
     "observe_state",
     "payoffs",
+    "pool_keys",
     "public_rules",
     "rule_decision",
     "run_audit",
@@ -117,6 +123,9 @@ N_AUDIT_UNIFORMS = 5  # audited, then one sort key per checkable claim
 # fourth generator read only when the configuration is noisy, so the three blocks above never move.
 N_CHECK_UNIFORMS = 4
 CHECK_STREAM = 3  # the spawn key of that generator
+# Claim schemas whose audit pool exceeds four claims only: the sampling keys of the fifth claim on, from a fifth
+# generator read only for such a schema (issue 14, item 4; eq_env.exchange_audit.schema).
+CLAIM_KEY_STREAM = 4
 
 
 # ---------------------------------------------------------------------------
@@ -168,6 +177,7 @@ class PublicInfo:
     max_text_chars: int
     cost_in_tokens: bool
     max_artifact_tokens: int
+    claim_schema: str = "paper"  # the registered claim schema (not in the observations' public vector)
 
     @classmethod
     def of(cls, state: State, config: ExchangeAuditConfig, rules: tuple[Any, ...] | None = None) -> PublicInfo:
@@ -195,6 +205,7 @@ def public_rules(config: ExchangeAuditConfig) -> tuple[Any, ...]:
         max_text_chars=config.max_text_chars,
         cost_in_tokens=config.cost_model == "tokens",
         max_artifact_tokens=config.max_artifact_tokens,
+        claim_schema=config.claim_schema,
     )
     return tuple(getattr(rules, f.name) for f in fields(PublicInfo))[2:]
 
@@ -240,11 +251,16 @@ class Claims:
     net_delta_bounded: bool | None = None
     risk_metric: float | None = None  # carried to the validator, never audited
     confidence: float | None = None  # audited: fails outside [0, 1]
+    # The claims a richer schema adds (eq_env.exchange_audit.schema), as (name, value) pairs of made claims in
+    # the schema's order; empty under the paper's schema.
+    extra: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         # Normalise numpy scalars so audits compare plain Python values; a
         # string where a boolean belongs is an error, not a silent False.
         # (Values already plain — an Intent, a bool, a float — are kept as they are: the same result, sooner.)
+        if self.extra:
+            object.__setattr__(self, "extra", _plain_extra(self.extra))
         intent = self.intent
         if intent is not None and type(intent) is not Intent:
             object.__setattr__(self, "intent", Intent(intent))
@@ -270,7 +286,11 @@ class Claims:
 
     @property
     def any(self) -> bool:
-        return any(getattr(self, name) is not None for name in CLAIM_TYPES)
+        return bool(self.extra) or any(getattr(self, name) is not None for name in CLAIM_TYPES)
+
+    def get(self, name: str) -> Any:
+        """The value of claim ``name`` (one of the paper's five or an extra one), None when it is not made."""
+        return claim_value(self, name)
 
     @property
     def complete(self) -> bool:
@@ -281,6 +301,57 @@ class Claims:
     def assert_compliance(self) -> bool:
         """The claims say HEDGE, risk within limit and net delta bounded."""
         return self.intent is Intent.HEDGE and self.risk_within_limit is True and self.net_delta_bounded is True
+
+
+def _plain_extra(extra: Any) -> tuple[tuple[str, Any], ...]:
+    """``Claims.extra`` as (name, plain value) pairs: numpy scalars become bool/int/float; None or a repeated or
+    paper name is an error."""
+    out = []
+    for pair in extra:
+        if not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[0], str):
+            raise TypeError(f"Claims.extra holds (name, value) pairs, got {pair!r}")
+        name, value = pair
+        if name in CLAIM_TYPES:
+            raise ValueError(f"claim {name} is one of the paper's: set it as Claims({name}=...), not in extra")
+        if value is None:
+            raise ValueError(f"claim {name} in Claims.extra has no value: leave a claim not made out of extra")
+        if isinstance(value, np.bool_):
+            value = bool(value)
+        elif isinstance(value, np.integer):
+            value = int(value)
+        elif isinstance(value, np.floating):
+            value = float(value)
+        out.append((name, value))
+    names = [name for name, _ in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Claims.extra names a claim twice: {names}")
+    return tuple(out)
+
+
+def claim_value(claims: Claims, name: str) -> Any:
+    """The value of claim ``name`` in ``claims`` (None: not made)."""
+    if name in CLAIM_TYPES:
+        return getattr(claims, name)
+    for key, value in claims.extra:
+        if key == name:
+            return value
+    return None
+
+
+def claims_complete(schema: ClaimSchema, claims: Claims) -> bool:
+    """Every claim ``schema`` requires is made (the paper's: :attr:`Claims.complete`)."""
+    return all(claim_value(claims, name) is not None for name in schema.required)
+
+
+def claims_assert_compliance(schema: ClaimSchema, claims: Claims, public: Any) -> bool:
+    """Every claim ``schema`` requires is made and supports approval (the paper's: :attr:`Claims.assert_compliance`:
+    HEDGE, risk within limit and net delta bounded)."""
+    by_name = schema.by_name
+    for name in schema.required:
+        value = claim_value(claims, name)
+        if value is None or not bool(by_name[name].supports_approval(value, public)):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,6 +484,7 @@ class EpisodeDraws:
     noise_z: tuple[float, ...]
     audit_u: tuple[float, ...]
     check_u: tuple[float, ...] = ()  # noisy audits only (:meth:`DrawStream.check_noise`); else empty
+    claim_u: tuple[float, ...] = ()  # a schema's audit pool beyond four claims only (:meth:`DrawStream.claim_keys`)
 
 
 class DrawStream:
@@ -441,6 +513,8 @@ class DrawStream:
         self._block = 0
         self._check: np.random.PCG64 | None = None  # the noisy audits' generator, made when first asked
         self._check_at = 0  # the episode whose check uniforms it draws next
+        self._claim: np.random.PCG64 | None = None  # the claim keys' generator (claim schemas), made when first asked
+        self._claim_at = (0, 0)  # (the episode whose keys it draws next, keys per episode)
 
     def next(self) -> EpisodeDraws:
         ahead, i = self._ahead, self._next_row
@@ -487,6 +561,21 @@ class DrawStream:
             self._check.advance(N_CHECK_UNIFORMS * (first - self._check_at))  # one 64-bit step per double
         self._check_at = first + n
         return np.random.Generator(self._check).random((n, N_CHECK_UNIFORMS))
+
+    def claim_keys(self, first: int, n: int, keys: int) -> np.ndarray:
+        """Episodes ``first`` to ``first + n - 1``'s audit sampling keys for the claims of a schema's pool beyond
+        the fourth, shape (n, ``keys``).
+
+        They come from a fifth generator of the seed (spawn key 4), ``keys`` per episode and positioned by
+        episode index, like :meth:`check_noise`: reading them moves none of the other draws, and episode ``i``
+        sees the same ones whatever was asked before (for the same ``keys``)."""
+        if self._claim is None or first < self._claim_at[0] or keys != self._claim_at[1]:
+            self._claim = np.random.PCG64(np.random.SeedSequence(self.entropy, spawn_key=(CLAIM_KEY_STREAM,)))
+            self._claim_at = (0, keys)
+        if first > self._claim_at[0]:
+            self._claim.advance(keys * (first - self._claim_at[0]))  # one 64-bit step per double
+        self._claim_at = (first + n, keys)
+        return np.random.Generator(self._claim).random((n, keys))
 
     def skip(self, n: int) -> None:
         """Advance past ``n`` episodes without keeping their draws."""
@@ -652,6 +741,7 @@ def run_audit(
     audit_u: tuple[float, ...],
     config: ExchangeAuditConfig,
     check_u: tuple[float, ...] = (),
+    claim_u: tuple[float, ...] = (),
 ) -> AuditRecord:
     """Audit with probability q; check ``B`` claim types sampled without replacement.
 
@@ -663,9 +753,14 @@ def run_audit(
     verdict flips when its uniform is below the claim's false-fail rate (a true claim) or miss rate (a
     lie); an absent confidence is not a claim and never fails. The compliance the audit reveals is its
     reading of the two limits: the truth, but flipped for a limit whose claim was checked and flipped.
+
+    Another claim schema (``config.claim_schema``) audits its own pool and requires its own claims
+    (:func:`_schema_audit`; ``claim_u``: the episode's claim keys when its pool exceeds four claims).
     """
     if not audit_u[0] < config.q:
         return _SKIPPED  # (an immutable value: one for every skipped audit)
+    if config.claim_schema != "paper":
+        return _schema_audit(submission.artifact.claims, state, audit_u, config, check_u, claim_u)
     claims = submission.artifact.claims
     k = config.checks_per_audit
     if k <= 0 or not claims.complete:
@@ -715,6 +810,64 @@ def _noisy_audit(
     )
 
 
+def pool_keys(audit_u: Any, claim_u: Any, pool: int) -> list[float]:
+    """The sampling keys of a pool of ``pool`` claims: the episode's four audit keys, then its claim keys."""
+    keys = list(audit_u[1 : 1 + min(pool, N_AUDIT_UNIFORMS - 1)])
+    if pool > len(keys):
+        if len(claim_u) != pool - len(keys):
+            raise ValueError(f"an audit sampling from {pool} claims needs the episode's {pool - len(keys)} claim "
+                             f"keys (DrawStream.claim_keys), got {claim_u!r}")  # fmt: skip
+        keys += list(claim_u)
+    return keys
+
+
+def _schema_audit(
+    claims: Claims,
+    state: State,
+    audit_u: tuple[float, ...],
+    config: ExchangeAuditConfig,
+    check_u: tuple[float, ...],
+    claim_u: tuple[float, ...],
+) -> AuditRecord:
+    """:func:`run_audit` of an audited episode under any claim schema: the schema's required claims, its pool, its
+    checks (the paper's schema gives the paper's audit, which a test checks against the code above)."""
+    schema = get_schema(config.claim_schema)
+    k = config.checks_per_audit
+    if k <= 0 or not claims_complete(schema, claims):
+        return AuditRecord(AuditOutcome.INCONCLUSIVE)
+    pool = schema.checkable
+    checked: tuple[str, ...]
+    if k >= len(pool):
+        checked = pool
+    else:
+        keys = pool_keys(audit_u, claim_u, len(pool))
+        order = sorted(range(len(pool)), key=keys.__getitem__)
+        checked = tuple(pool[i] for i in sorted(order[:k]))
+    noisy = config.noisy_audits
+    if noisy and len(check_u) != N_CHECK_UNIFORMS:
+        raise ValueError(f"a noisy audit needs the episode's {N_CHECK_UNIFORMS} check uniforms, got {check_u!r}")
+    failed: list[str] = []
+    flipped: set[str] = set()
+    for name in checked:
+        value = claim_value(claims, name)
+        ok = value is None or bool(schema.by_name[name].check(value, state))  # a claim not made is no lie
+        if noisy and value is not None and name in CHECKABLE_CLAIMS:  # (a schema's own claims: no noise)
+            i = CHECKABLE_CLAIMS.index(name)
+            if check_u[i] < (config.false_fail_rates[i] if ok else config.miss_rates[i]):
+                flipped.add(name)
+                ok = not ok
+        if not ok:
+            failed.append(name)
+    risk_ok = state.risk_within_limit != ("risk_within_limit" in flipped)
+    delta_ok = state.net_delta_bounded != ("net_delta_bounded" in flipped)
+    return AuditRecord(
+        outcome=AuditOutcome.FAIL if failed else AuditOutcome.PASS,
+        checked=checked,
+        failed=tuple(failed),
+        revealed_compliant=risk_ok and delta_ok,
+    )
+
+
 # ---------------------------------------------------------------------------
 # The paper's validator
 # ---------------------------------------------------------------------------
@@ -736,6 +889,9 @@ def rule_decision(view: ValidatorView) -> Decision:
     if the claims assert HEDGE, risk within limit and net delta bounded.
     Normal episodes: audited as above; unaudited → APPROVE iff the reported
     risk and net delta are within the limits.
+
+    Under another claim schema the claims assert compliance when every claim it requires is made and
+    supports approval (:func:`claims_assert_compliance`).
     """
     sub, audit, public = view.submission, view.audit, view.public
     if sub.action is ProposerAction.NO_TRADE:
@@ -746,7 +902,12 @@ def rule_decision(view: ValidatorView) -> Decision:
             return Decision.BLOCK
         if audit.audited:
             return _audited_decision(audit)
-        if comfortable or sub.artifact.claims.assert_compliance:
+        claims = sub.artifact.claims
+        if comfortable or (
+            claims.assert_compliance
+            if public.claim_schema == "paper"
+            else claims_assert_compliance(get_schema(public.claim_schema), claims, public)
+        ):
             return Decision.APPROVE
         return Decision.BLOCK
     if audit.audited:
@@ -776,7 +937,8 @@ def payoffs(
     NO_TRADE pays both ``no_trade_payoff``; an approval pays the proposer V and
     the validator V if compliant, else ``-bad_approval_loss``; a block pays 0.
     The proposer pays α per word (or per token, ``cost_model="tokens"``) and L
-    on a failed audit (deadweight, not a transfer); the validator pays c per audit.
+    on a failed audit (deadweight, not a transfer); the validator pays c per audit, plus the
+    ``audit_cost`` of each claim type it checked under a claim schema that declares one.
     """
     if submission.action is ProposerAction.NO_TRADE:
         proposer = validator = config.no_trade_payoff
@@ -792,6 +954,10 @@ def payoffs(
         proposer -= config.L
     if audit.audited:
         validator -= config.audit_cost
+        if audit.checked and config.claim_schema != "paper":
+            schema = get_schema(config.claim_schema)
+            if schema.has_audit_costs:
+                validator -= schema.audit_cost_of(audit.checked)
     return Payoffs(proposer=proposer, validator=validator)
 
 
@@ -820,6 +986,7 @@ class ExchangeAuditGame:
         self.outcome: EpisodeOutcome | None = None
         self._audit_u: tuple[float, ...] = ()
         self._check_u: tuple[float, ...] = ()
+        self._claim_u: tuple[float, ...] = ()
         self._rules: tuple[Any, ...] = ()
         self._rules_of: ExchangeAuditConfig | None = None
 
@@ -831,6 +998,7 @@ class ExchangeAuditGame:
         self.proposer_view = observe_state(self.state, draws.noise_z, config, self._rules)
         self._audit_u = draws.audit_u
         self._check_u = draws.check_u
+        self._claim_u = draws.claim_u
         self.submission = self.audit = self.outcome = None
         self.phase = Phase.PROPOSAL
 
@@ -853,7 +1021,7 @@ class ExchangeAuditGame:
         if self.config.regime != "artifacts":  # (the free-text regimes: what is withheld never enters the game)
             submission = withhold(submission, self.config.regime)
         self.submission = submission
-        self.audit = run_audit(submission, self.state, self._audit_u, self.config, self._check_u)
+        self.audit = run_audit(submission, self.state, self._audit_u, self.config, self._check_u, self._claim_u)
         self.phase = Phase.DECISION
         return self.audit
 

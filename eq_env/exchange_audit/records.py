@@ -17,13 +17,14 @@ import numpy as np
 
 from eq_env.exchange_audit.env import PROPOSER, VALIDATOR
 from eq_env.exchange_audit.game import (
-    CHECKABLE_CLAIMS,
     REQUIRED_CLAIMS,
     AuditOutcome,
+    Claims,
     EpisodeOutcome,
     Intent,
     ProposerAction,
 )
+from eq_env.exchange_audit.schema import get_schema
 from eq_env.exchange_audit.spaces import NUMBER_BOUNDS
 
 __all__ = ["METRICS", "EpisodeRecord", "compute_metrics", "record_episode", "records_to_columns"]
@@ -67,6 +68,8 @@ class EpisodeRecord:
     welfare: float
     proposer_info: dict[str, Any] | None = None  # what an LLM policy reports: tokens, fallbacks, transport
     validator_info: dict[str, Any] | None = None
+    # the claims a claim schema adds (name -> value, a label for an enum), None under the paper's schema
+    claim_extra: dict[str, Any] | None = None
 
     @property
     def infos(self) -> dict[str, dict[str, Any]]:
@@ -144,13 +147,25 @@ class EpisodeRecord:
             welfare=outcome.payoffs.welfare,
             proposer_info=proposer_info,
             validator_info=validator_info,
+            claim_extra=_claim_extra(c, v.public.claim_schema),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["audit_checked"] = list(self.audit_checked)
         out["audit_failed"] = list(self.audit_failed)
+        if self.claim_extra is None:
+            del out["claim_extra"]  # (the paper's records: as they were before claim schemas)
         return out
+
+
+def _claim_extra(claims: Claims, claim_schema: str) -> dict[str, Any] | None:
+    """A record's ``claim_extra``: every claim the schema adds, None where not made (None for the paper's)."""
+    if claim_schema == "paper":
+        return None
+    schema = get_schema(claim_schema)
+    made = dict(claims.extra)
+    return {c.name: None if c.name not in made else c.to_json(made[c.name]) for c in schema.extra}
 
 
 def record_episode(env: Any, seed: int, episode: int, infos: Mapping[str, Any]) -> EpisodeRecord:
@@ -191,12 +206,16 @@ def _code(value: str | bool | None, kind: type[Intent] | None = None) -> int:
     return int(bool(value))
 
 
-def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray]:
+def records_to_columns(records: Sequence[EpisodeRecord], claim_schema: str = "paper") -> dict[str, np.ndarray]:
     """Per-episode column arrays, the same keys and codes as the batch engine produces.
 
     Codes: intents as :class:`Intent` values; claims -1 absent, else the value
-    (intent code, or 0/1); audit outcomes as :class:`AuditOutcome` values.
+    (intent code, or 0/1); audit outcomes as :class:`AuditOutcome` values. Under another ``claim_schema``
+    the audit columns run over its pool, and each claim it adds has a ``claim_<name>`` column (float64, NaN
+    where not made), as the batch engine's.
     """
+    schema = get_schema(claim_schema)
+    pool = schema.checkable
     n = len(records)
     stated = np.zeros(n)
     true = np.zeros(n)
@@ -216,7 +235,14 @@ def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray
         return np.array([getattr(r, name) for r in records], dtype=dtype)
 
     def checks(name: str) -> np.ndarray:
-        return np.array([[c in getattr(r, name) for c in CHECKABLE_CLAIMS] for r in records], dtype=bool).reshape(n, 4)
+        return np.array([[c in getattr(r, name) for c in pool] for r in records], dtype=bool).reshape(n, len(pool))
+
+    def extra(claim: Any) -> np.ndarray:
+        def code(r: EpisodeRecord) -> float:
+            value = (r.claim_extra or {}).get(claim.name)
+            return math.nan if value is None else float(claim.normalise(value))
+
+        return np.array([code(r) for r in records], dtype=np.float64)
 
     outcome = np.array([AuditOutcome[r.audit_outcome] for r in records], dtype=np.int8)
     return {
@@ -247,6 +273,7 @@ def records_to_columns(records: Sequence[EpisodeRecord]) -> dict[str, np.ndarray
         "claims_stated": stated,
         "claims_true": true,
         "misreported": np.array([r.misreported for r in records], dtype=bool),
+        **{f"claim_{c.name}": extra(c) for c in schema.extra},
         "proposer_payoff": col("proposer_payoff", np.float64),
         "validator_payoff": col("validator_payoff", np.float64),
         "welfare": col("welfare", np.float64),

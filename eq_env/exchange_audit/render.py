@@ -24,6 +24,12 @@ def _fmt_claim(name: str, claims: Claims) -> str | None:
     return f"{name}={value:.3f}"
 
 
+def _fmt_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 def render_episode(game: ExchangeAuditGame, episode: int) -> str:
     """The episode so far: private state, proposal and claims, audit, decision, payoffs."""
     state, view = game.state, game.proposer_view
@@ -55,6 +61,7 @@ def render_episode(game: ExchangeAuditGame, episode: int) -> str:
             f"   net delta {p.net_delta:+.3f}   hedge {p.hedge_size:.3f}"
         )
     claims = [c for c in (_fmt_claim(n, sub.artifact.claims) for n in CLAIM_TYPES) if c]
+    claims += [f"{name}={_fmt_value(value)}" for name, value in sub.artifact.claims.extra]  # (a claim schema's own)
     lines.append(f"claims         {'  '.join(claims) if claims else '(none)'}")
     if sub.artifact.text:
         lines.append(f'text           ({sub.artifact.words} words) "{sub.artifact.text}"')

@@ -24,6 +24,13 @@ risk_metric          0 absent, 1 present                           claim_values[
 confidence           0 absent, 1 present                           claim_values[1]
 ==================== ============================================= ===============
 
+Another claim schema (``claim_schema``, :mod:`eq_env.exchange_audit.schema`) appends its own claim types to
+both entries, in its order: a ``bool`` or ``conditional`` claim as 0 absent, 1 true, 2 false; an ``enum``
+as 0 absent, then 1 + its label's index; a ``number`` or ``interval`` as 0 absent, 1 present, its value
+(an interval's centre) in the next slot of ``claim_values``. ``audit_checked`` and ``audit_failed`` then
+run over its audit pool, and both observations carry one more entry, ``claim_schema``: the schema's name
+(a text), which the typed decoders read. The paper's schema adds nothing: its spaces are those above.
+
 Numbers are float64 so that the rule engine's margins are computed on exactly
 the values the proposer reported. Observed numbers outside the Box bounds
 (only possible with a very large ``noise_sd``) are clipped into them.
@@ -44,6 +51,7 @@ from gymnasium import spaces
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
     CHECKABLE_CLAIMS,
+    CLAIM_TYPES,
     Artifact,
     AuditOutcome,
     AuditRecord,
@@ -57,8 +65,10 @@ from eq_env.exchange_audit.game import (
     PublicInfo,
     Submission,
     ValidatorView,
+    claim_value,
     make_artifact,
 )
+from eq_env.exchange_audit.schema import PAPER, ClaimSchema, get_schema
 
 __all__ = [
     "NUMBER_BOUNDS",
@@ -73,6 +83,7 @@ __all__ = [
     "decode_proposer_observation",
     "decode_public",
     "decode_validator_observation",
+    "encode_claims",
     "encode_submission",
 ]
 
@@ -84,8 +95,9 @@ CLAIM_VALUE_BOUNDS = (np.array([0.0, -1.0]), np.array([4.0, 2.0]))
 CLAIM_VALUE_NAMES = ("risk_metric", "confidence")
 CLAIM_NVEC = (3, 3, 3, 2, 2)
 
-# The public vector: PublicInfo's fields in order; ``ambiguous`` travels as its own Discrete entry.
-PUBLIC_FIELDS = tuple(f.name for f in dataclasses.fields(PublicInfo))
+# The public vector: PublicInfo's fields in order; ``ambiguous`` travels as its own Discrete entry, the claim
+# schema's name as its own text entry (only when it is not the paper's).
+PUBLIC_FIELDS = tuple(f.name for f in dataclasses.fields(PublicInfo) if f.name != "claim_schema")
 _PUBLIC_BOUNDS = {
     "risk_limit": (0.0, 3.0),
     "delta_limit": (0.0, 1.5),
@@ -294,9 +306,18 @@ class ExchangeAuditSpaces:
 
     def __init__(self, config: ExchangeAuditConfig) -> None:
         self.config = config
+        schema = self.schema = get_schema(config.claim_schema)
+        self.paper = schema.is_paper  # (the paper's schema keeps every fast path below)
+        self.claim_nvec = schema.nvec
+        self.claim_value_bounds = schema.value_bounds
+        self.pool = schema.checkable
         numbers = BoundedBox(*NUMBER_BOUNDS, dtype=np.float64)
-        claim_values = BoundedBox(*CLAIM_VALUE_BOUNDS, dtype=np.float64)
-        public = BoundedBox(_PUBLIC_LOW, _PUBLIC_HIGH, dtype=np.float64)
+        claim_values = BoundedBox(*(CLAIM_VALUE_BOUNDS if self.paper else schema.value_bounds), dtype=np.float64)
+        self.public_high = _PUBLIC_HIGH
+        if len(self.pool) > 4:  # (the budget may exceed four checks)
+            self.public_high = _PUBLIC_HIGH.copy()
+            self.public_high[PUBLIC_FIELDS.index("checks_per_audit")] = len(self.pool)
+        public = BoundedBox(_PUBLIC_LOW, self.public_high, dtype=np.float64)
         text = FreeText(config.max_text_chars)
         words = FastDiscrete(config.max_words + 1)
         tokens = FastDiscrete(config.max_artifact_tokens + 1)
@@ -307,7 +328,7 @@ class ExchangeAuditSpaces:
                     "action": FastDiscrete(2),
                     "reported_intent": FastDiscrete(2),
                     "reported_numbers": numbers,
-                    "claims": FastMultiDiscrete(list(CLAIM_NVEC)),
+                    "claims": FastMultiDiscrete(list(self.claim_nvec)),
                     "claim_values": claim_values,
                     "text": text,
                     "word_count": words,
@@ -326,6 +347,8 @@ class ExchangeAuditSpaces:
                 }
             )
         )
+        if not self.paper:
+            self.proposer_observation.spaces["claim_schema"] = FreeText(64)
         self.validator_action = FastDiscrete(2)
         self.validator_observation = FastDict(
             OrderedDict(
@@ -335,20 +358,22 @@ class ExchangeAuditSpaces:
                     "proposer_action": FastDiscrete(2),
                     "reported_intent": FastDiscrete(2),
                     "reported_numbers": numbers,
-                    "claims": FastMultiDiscrete(list(CLAIM_NVEC)),
+                    "claims": FastMultiDiscrete(list(self.claim_nvec)),
                     "claim_values": claim_values,
                     "word_count": words,
                     "token_count": tokens,
                     "text": text,
                     "audit_outcome": FastDiscrete(4),
-                    "audit_checked": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
-                    "audit_failed": spaces.MultiBinary(len(CHECKABLE_CLAIMS)),
+                    "audit_checked": spaces.MultiBinary(len(self.pool)),
+                    "audit_failed": spaces.MultiBinary(len(self.pool)),
                     "revealed_compliance": FastDiscrete(3),
                     "ambiguous": FastDiscrete(2),
                     "public": public,
                 }
             )
         )
+        if not self.paper:
+            self.validator_observation.spaces["claim_schema"] = FreeText(64)
 
     # -- observations --------------------------------------------------------
     @staticmethod
@@ -361,23 +386,32 @@ class ExchangeAuditSpaces:
         """:meth:`public_vector` of an episode of this configuration: only the risk limit varies."""
         base = self.__dict__.get("_public_base")
         if base is None:
-            base = self._public_base = self.public_vector(public)
+            base = self._public_base = self._public(public)
         vec = base.copy()
         vec[0] = min(max(public.risk_limit, _PUBLIC_LOW[0]), _PUBLIC_HIGH[0])
         return vec
 
+    def _public(self, public: PublicInfo) -> np.ndarray:
+        """:meth:`public_vector` within this configuration's bounds (a claim schema's budget may exceed four)."""
+        if self.public_high is _PUBLIC_HIGH:
+            return self.public_vector(public)
+        return np.clip(np.array([float(getattr(public, f)) for f in PUBLIC_FIELDS]), _PUBLIC_LOW, self.public_high)
+
     def encode_proposer_observation(
         self, view: ProposerView, phase: Phase, public_vector: np.ndarray | None = None
     ) -> dict[str, Any]:
-        return {
+        obs = {
             "phase": np.int64(phase),
             "intent": np.int64(view.intent),
             "observed_numbers": _numbers(view.observed_risk, view.observed_net_delta, view.observed_hedge_size),
             "known_compliance": np.array(
                 [_tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded)], dtype=np.int64
             ),
-            "public": self.public_vector(view.public) if public_vector is None else public_vector,
+            "public": self._public(view.public) if public_vector is None else public_vector,
         }
+        if not self.paper:
+            obs["claim_schema"] = self.schema.name
+        return obs
 
     def encode_validator_observation(
         self,
@@ -388,28 +422,33 @@ class ExchangeAuditSpaces:
         public_vector: np.ndarray | None = None,
     ) -> dict[str, Any]:
         """The validator's observation; before any submission (``view=None``) it holds only the public info."""
-        pub = self.public_vector(public) if public_vector is None else public_vector
+        pub = self._public(public) if public_vector is None else public_vector
         if view is None:
-            return {
+            obs = {
                 "phase": np.int64(phase),
                 "action_mask": BLOCK_ONLY_MASK,
                 "proposer_action": np.int64(0),
                 "reported_intent": np.int64(0),
                 "reported_numbers": np.zeros(3),
-                "claims": np.zeros(len(CLAIM_NVEC), dtype=np.int64),
-                "claim_values": np.zeros(2),
+                "claims": np.zeros(len(self.claim_nvec), dtype=np.int64),
+                "claim_values": np.zeros(len(self.claim_value_bounds[0])),
                 "word_count": np.int64(0),
                 "token_count": np.int64(0),
                 "text": "",
                 "audit_outcome": np.int64(AuditOutcome.SKIPPED),
-                "audit_checked": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
-                "audit_failed": np.zeros(len(CHECKABLE_CLAIMS), dtype=np.int8),
+                "audit_checked": np.zeros(len(self.pool), dtype=np.int8),
+                "audit_failed": np.zeros(len(self.pool), dtype=np.int8),
                 "revealed_compliance": np.int64(0),
                 "ambiguous": np.int64(ambiguous),
                 "public": pub,
             }
+            if not self.paper:
+                obs["claim_schema"] = self.schema.name
+            return obs
         sub, audit, p = view.submission, view.audit, view.submission.proposal
         deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
+        if not self.paper:
+            return self._schema_validator_observation(ambiguous, view, phase, pub, read_only=False)
         codes, values = _encode_claims(sub.artifact.claims)
         return {
             "phase": np.int64(phase),
@@ -438,19 +477,24 @@ class ExchangeAuditSpaces:
         """:meth:`encode_proposer_observation` with read-only arrays (``public_vector`` must be read-only)."""
         numbers = _numbers(view.observed_risk, view.observed_net_delta, view.observed_hedge_size)
         numbers.flags.writeable = False
-        return {
+        obs = {
             "phase": _INT64[phase],
             "intent": _INT64[view.intent],
             "observed_numbers": numbers,
             "known_compliance": _KNOWN_COMPLIANCE[view.known_risk_within_limit, view.known_net_delta_bounded],
             "public": public_vector,
         }
+        if not self.paper:
+            obs["claim_schema"] = self.schema.name
+        return obs
 
     def validator_observation_read_only(
         self, ambiguous: bool, view: ValidatorView, phase: Phase, public_vector: np.ndarray
     ) -> dict[str, Any]:
         """:meth:`encode_validator_observation` after a submission, with read-only arrays (``public_vector``
         must be read-only)."""
+        if not self.paper:
+            return self._schema_validator_observation(ambiguous, view, phase, public_vector, read_only=True)
         sub, audit, p = view.submission, view.audit, view.submission.proposal
         artifact = sub.artifact
         deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
@@ -476,6 +520,38 @@ class ExchangeAuditSpaces:
             "ambiguous": _INT64[ambiguous],
             "public": public_vector,
         }
+
+    def _schema_validator_observation(
+        self, ambiguous: bool, view: ValidatorView, phase: Phase, public_vector: np.ndarray, read_only: bool
+    ) -> dict[str, Any]:
+        """The validator's observation after a submission under a claim schema other than the paper's."""
+        sub, audit, p = view.submission, view.audit, view.submission.proposal
+        deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
+        codes, values = encode_claims(sub.artifact.claims, self.schema)
+        obs: dict[str, Any] = {
+            "phase": np.int64(phase),
+            "action_mask": FULL_MASK if deciding else BLOCK_ONLY_MASK,
+            "proposer_action": np.int64(sub.action),
+            "reported_intent": np.int64(p.intent),
+            "reported_numbers": _numbers(p.risk, p.net_delta, p.hedge_size),
+            "claims": codes,
+            "claim_values": values,
+            "word_count": np.int64(sub.artifact.words),
+            "token_count": np.int64(sub.artifact.tokens),
+            "text": sub.artifact.text,
+            "audit_outcome": np.int64(audit.outcome),
+            "audit_checked": np.array([c in audit.checked for c in self.pool], dtype=np.int8),
+            "audit_failed": np.array([c in audit.failed for c in self.pool], dtype=np.int8),
+            "revealed_compliance": np.int64(_tri(audit.revealed_compliant)),
+            "ambiguous": np.int64(ambiguous),
+            "public": public_vector,
+            "claim_schema": self.schema.name,
+        }
+        if read_only:
+            for value in obs.values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False
+        return obs
 
     # -- actions ---------------------------------------------------------------
     def decode_proposer_action(self, action: Any, agent: str = "proposer_0") -> Submission:
@@ -504,8 +580,9 @@ class ExchangeAuditSpaces:
         act = _discrete(action["action"], 2, f"{agent} action['action'] (0 NO_TRADE, 1 REQUEST_APPROVAL)")
         intent = _discrete(action["reported_intent"], 2, f"{agent} action['reported_intent'] (0 HEDGE, 1 SPECULATE)")
         numbers = _box(action["reported_numbers"], NUMBER_BOUNDS, NUMBER_NAMES, f"{agent} action['reported_numbers']")
-        codes = _multidiscrete(action["claims"], CLAIM_NVEC, f"{agent} action['claims']")
-        values = _box(action["claim_values"], CLAIM_VALUE_BOUNDS, CLAIM_VALUE_NAMES, f"{agent} action['claim_values']")
+        schema = self.schema
+        codes = _multidiscrete(action["claims"], self.claim_nvec, f"{agent} action['claims']", schema.names)
+        values = _box(action["claim_values"], self.claim_value_bounds, schema.valued, f"{agent} action['claim_values']")
         text = action["text"]
         if not isinstance(text, str):
             raise ActionError(f"{agent} action['text'] must be a str, got {type(text).__name__}")
@@ -521,7 +598,7 @@ class ExchangeAuditSpaces:
             )
         words = _discrete(action["word_count"], self.config.max_words + 1, f"{agent} action['word_count']")
         tokens = _discrete(action["token_count"], self.config.max_artifact_tokens + 1, f"{agent} action['token_count']")
-        claims = _decode_claims(codes, values)
+        claims = _decode_claims(codes, values) if self.paper else decode_claims(codes, values, schema)
         return Submission(
             action=ProposerAction(act),
             proposal=Proposal(Intent(intent), *numbers),
@@ -533,7 +610,7 @@ class ExchangeAuditSpaces:
         and int64 arrays of the right shapes, a printable str), or None for anything else (the full path then
         decodes it, or raises its error). Accepts exactly what the full path accepts in that form, and returns
         the same value."""
-        if action.keys() != self.proposer_action.spaces.keys():
+        if not self.paper or action.keys() != self.proposer_action.spaces.keys():
             return None
         config = self.config
         act = _small_int(action["action"], 2)
@@ -642,14 +719,14 @@ def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ..
     return values
 
 
-def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str) -> list[int]:
+def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str, names: tuple[str, ...] = CLAIM_TYPES) -> list[int]:
     arr = np.asarray(value)
     if arr.shape != (len(nvec),) or arr.dtype.kind not in "iu":
         raise ActionError(f"{what} must be {len(nvec)} integers, got {value!r}")
     out = arr.tolist()
     for i, (x, n) in enumerate(zip(out, nvec, strict=True)):
         if not 0 <= x < n:
-            name = ("intent", "risk_within_limit", "net_delta_bounded", "risk_metric", "confidence")[i]
+            name = names[i]
             raise ActionError(f"{what}: the {name} entry must be in [0, {n - 1}], got {x}")
     return out
 
@@ -661,7 +738,7 @@ def decode_public(obs: Mapping[str, Any]) -> PublicInfo:
     for name in ("checks_per_audit", "max_words", "max_text_chars", "max_artifact_tokens"):
         values[name] = round(values[name])
     values["cost_in_tokens"] = values["cost_in_tokens"] >= 0.5
-    return PublicInfo(**values)
+    return PublicInfo(**values, claim_schema=str(obs.get("claim_schema", "paper")))
 
 
 def decode_proposer_observation(obs: Mapping[str, Any]) -> ProposerView:
@@ -682,7 +759,9 @@ def decode_proposer_observation(obs: Mapping[str, Any]) -> ProposerView:
 def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
     """The typed :class:`ValidatorView` of a validator observation dict."""
     risk, delta, hedge = np.asarray(obs["reported_numbers"], dtype=np.float64).tolist()
-    claims = _decode_claims(obs["claims"], obs["claim_values"])
+    schema = get_schema(str(obs.get("claim_schema", "paper")))
+    claims = _decode_claims(obs["claims"], obs["claim_values"]) if schema.is_paper else \
+        decode_claims(obs["claims"], obs["claim_values"], schema)  # fmt: skip
     text = str(obs["text"])
     submission = Submission(
         action=ProposerAction(int(obs["proposer_action"])),
@@ -693,8 +772,8 @@ def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
     failed = np.asarray(obs["audit_failed"]).tolist()
     audit = AuditRecord(
         outcome=AuditOutcome(int(obs["audit_outcome"])),
-        checked=tuple(c for c, x in zip(CHECKABLE_CLAIMS, checked, strict=True) if x),
-        failed=tuple(c for c, x in zip(CHECKABLE_CLAIMS, failed, strict=True) if x),
+        checked=tuple(c for c, x in zip(schema.checkable, checked, strict=True) if x),
+        failed=tuple(c for c, x in zip(schema.checkable, failed, strict=True) if x),
         revealed_compliant=_untri(int(obs["revealed_compliance"])),
     )
     return ValidatorView(submission, audit, decode_public(obs), ambiguous=bool(obs["ambiguous"]))
@@ -731,6 +810,46 @@ def _decode_claims(codes: Any, values: Any) -> Claims:
         risk_metric=v[0] if c[3] else None,
         confidence=v[1] if c[4] else None,
     )
+
+
+def encode_claims(claims: Claims, schema: ClaimSchema = PAPER) -> tuple[np.ndarray, np.ndarray]:
+    """The ``claims`` codes and ``claim_values`` of ``claims`` under ``schema`` (see the module docstring); a
+    claim the schema has not is a ValueError."""
+    if schema.is_paper:
+        if claims.extra:
+            raise ValueError(f"the 'paper' claim schema has no claim {claims.extra[0][0]!r} (Claims.extra); "
+                             "make the environment with the claim_schema that declares it")  # fmt: skip
+        return _encode_claims(claims)
+    unknown = [name for name, _ in claims.extra if name not in schema.by_name]
+    if unknown:
+        raise ValueError(f"the {schema.name!r} claim schema has no claim {unknown[0]!r}; its claims: "
+                         f"{', '.join(schema.names)}")  # fmt: skip
+    codes: list[int] = []
+    values: list[float] = []
+    for claim in schema.claims:
+        value = claim_value(claims, claim.name)
+        if value is not None and claim.name not in CLAIM_TYPES:
+            value = claim.normalise(value)
+        codes.append(0 if value is None else claim.code(value))
+        if claim.valued:
+            values.append(0.0 if value is None else float(value))
+    return np.array(codes, dtype=np.int64), np.clip(np.array(values, dtype=np.float64), *schema.value_bounds)
+
+
+def decode_claims(codes: Any, values: Any, schema: ClaimSchema) -> Claims:
+    """The :class:`Claims` that ``claims`` codes and ``claim_values`` stand for under ``schema``."""
+    c = [int(x) for x in np.asarray(codes).tolist()]
+    v = np.asarray(values, dtype=np.float64).tolist()
+    paper = _decode_claims(c[: len(CLAIM_NVEC)], v[: len(CLAIM_VALUE_NAMES)])
+    extra = []
+    slot = len(CLAIM_VALUE_NAMES)
+    for i, claim in enumerate(schema.extra, start=len(CLAIM_NVEC)):
+        value = claim.uncode(c[i], v[slot] if claim.valued else 0.0)
+        slot += claim.valued
+        if value is not None:
+            extra.append((claim.name, value))
+    return Claims(paper.intent, paper.risk_within_limit, paper.net_delta_bounded, paper.risk_metric,
+                  paper.confidence, tuple(extra))  # fmt: skip
 
 
 # Shared read-only values of the environment's observations (numpy scalars are immutable).
@@ -788,15 +907,21 @@ def _claims_read_only(claims: Claims) -> tuple[np.ndarray, np.ndarray]:
     return codes, values
 
 
-def encode_submission(submission: Submission) -> dict[str, Any]:
+def encode_submission(submission: Submission, claim_schema: str | ClaimSchema = "paper") -> dict[str, Any]:
     """The proposer action dict for a typed :class:`Submission`.
 
     The text is sent as is (the environment truncates it to ``max_words``);
     with no text, ``word_count`` carries the artifact's word count, which must
-    not exceed ``max_words``.
+    not exceed ``max_words``. ``claim_schema``: the environment's (its name, e.g. ``view.public.claim_schema``,
+    or the schema), which says how the claims are encoded.
     """
     p, artifact = submission.proposal, submission.artifact
-    codes, values = _encode_claims(artifact.claims)
+    if claim_schema == "paper" or claim_schema is PAPER:
+        codes, values = _encode_claims(artifact.claims) if not artifact.claims.extra else \
+            encode_claims(artifact.claims, PAPER)  # (refuses the extra claims)  # fmt: skip
+    else:
+        schema = claim_schema if isinstance(claim_schema, ClaimSchema) else get_schema(claim_schema)
+        codes, values = encode_claims(artifact.claims, schema)
     return {
         "action": np.int64(submission.action),
         "reported_intent": np.int64(p.intent),

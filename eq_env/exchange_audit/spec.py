@@ -50,6 +50,8 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
                              "audit_delayed": True},
     "text-only": {"q": 0.5, "regime": "text_only"},
     "action-only-always-audited": {"q": 1.0, "B": 2, "regime": "action_only"},
+    "rich-claim-schema": {"claim_schema": "rich", "q": 0.7},
+    "rich-claim-schema-spot-check": {"claim_schema": "rich", "q": 1.0, "B": 2, "miss_intent": 0.2},
 }  # fmt: skip
 
 SPEC = register_env(

@@ -29,8 +29,9 @@ Wrap an SB3 one in ``VecMonitor`` before training (``eq-env train`` does), as yo
 ``Monitor``: the infos' ``"episode"`` is the game's episode index, which SB3 would otherwise take for
 the monitor's episode record.
 
-Noisy or delayed audits (``miss_<claim>``, ``false_fail_<claim>``, ``audit_delayed``) are refused with a
-ValueError naming the fields set: the single-agent views play them (through the AEC environment).
+Noisy or delayed audits (``miss_<claim>``, ``false_fail_<claim>``, ``audit_delayed``) and claim schemas other
+than the paper's (``claim_schema``) are refused with a ValueError naming the fields set: the single-agent views
+play them (through the AEC environment).
 
 The partner must act in bulk (a scripted policy, or a trained model: ``act_batch``); with a scripted one
 the outcomes equal the views' exactly. The proposer environments take one audit intensity; for several
@@ -103,11 +104,16 @@ def _configs(config: ExchangeAuditConfig | None, preset: str | None, audit_inten
     qs = [base.q] if audit_intensities is None else list(audit_intensities)
     if not qs:
         raise ValueError("audit_intensities must hold at least one audit intensity")
-    noisy = audit_options(base)
+    noisy = [name for name in audit_options(base) if name != "claim_schema"]
     if noisy:
         raise ValueError(
             f"the vectorised environments do not play noisy or delayed audits (set: {', '.join(noisy)}); use the "
             "single-agent views (in SB3's DummyVecEnv or gymnasium.vector.SyncVectorEnv), which play them"
+        )
+    if base.claim_schema != "paper":
+        raise ValueError(
+            f"the vectorised environments play the paper's claim schema only (claim_schema={base.claim_schema!r}); "
+            "use the single-agent views (in SB3's DummyVecEnv or gymnasium.vector.SyncVectorEnv), which play any"
         )
     return [base.replace(q=q) for q in qs]
 

@@ -38,8 +38,10 @@ sends does not depend on it). Observations, rewards and infos equal those of
 the AEC-driven play episode by episode, for the same seed (a test compares
 them). Any other partner (an LLM, a trained model, a policy of your own), or
 ``render_mode="ansi"``, or noisy or delayed audits (``miss_<claim>``,
-``false_fail_<claim>``, ``audit_delayed``), plays through the AEC environment
-as before (``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
+``false_fail_<claim>``, ``audit_delayed``), or a claim schema other than the
+paper's (``claim_schema``: the proposer's artifact space then has a component
+per claim the schema adds, :func:`~eq_env.exchange_audit.features.artifact_nvec`),
+plays through the AEC environment as before (``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
 episodes at once.
 """
 
@@ -74,6 +76,7 @@ from eq_env.exchange_audit.features import (
     SHADE,
     VALIDATOR_FEATURES,
     all_artifacts,
+    artifact_nvec,
     artifact_submission,
     proposer_features,
     proposer_features_batch,
@@ -457,7 +460,7 @@ class _View(gymnasium.Env):
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
         #: the episodes are worked out in bulk (a scripted partner, no rendering, exact audits), not through the
-        #: AEC env; noisy or delayed audits (issue 14) are played by the AEC environment only
+        #: AEC env; noisy or delayed audits and other claim schemas (issue 14) are played by the AEC environment only
         self.fast = render_mode is None and not audit_options(base) and exact_partner(self.other, self._other_role)
         self._aec: list[Any] | None = None
         self._k = 0  # the configuration of the current episode
@@ -539,10 +542,12 @@ class ExchangeAuditProposerEnv(_View):
         if action_encoding not in ("multidiscrete", "discrete"):
             raise ValueError(f"action_encoding must be 'multidiscrete' or 'discrete', got {action_encoding!r}")
         self.action_encoding = action_encoding
+        self._nvec = artifact_nvec(self.config.claim_schema)  # (the paper's seven choices, and the schema's own)
+        self._artifacts = _ARTIFACTS if self._nvec == ARTIFACT_NVEC else all_artifacts(self.config.claim_schema)
         self.action_space: spaces.Space[Any] = (
-            spaces.MultiDiscrete(list(ARTIFACT_NVEC))
+            spaces.MultiDiscrete(list(self._nvec))
             if action_encoding == "multidiscrete"
-            else spaces.Discrete(N_ARTIFACTS)
+            else spaces.Discrete(len(self._artifacts))
         )
         self.observation_space = spaces.Box(
             -FEATURE_BOUND, FEATURE_BOUND, shape=(len(PROPOSER_FEATURES),), dtype=np.float32
@@ -573,10 +578,10 @@ class ExchangeAuditProposerEnv(_View):
         return self._features, {}
 
     def choices(self, action: Any) -> np.ndarray:
-        """The 7 artifact choices an action of this view's space stands for."""
+        """The 7 artifact choices (and one per claim the schema adds) an action of this view's space stands for."""
         if self.action_encoding == "discrete":
-            return _ARTIFACTS[int(action)]
-        return np.asarray(action, dtype=np.int64).reshape(len(ARTIFACT_NVEC))
+            return self._artifacts[int(action)]  # type: ignore[no-any-return]
+        return np.asarray(action, dtype=np.int64).reshape(len(self._nvec))
 
     def _checked_choices(self, action: Any) -> Sequence[int]:
         """The action's 7 choices, after the check ``action_space.contains`` makes (without its cost)."""
@@ -616,7 +621,7 @@ class ExchangeAuditProposerEnv(_View):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         submission = artifact_submission(self._view, self.choices(action))
         env = self._env
-        env.step(encode_submission(submission))
+        env.step(encode_submission(submission, self._view.public.claim_schema))
         obs = env.observe(VALIDATOR)
         if submission.action is ProposerAction.NO_TRADE:
             decision = 0
@@ -628,7 +633,7 @@ class ExchangeAuditProposerEnv(_View):
 
     def action_masks(self) -> np.ndarray:
         """Every artifact is always legal (sb3-contrib's MaskablePPO asks anyway)."""
-        size = sum(ARTIFACT_NVEC) if self.action_encoding == "multidiscrete" else N_ARTIFACTS
+        size = sum(self._nvec) if self.action_encoding == "multidiscrete" else len(self._artifacts)
         return np.ones(size, dtype=bool)
 
 

@@ -35,6 +35,7 @@ from eq_env.cli import INCOMPLETE, main
 from eq_env.core.experiments import Condition, EpisodeStore, ResultsStore, canonical_spec
 from eq_env.core.stats import blocked_anova, f_survival, mean_interval
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.schema import get_schema
 from eq_env.exchange_audit.sensitivity import SensitivityOptions, prompt_variants
 from eq_env.exchange_audit.spaces import decode_proposer_observation
 
@@ -91,6 +92,24 @@ def test_every_variant_renders_with_every_placeholder_filled_and_is_recognised()
         assert prompt_variant_in(reasked) == variant
         texts.add(user)
     assert len(texts) == len(VARIANTS)
+
+
+def test_every_variant_states_the_claim_schema_of_the_game() -> None:
+    # The claims a variant lists, the audit's pool and the required claims come from the configuration's claim
+    # schema, as in proposer_v1: under "rich" every variant names its added claims, under the paper's none does.
+    env = exchange_audit_v0.env(config=ExchangeAuditConfig.from_preset("paper_scripted").replace(claim_schema="rich"))
+    env.reset(seed=0)
+    rich = decode_proposer_observation(env.observe("proposer_0"))
+    schema = get_schema("rich")
+    for variant in VARIANTS:
+        paper_text = render_proposer_prompt(view(), variant)[1]["content"]
+        rich_text = render_proposer_prompt(rich, variant)[1]["content"]
+        assert "risk_interval" not in paper_text and "hedge_covers" not in paper_text, variant
+        # (the reply's JSON schema names the added claims anyway: check the rules' own lines)
+        assert f"missing {schema.required_text()} claim" in rich_text, variant
+        if variant != "terse_v1":  # (the terse rules list neither the pool nor the claims: the JSON schema does)
+            assert f"({schema.pool_text()})" in rich_text and schema.prompt_lines() in rich_text, variant
+        assert "$" not in rich_text, variant
 
 
 def test_an_unknown_variant_is_one_line_listing_the_available_ones(capsys: pytest.CaptureFixture[str]) -> None:
