@@ -164,15 +164,21 @@ BATCH_CASES = [
     (ExchangeAuditConfig.from_preset("paper_scripted").replace(q=0.1, regime="text_only"),
      "honest:claims_from=truth,words=18", "text_reader"),
     (TEXT_ONLY.replace(q=0.4, max_text_chars=40), "honest:words=18", "text_reader"),  # texts too long: words only
+    # with a claim schema that adds claims (issue 14, item 4): they are withheld too, in both engines
+    (TEXT_ONLY.replace(q=0.8, claim_schema="rich"), "honest:words=18", "text_reader"),
+    (TEXT_ONLY.replace(q=0.5, B=2, claim_schema="rich"), "strategic:p=1,words=18", "rule"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("config, proposer, validator", BATCH_CASES)
 def test_batch_equals_aec_under_the_regimes(config: ExchangeAuditConfig, proposer: str, validator: str) -> None:
-    aec = records_to_columns(play(config, proposer, validator, episodes=250, seed=7))
+    aec = records_to_columns(play(config, proposer, validator, episodes=250, seed=7), config.claim_schema)
     batch = simulate(config, make_policy(proposer), make_policy(validator), episodes=250, seed=7, chunk=97)
     assert set(aec) == set(batch) and columns_equal(aec, batch) == []
     assert (batch["claims_stated"] == 0).all() if config.regime != "artifacts" else batch["claims_stated"].any()
+    added = [k for k in ("claim_hedge_covers", "claim_risk_interval") if k in batch]  # (a schema's own claims)
+    assert len(added) == (2 if config.claim_schema == "rich" else 0)
+    assert all(np.isnan(batch[k]).all() for k in added)  # withheld: never made, as far as the validator sees
 
 
 @pytest.mark.parametrize("kwargs", [{"regime": "text_only", "q": 0.7}, {"regime": "action_only", "q": 0.4, "B": 2}])
