@@ -371,3 +371,14 @@ def test_the_view_passes_the_checkers_and_plays_the_environment() -> None:
     with pytest.raises(ValueError, match="outside Discrete"):
         view.reset()
         view.step(3)
+
+
+def test_the_manuals_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    from eq_env.exchange_audit.repeated import env as manual
+
+    (code,) = re.findall(r"```python\n(.*?)```", manual.__doc__ or "", re.S)
+    exec(compile(code, "the repeated game's manual", "exec"), {})
+    qs = eval(capsys.readouterr().out)  # (the example prints each round's q)
+    assert len(qs) == 8 and qs[:2] == [1.0, 0.5] and all(q >= 0.1 for q in qs)

@@ -27,21 +27,21 @@ may be true while the reported numbers were shaded: the audit checks claims, the
 truth); a skipped or inconclusive audit is neither.
 
 ```python
+from baselines.exchange_audit import HonestProposer, RuleValidator
 from eq_env import exchange_audit_repeated_v0
 
-env = exchange_audit_repeated_v0.env(preset="paper_scripted", rounds=5, audit_policy="decay", q=1.0,
+env = exchange_audit_repeated_v0.env(preset="paper_scripted", rounds=8, audit_policy="decay", q=1.0,
                                      gamma=0.5, q_min=0.1)
+proposer, validator = HonestProposer(claims_from="truth"), RuleValidator()
 env.reset(seed=0)
 for agent in env.agent_iter():
     observation, reward, termination, truncation, info = env.last()
     if termination or truncation:
         action = None
-    elif agent == "validator_0":
-        action = env.action_space(agent).sample(observation["action_mask"])
     else:
-        action = env.action_space(agent).sample()
+        action = (proposer if agent == "proposer_0" else validator).act(observation)
     env.step(action)
-print([round(r.q, 3) for r in env.unwrapped.game.history])
+print([round(r.q, 3) for r in env.unwrapped.game.history])  # an honest record earns fewer audits
 ```
 
 ## An episode
@@ -133,7 +133,14 @@ from eq_env.exchange_audit.repeated.game import (
     Verdict,
     audit_intensity,
 )
-from eq_env.exchange_audit.spaces import ActionError, BoundedBox, ExchangeAuditSpaces, FastDict
+from eq_env.exchange_audit.spaces import (
+    BLOCK_ONLY_MASK,
+    FULL_MASK,
+    ActionError,
+    BoundedBox,
+    ExchangeAuditSpaces,
+    FastDict,
+)
 
 __all__ = [
     "HISTORY_FIELDS",
@@ -263,8 +270,8 @@ class _Episode:
 
     def decide(self, action: Any) -> tuple[Payoffs, bool]:
         """The validator's decision: the round's payoffs and whether another round follows (then started)."""
-        mask = self.observe(VALIDATOR)["action_mask"]
         game = self.game
+        mask = FULL_MASK if Decision.APPROVE in game.stage.legal_decisions else BLOCK_ONLY_MASK
         result = game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
         coin = self.draws.coin(self.episode_index, game.round + 1) if game.needs_coin else None
         going_on = game.end_round(coin)

@@ -464,6 +464,7 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
         "The plan reads: honest while the clean-audit count is low (an audited lie earns no clean audit), "
         "lying from the count at which q has decayed below what deters it.",
         "",
+        *_checks_text(checks),
         tables,
         "",
         "![misreport rate](repeated.png)",
@@ -472,6 +473,26 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
         "",
     ]
     return "\n".join(lines)
+
+
+def _checks_text(checks: Sequence[dict]) -> list[str]:
+    """A paragraph on the cells played in the environment: does play agree with the programme, how close is PPO."""
+    if not checks:
+        return []
+    worst = max(abs(c["sim_gain"] - c["dp_gain"]) / c["sim_gain_se"] if c["sim_gain_se"] > 0 else 0.0
+                for c in checks)  # fmt: skip
+    text = (
+        f"**Checks in the environment.** Played as a policy, the best response's gain over honesty is the "
+        f"programme's within {worst:.1f} standard errors in every checked cell"
+    )
+    if "ppo_gain" in checks[0]:
+        parts = [
+            f"{c['cell']}: {c['ppo_gain']:+.2f} (best response {c['dp_gain']:+.2f}), misreporting "
+            f"{c['ppo_misreport_rate']:.0%} (best response {c['dp_misreport_rate']:.0%})"
+            for c in checks
+        ]
+        text += "; a PPO proposer with the history in its observation gains " + "; ".join(parts)
+    return [text + ".", ""]
 
 
 def _close(a: float, b: float, qs: Sequence[float]) -> bool:
