@@ -348,9 +348,13 @@ def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.repeated.experiment import DEFAULT_DELTAS, POLICIES
 
     rp.add_argument("--out", type=out_dir, required=True)
-    rp.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    rp.add_argument("--preset", choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
+                    default="paper_scripted", help="game preset: one whose proposer knows its compliance")  # fmt: skip
     rp.add_argument("--V", type=non_negative_float, default=2.0, help="approval reward V (default 2: temptation)")
     rp.add_argument("--L", type=non_negative_float, default=1.0, help="penalty L of a failed audit (default 1)")
+    rp.add_argument("--miss", type=_rate, default=0.0, help="noisy audits: ε₀, a checked lie passes (default 0)")
+    rp.add_argument("--false-fail", type=_rate, default=0.0,
+                    help="noisy audits: ε₁, a checked true claim fails (default 0)")  # fmt: skip
     rp.add_argument("--deltas", type=list_of(_delta, "continuation probabilities δ in [0, 1)", distinct=True),
                     default=",".join(f"{d:g}" for d in DEFAULT_DELTAS),
                     help="geometric horizons: after each round the game goes on with probability δ "
@@ -386,7 +390,8 @@ def _ppo_timesteps(text: str) -> int:
 def _repeated(args: argparse.Namespace) -> int:
     from eq_env.exchange_audit.repeated.experiment import repeated
 
-    repeated(args.out, preset=args.preset, V=args.V, L=args.L, deltas=args.deltas, rounds=args.rounds,
+    repeated(args.out, preset=args.preset, V=args.V, L=args.L, miss=args.miss, false_fail=args.false_fail,
+             deltas=args.deltas, rounds=args.rounds,
              policies=args.policies, qs=args.qs, q0=args.q0, gamma=args.gamma, q_punish=args.q_punish,
              punish_rounds=args.punish_rounds, episodes=args.episodes, check_delta=args.check_delta,
              simulate_episodes=args.simulate_episodes, ppo_timesteps=args.ppo_timesteps, seed=args.seed,

@@ -160,6 +160,8 @@ def test_fixed_q_deters_exactly_where_the_one_shot_game_does() -> None:
         (["repeated", "--out", "OUT", "--ppo-timesteps", "10"], "argument --ppo-timesteps"),
         (["repeated", "--out", "OUT", "--gamma", "1.5"], "argument --gamma"),
         (["repeated", "--out", "OUT", "--episodes", "3"], "argument --episodes"),
+        (["repeated", "--out", "OUT", "--preset", "paper"], "argument --preset"),
+        (["repeated", "--out", "OUT", "--false-fail", "2"], "argument --false-fail"),
     ],
 )
 def test_bad_flags_are_one_line(argv: list[str], needle: str, tmp_path: Any, monkeypatch: Any,
@@ -280,10 +282,12 @@ def test_the_repeated_command_passes_its_flags_on(tmp_path: Any, monkeypatch: py
     argv = ["repeated", "--out", str(tmp_path / "o"), "--deltas", "0.5, 0.9", "--rounds", "4", "--policies",
             "trigger,decay", "--qs", "0.5,0", "--q0", "0.9", "--gamma", "0.5", "--q-punish", "0.8",
             "--punish-rounds", "3", "--V", "3", "--L", "2", "--episodes", "50", "--check-delta", "0.8",
-            "--simulate-episodes", "7", "--ppo-timesteps", "128", "--seed", "7", "--preset", "paper"]  # fmt: skip
+            "--simulate-episodes", "7", "--ppo-timesteps", "128", "--seed", "7", "--preset", "paper_scripted",
+            "--miss", "0.1", "--false-fail", "0.02"]  # fmt: skip
     assert main(argv) == 0
     assert "| the table |" in capsys.readouterr().out
-    assert seen == {"out": tmp_path / "o", "preset": "paper", "V": 3.0, "L": 2.0, "deltas": [0.5, 0.9],
+    assert seen == {"out": tmp_path / "o", "preset": "paper_scripted", "V": 3.0, "L": 2.0, "miss": 0.1,
+                    "false_fail": 0.02, "deltas": [0.5, 0.9],
                     "rounds": [4], "policies": ["trigger", "decay"], "qs": [0.5, 0.0], "q0": 0.9, "gamma": 0.5,
                     "q_punish": 0.8, "punish_rounds": 3, "episodes": 50, "check_delta": 0.8, "simulate_episodes": 7,
                     "ppo_timesteps": 128, "seed": 7, "progress": None}  # fmt: skip
@@ -297,7 +301,8 @@ def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Any) -> None
 
     for kwargs, match in (({"qs": []}, "at least one"), ({"deltas": [], "rounds": []}, "at least one"),
                           ({"policies": ["grim"]}, "grim"), ({"q0": 0.3}, "q_min"),
-                          ({"deltas": [1.0]}, "continuation")):  # fmt: skip
+                          ({"deltas": [1.0]}, "continuation"), ({"preset": "paper"}, "knows its compliance"),
+                          ({"false_fail": 1.5}, "false_fail_intent")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             repeated(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
     assert not (tmp_path / "x").exists()

@@ -10,6 +10,10 @@ round's audit intensity q_t comes from an audit policy:
 * ``decay-reset``: the same, a failed audit resetting c to 0;
 * ``trigger``: q, then q_punish after a failed audit for ``punish_rounds`` rounds or for ever (the knob: q).
 
+The proposer knows its compliance (preset ``paper_scripted``), so the stage strategies differ only in lying;
+``--miss`` / ``--false-fail`` make the audits noisy (:mod:`eq_env.exchange_audit.noisy`), which makes audits
+cost an honest proposer (false fails) — where, by the condition below, a trigger starts to bite.
+
 **What is measured**, for each horizon, audit policy and knob on the grid: the proposer's best response over the
 stage strategies honest / shade / false claims (:mod:`.dp`: dynamic programming over the reputation state,
 chosen on half of the sampled positions, measured on the other half): its misreport rate on the path
@@ -131,6 +135,8 @@ def repeated(
     preset: str = "paper_scripted",
     V: float = 2.0,
     L: float = 1.0,
+    miss: float = 0.0,
+    false_fail: float = 0.0,
     deltas: Sequence[float] = DEFAULT_DELTAS,
     rounds: Sequence[int] = (),
     policies: Sequence[str] = POLICIES,
@@ -161,6 +167,14 @@ def repeated(
                          f"{', '.join(POLICIES)}), got qs={qs}, deltas={list(deltas)}, rounds={list(rounds)}, "
                          f"policies={list(policies)}")  # fmt: skip
     base = RepeatedConfig.from_preset(preset, V=V, L=L)
+    if not base.stage.reveal_compliance:
+        raise ValueError(
+            f"preset {preset!r}: the experiment needs a proposer that knows its compliance (reveal_compliance, "
+            "preset paper_scripted); one that judges it from its noisy view makes sincere errors, which the "
+            "stage strategies' lies would partly correct, and the menu could not tell the two apart"
+        )
+    if miss or false_fail:
+        base = base.replace(stage=base.stage.with_audit_noise(miss, false_fail))
     for h in horizons:  # every configuration is refused, if it must be, before anything runs
         for policy in policies:
             for knob in qs:
@@ -205,7 +219,8 @@ def repeated(
     write_csv(out / "repeated_summary.csv", summary, list(summary[0]))
     if checks:
         write_csv(out / "repeated_checks.csv", checks, list(checks[0]))
-    context = {"preset": preset, "V": V, "L": L, "B": base.stage.checks_per_audit, "episodes": episodes,
+    context = {"preset": preset, "V": V, "L": L, "miss": miss, "false_fail": false_fail,
+               "B": base.stage.checks_per_audit, "episodes": episodes,
                "tolerance": tolerance, "seed": seed, "one_shot_q": one_shot_q, "analytic_q": analytic_q,
                "qs": qs, "q0": q0, "gamma": gamma, "q_punish": q_punish, "punish_rounds": punish_rounds,
                "check": check, "simulate_episodes": simulate_episodes, "ppo_timesteps": ppo_timesteps,
@@ -243,6 +258,7 @@ def _summary_row(h: Horizon, policy: str, qs: Sequence[float], results: Sequence
     fit = list(estimates[0].values())
     pays = [br.best.misreport_rate > tolerance for br in results]
     measured = _frontier_q(qs, pays)
+    step = max((b - a for a, b in itertools.pairwise(qs)), default=0.0)
     fine = [round(FINE_STEP * i, 10) for i in range(round(1 / FINE_STEP) + 1)]
     fine = [k for k in fine if qs[0] - 1e-12 <= k <= qs[-1] + 1e-12] or list(qs)
     fails = []
@@ -263,7 +279,8 @@ def _summary_row(h: Horizon, policy: str, qs: Sequence[float], results: Sequence
         "horizon": h.label, "rounds": h.rounds, "continuation": h.continuation, "policy": policy,
         "knob": KNOBS[policy], "br_frontier": measured, "br_frontier_mean_q": measured_q,
         "condition_frontier": condition, "condition_frontier_mean_q": condition_q, "one_shot_q": one_shot_q,
-        "below_one_shot": (not math.isinf(measured_q)) and measured_q < one_shot_q - 1e-9,
+        # lower by a grid step at least: both frontiers are known to the grid's resolution only
+        "below_one_shot": (not math.isinf(measured_q)) and measured_q <= one_shot_q - step + 1e-9,
         "lowest_knob": qs[0], "lowest_misreport_rate": low.best.misreport_rate, "lowest_gain": low.gain,
         "lowest_br_mean_q": low.best.mean_q, "lowest_plan": low.describe(),
     }  # fmt: skip
@@ -342,7 +359,7 @@ def _tables(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict
     text = [
         f"One-shot frontier q*₁ = {_fmt(ctx['one_shot_q'])} (best response over the artifact space; analytic "
         f"1 − no_trade_payoff/V = {ctx['analytic_q']:.2f}). Preset {ctx['preset']}, V = {ctx['V']:g}, "
-        f"L = {ctx['L']:g}, B = {ctx['B']}; {ctx['episodes']} positions (half choose, half measure), seed "
+        f"L = {ctx['L']:g}, B = {ctx['B']}{_noise(ctx)}; {ctx['episodes']} positions (half choose, half measure), seed "
         f"{ctx['seed']}; misreporting pays above {ctx['tolerance']:.0%} of non-compliant rounds on the path.",
         "",
         main,
@@ -411,13 +428,19 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
     q1 = ctx["one_shot_q"]
     lower = [r for r in summary if r["below_one_shot"]]
     if lower:
-        answer = ("Yes, in " + ", ".join(f"{r['policy']} at {r['horizon']} (avg q {r['br_frontier_mean_q']:.2f})"
-                                         for r in lower) + f", against the one-shot q*₁ = {_fmt(q1)}.")  # fmt: skip
+        answer = ("Yes, by at least a grid step, in " + ", ".join(
+            f"{r['policy']} at {r['horizon']} (avg q {r['br_frontier_mean_q']:.2f})" for r in lower)
+            + f", against the one-shot q*₁ = {_fmt(q1)}.")  # fmt: skip
     else:
-        answer = (
-            f"No: under no audit policy and horizon of the grid does the best response stay honest at an "
-            f"average q below the one-shot frontier q*₁ = {_fmt(q1)}."
-        )
+        answer = (f"No: under no audit policy and horizon of the grid does the best response stay honest at an "
+                  f"average q a grid step or more below the one-shot frontier q*₁ = {_fmt(q1)}.")  # fmt: skip
+        knob_lower = [r for r in summary if r["knob"] == "q" and r["br_frontier"] < q1 - 1e-9]
+        if knob_lower:
+            answer += (" Yet " + "; ".join(
+                f"the {r['policy']} at {r['horizon']} deters from q = {r['br_frontier']:.2f}" for r in knob_lower)
+                + ": below q*₁, but the punishments an honest proposer draws too (its failed audits) raise the "
+                "average q it faces back to " + ", ".join(f"{r['br_frontier_mean_q']:.2f}" for r in knob_lower)
+                + ".")  # fmt: skip
     agree = [r for r in summary if _close(r["br_frontier"], r["condition_frontier"], ctx["qs"])]
     r0, r1, phi = ctx["honest_r0"], ctx["honest_r1"], ctx["honest_failed"]
     if phi == 0.0 and r1 >= r0:
@@ -449,9 +472,9 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
     lines = [
         "# Repeated play and reputation",
         "",
-        f"Preset {ctx['preset']}, V = {ctx['V']:g}, L = {ctx['L']:g} (in the one-shot game a lie pays below "
-        f"q*₁ = {_fmt(q1)}). Decay starts at q₀ = {ctx['q0']:g} with γ = {ctx['gamma']:g}; the trigger punishes "
-        f"with q = {ctx['q_punish']:g} for "
+        f"Preset {ctx['preset']}, V = {ctx['V']:g}, L = {ctx['L']:g}{_noise(ctx)} (in the one-shot game a lie "
+        f"pays below q*₁ = {_fmt(q1)}). Decay starts at q₀ = {ctx['q0']:g} with γ = {ctx['gamma']:g}; the "
+        f"trigger punishes with q = {ctx['q_punish']:g} for "
         f"{'ever' if ctx['punish_rounds'] is None else str(ctx['punish_rounds']) + ' rounds'}. Run in "
         f"{ctx['seconds']:.0f} s.",
         "",
@@ -473,6 +496,13 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
         "",
     ]
     return "\n".join(lines)
+
+
+def _noise(ctx: dict) -> str:
+    """The audits' noise, when there is some (issue 14, item 2)."""
+    if not (ctx["miss"] or ctx["false_fail"]):
+        return ""
+    return f", noisy audits (every claim: missed lies ε₀ = {ctx['miss']:g}, false fails ε₁ = {ctx['false_fail']:g})"
 
 
 def _checks_text(checks: Sequence[dict]) -> list[str]:
