@@ -8,6 +8,7 @@ single-agent view of each role with Gymnasium::
     proposer_env = gymnasium.make("eq_env/ExchangeAuditProposer-v0", validator="rule", q=0.3)
     puzzle_env = pettingzoo.make("aec", "eq_env/einstein-puzzle-v0", n=5, comm_mode="seek_only")
     team = pettingzoo.make("parallel", "eq_env/belief-coordination-v0", n_executors=5)
+    rounds = pettingzoo.make("aec", "eq_env/exchange-audit-repeated-v0", rounds=10, audit_policy="decay")
 
 The games are :mod:`eq_env.core.spec` registrations (``eq_env.core.spec.registered_envs()``);
 the ids and views below are derived from them.
@@ -15,7 +16,7 @@ the ids and views below are derived from them.
 
 from __future__ import annotations
 
-from eq_env import belief_coordination_v0, einstein_puzzle_v0, exchange_audit_v0
+from eq_env import belief_coordination_v0, einstein_puzzle_v0, exchange_audit_repeated_v0, exchange_audit_v0
 from eq_env.belief_coordination import BeliefCoordinationConfig
 from eq_env.core.spec import registered_envs
 from eq_env.einstein_puzzle import EinsteinPuzzleConfig
@@ -28,6 +29,9 @@ from eq_env.einstein_puzzle import spec as _einstein_puzzle  # noqa: F401 - regi
 # isort: split
 from eq_env.belief_coordination import spec as _belief_coordination  # noqa: F401 - registers the game (third)
 
+# isort: split
+from eq_env.exchange_audit.repeated import spec as _exchange_audit_repeated  # noqa: F401 - registers the game
+
 __version__ = "0.1.0"
 __all__ = [
     "ENV_IDS",
@@ -38,6 +42,7 @@ __all__ = [
     "__version__",
     "belief_coordination_v0",
     "einstein_puzzle_v0",
+    "exchange_audit_repeated_v0",
     "exchange_audit_v0",
 ]
 

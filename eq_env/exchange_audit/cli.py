@@ -5,7 +5,7 @@
 ``frontier`` (the deterrence frontier), ``noisy-audits`` (issue 14's noisy
 audits), ``free-text`` (issue 14's free-text regime), ``inspection`` (issue 14's validator as a strategic
 auditor), ``sensitivity`` (the LLM proposer across prompt variants and models), ``claim-schemas`` (issue 14's
-claim schemas). :data:`COMMANDS` is what
+claim schemas), ``repeated`` (issue 14's repeated game and reputation). :data:`COMMANDS` is what
 ``EnvSpec.cli`` points the CLI at; :func:`dry_run` shows what the LLM
 policies would be sent and :func:`describe_config` sums a configuration up for
 ``eq-env play``.
@@ -570,6 +570,84 @@ def _claim_schemas(args: argparse.Namespace) -> int:
     print((args.out / "claim_schemas.md").read_text())
     print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
           f"to {args.out}")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# repeated (issue 14, item 1)
+# ---------------------------------------------------------------------------
+_delta = number_type(float, "a continuation δ in [0, 1)", lambda v: 0.0 <= v < 1.0)
+
+
+def _audit_policy(text: str) -> str:
+    from eq_env.exchange_audit.repeated.experiment import POLICIES
+
+    if text not in POLICIES:
+        raise argparse.ArgumentTypeError(f"expected an audit policy among {', '.join(POLICIES)}, got {text!r}")
+    return text
+
+
+def _punish_rounds(text: str) -> int | None:
+    """``forever`` (None) or a positive number of rounds."""
+    if text.strip().lower() in ("forever", "none"):
+        return None
+    return int_in(1, 100_000, " or 'forever'")(text)
+
+
+def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
+    from eq_env.exchange_audit.repeated.experiment import DEFAULT_DELTAS, POLICIES
+
+    rp.add_argument("--out", type=out_dir, required=True)
+    rp.add_argument("--preset", choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
+                    default="paper_scripted", help="game preset: one whose proposer knows its compliance")  # fmt: skip
+    rp.add_argument("--V", type=non_negative_float, default=2.0, help="approval reward V (default 2: temptation)")
+    rp.add_argument("--L", type=non_negative_float, default=1.0, help="penalty L of a failed audit (default 1)")
+    rp.add_argument("--miss", type=_rate, default=0.0, help="noisy audits: ε₀, a checked lie passes (default 0)")
+    rp.add_argument("--false-fail", type=_rate, default=0.0,
+                    help="noisy audits: ε₁, a checked true claim fails (default 0)")  # fmt: skip
+    rp.add_argument("--deltas", type=list_of(_delta, "continuation probabilities δ in [0, 1)", distinct=True),
+                    default=",".join(f"{d:g}" for d in DEFAULT_DELTAS),
+                    help="geometric horizons: after each round the game goes on with probability δ "
+                         "(default %(default)s)")  # fmt: skip
+    rp.add_argument("--rounds", type=list_of(int_in(1, 100_000), "round counts T", distinct=True), default=[],
+                    help="fixed horizons of exactly T rounds, besides the δ ones (e.g. 1,10)")  # fmt: skip
+    rp.add_argument("--policies", type=list_of(_audit_policy, "audit policies", distinct=True),
+                    default=",".join(POLICIES), help="audit policies (default %(default)s)")  # fmt: skip
+    rp.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0,0.1,...,1)")  # fmt: skip
+    rp.add_argument("--q0", type=_q, default=1.0, help="decay: the starting q (default 1)")
+    rp.add_argument("--gamma", type=_rate, default=0.8, help="decay: q's factor per clean audit (default 0.8)")
+    rp.add_argument("--q-punish", type=_q, default=1.0, help="trigger: q after a failed audit (default 1)")
+    rp.add_argument("--punish-rounds", type=_punish_rounds, default=None,
+                    help="trigger: rounds of punishment, or 'forever' (default: forever, a grim trigger)")  # fmt: skip
+    rp.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="positions sampled per stage estimate and one-shot best response (default 20000)")  # fmt: skip
+    rp.add_argument("--check-delta", type=_delta, default=0.9,
+                    help="the δ of the cells also played in the environment (default 0.9)")  # fmt: skip
+    rp.add_argument("--simulate-episodes", type=int_in(2, MAX_EPISODES), default=1000,
+                    help="episodes each checked cell is played (default 1000)")  # fmt: skip
+    rp.add_argument("--ppo-timesteps", type=_ppo_timesteps, default=30_000,
+                    help="train a PPO proposer with the history in its observation for N steps per checked cell "
+                         "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
+    rp.add_argument("--seed", type=seed_arg, default=0)
+
+
+def _ppo_timesteps(text: str) -> int:
+    value = number_type(int, "0 (no PPO) or a number of steps of at least 64", lambda v: v == 0 or 64 <= v)(text)
+    return int(min(value, 1_000_000_000))
+
+
+def _repeated(args: argparse.Namespace) -> int:
+    from eq_env.exchange_audit.repeated.experiment import repeated
+
+    repeated(args.out, preset=args.preset, V=args.V, L=args.L, miss=args.miss, false_fail=args.false_fail,
+             deltas=args.deltas, rounds=args.rounds,
+             policies=args.policies, qs=args.qs, q0=args.q0, gamma=args.gamma, q_punish=args.q_punish,
+             punish_rounds=args.punish_rounds, episodes=args.episodes, check_delta=args.check_delta,
+             simulate_episodes=args.simulate_episodes, ppo_timesteps=args.ppo_timesteps, seed=args.seed,
+             progress=None)  # fmt: skip
+    print((args.out / "repeated.md").read_text())
+    print(f"wrote repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
+          f"repeated_frontier.png and summary.md to {args.out}")  # fmt: skip
     return 0
 
 
@@ -675,5 +753,18 @@ COMMANDS = (
         "approvals and welfare at --q with the rule validator, and the q from which a strategic proposer and the "
         "best response stop misreporting, over --qs. Writes claim_schemas.csv, claim_schemas_summary.csv, "
         "claim_schemas.md, claim_schemas.png and summary.md into --out.",
+    ),
+    Command(
+        "repeated",
+        "repeated play and reputation: the best response to fixed, decaying and trigger audit policies",
+        _repeated_arguments,
+        _repeated,
+        "For each horizon (--deltas, --rounds), audit policy (--policies) and knob (--qs): the proposer's best "
+        "response in the repeated game by dynamic programming over the reputation state, its misreport rate, "
+        "welfare, audit cost and bad approvals; the deterrence frontier next to the one-shot one and the "
+        "repeated-game condition; a few cells played in the environment (and by PPO with --ppo-timesteps). "
+        "Writes repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
+        "repeated_frontier.png and summary.md into --out.",
+        "trained PPO models are saved in --out/ppo; run the same command to reuse them",
     ),
 )

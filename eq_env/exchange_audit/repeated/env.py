@@ -1,0 +1,536 @@
+"""
+# Exchange–audit, repeated
+
+| Import               | `from eq_env import exchange_audit_repeated_v0`                             |
+|----------------------|-----------------------------------------------------------------------------|
+| Registered ids       | `"eq_env/exchange-audit-repeated-v0"` (`pettingzoo.make("aec"` or `"parallel", …)`) |
+| Actions              | as the one-shot game: proposer Dict (action, proposal, claims, text); validator Discrete(2) |
+| Parallel API         | Yes (two steps per round: proposal, then decision)                          |
+| Agents               | `agents = ['proposer_0', 'validator_0']`                                    |
+| Action mask          | validator only, in its observation under `"action_mask"`                    |
+| Observations         | the one-shot game's, plus `"history"`: Box(13) of the public record         |
+
+The same proposer and validator play round after round of the exchange–audit game
+(`eq_env/exchange-audit-v0`, whose manual describes a round: the position, the artifact, the audit, the rule
+engine, the payoffs). Between rounds an **audit policy** sets the next round's audit intensity q_t from the
+public record, so a proposer can earn — or lose — a reputation:
+
+* `audit_policy="fixed"`: q_t = q in every round (each round is the one-shot game);
+* `"decay"`: q_t = max(`q_min`, q·`gamma`^c), c the clean audits so far (since the last failed one with
+  `reset_on_fail=True`): the paper's "decay q toward zero for a proposer with a high reputation";
+* `"trigger"`: q_t = q until an audit fails, then `q_punish` (default 1) for `punish_rounds` rounds (default
+  `None`: for ever, a grim trigger); a failure during the punishment starts it again.
+
+An audit is **clean** when every check passed and it did not reveal that a requested trade is non-compliant;
+it **failed** when a check failed, or when it revealed that the requested trade is non-compliant (the claims
+may be true while the reported numbers were shaded: the audit checks claims, the validator sees the
+truth); a skipped or inconclusive audit is neither.
+
+```python
+from baselines.exchange_audit import HonestProposer, RuleValidator
+from eq_env import exchange_audit_repeated_v0
+
+env = exchange_audit_repeated_v0.env(preset="paper_scripted", rounds=8, audit_policy="decay", q=1.0,
+                                     gamma=0.5, q_min=0.1)
+proposer, validator = HonestProposer(claims_from="truth"), RuleValidator()
+env.reset(seed=0)
+for agent in env.agent_iter():
+    observation, reward, termination, truncation, info = env.last()
+    if termination or truncation:
+        action = None
+    else:
+        action = (proposer if agent == "proposer_0" else validator).act(observation)
+    env.step(action)
+print([round(r.q, 3) for r in env.unwrapped.game.history])  # an honest record earns fewer audits
+```
+
+## An episode
+
+Round t = 0, 1, …: the audit policy sets q_t; then the one-shot game is played at q_t (the proposer acts,
+the audit coin falls, the validator acts; both are paid). The game then goes on with probability
+`continuation` δ, for at most `rounds` T rounds: δ = 1 (default) plays exactly T rounds and ends
+**terminated**; δ < 1 is a geometric horizon, ended *terminated* by the coin or **truncated** at the cap T.
+T = 1, or δ = 0, is the one-shot game episode by episode (round 0 of episode i of seed s draws exactly what
+episode i of `exchange-audit-v0` of seed s draws).
+
+## Observations
+
+Each agent's observation is the one-shot game's (its `public` vector shows the round's q_t), plus
+`"history"`, a float Box of the public record (before the current round; after the last one once the
+episode is over):
+
+| index | name                 | meaning                                                           |
+|-------|----------------------|-------------------------------------------------------------------|
+| 0     | `round`              | the current round t (at the end: rounds played)                   |
+| 1     | `rounds_left`        | T − t, the current round included (a cap when δ < 1)             |
+| 2     | `continuation`       | δ                                                                 |
+| 3     | `q`                  | this round's audit intensity q_t (at the end: the next round's)   |
+| 4     | `clean_audits`       | clean audits so far (since the last failed one with `reset_on_fail`) |
+| 5     | `failed_audits`      | failed audits so far                                              |
+| 6     | `punish_left`        | trigger: punished rounds left, this one included (for ever: to the cap) |
+| 7     | `requests`           | rounds the proposer asked for approval                            |
+| 8     | `approvals`          | rounds the validator approved                                     |
+| 9     | `last_action`        | last round's proposer action: 0 NO_TRADE, 1 REQUEST_APPROVAL (−1: none yet) |
+| 10    | `last_decision`      | last round's decision: 0 BLOCK, 1 APPROVE (−1: none yet)           |
+| 11    | `last_audit_outcome` | last round's audit: 0 skipped, 1 pass, 2 fail, 3 inconclusive (−1: none yet) |
+| 12    | `last_verdict`       | last round's verdict: 0 none, 1 clean, 2 failed (−1: none yet)     |
+
+`decode_history(observation)` gives it as a dict. `env.unwrapped.game.history` holds every finished round
+(:class:`~eq_env.exchange_audit.repeated.game.RoundRecord`: its q, the record before it, the one-shot
+outcome, the verdict). `state()` is the round's private position (Box(8), as the one-shot game's) followed
+by round, q_t, clean and failed audits.
+
+## Rewards
+
+Every round pays as the one-shot game: `reward_mode="welfare"` (default) both agents receive the round's
+welfare, `"individual"` each its own payoff. Rewards arrive when the validator has decided; `infos[agent]`
+then holds the round (the one-shot game's info, plus `round`, `q`, `verdict`, `clean_audits`,
+`failed_audits` after it). Rewards are not discounted: δ is the chance the game goes on, so the expected
+total is the δ-discounted sum.
+
+## Arguments
+
+`exchange_audit_repeated_v0.env(config=None, *, preset=None, reward_mode="welfare", render_mode=None,
+**overrides)`: `config` is a `RepeatedConfig`; otherwise the preset (`"paper"` default, `"paper_scripted"`,
+`"paper_main_script"`: the one-shot presets) with `overrides`, any field of the repeated game (`rounds`,
+`continuation`, `audit_policy`, `gamma`, `q_min`, `reset_on_fail`, `q_punish`, `punish_rounds`) or of the
+stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming the field.
+
+`reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next episode;
+`reset(seed=s, options={"episode": i})` episode `i`. Same seed, same play, bit for bit.
+
+## Version history
+
+* v0: first release (issue 14, item 1).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv, ParallelEnv
+
+from eq_env.exchange_audit.env import (
+    PROPOSER,
+    ROLES,
+    SEED_STREAMS,
+    VALIDATOR,
+    UnknownAgentError,
+    _check_options,
+    _unknown_agent,
+)
+from eq_env.exchange_audit.game import AuditOutcome, Decision, Intent, Payoffs, Phase, ProposerAction
+from eq_env.exchange_audit.render import render_episode
+from eq_env.exchange_audit.repeated.game import (
+    FOREVER,
+    MAX_ROUNDS,
+    RepeatedConfig,
+    RepeatedGame,
+    RoundDraws,
+    Verdict,
+    audit_intensity,
+)
+from eq_env.exchange_audit.spaces import (
+    BLOCK_ONLY_MASK,
+    FULL_MASK,
+    ActionError,
+    BoundedBox,
+    ExchangeAuditSpaces,
+    FastDict,
+)
+
+__all__ = [
+    "HISTORY_FIELDS",
+    "PROPOSER",
+    "ROLES",
+    "SEED_STREAMS",
+    "VALIDATOR",
+    "RepeatedParallelEnv",
+    "UnknownAgentError",
+    "decode_history",
+    "history_vector",
+    "raw_env",
+    "resolve_config",
+]
+
+HISTORY_FIELDS = (
+    "round", "rounds_left", "continuation", "q", "clean_audits", "failed_audits", "punish_left", "requests",
+    "approvals", "last_action", "last_decision", "last_audit_outcome", "last_verdict",
+)  # fmt: skip
+_HISTORY_LOW = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1], dtype=np.float64)
+_HISTORY_HIGH = np.array([MAX_ROUNDS] * 2 + [1, 1] + [MAX_ROUNDS] * 5 + [1, 1, 3, 2], dtype=np.float64)
+REWARD_MODES = ("welfare", "individual")
+RENDER_MODES = ("ansi", "human")
+METADATA: dict[str, Any] = {
+    "name": "exchange_audit_repeated_v0",
+    "render_modes": list(RENDER_MODES),
+    "is_parallelizable": False,  # the validator observes the proposal: use parallel_env()
+    "render_fps": 1,
+}
+_ACTION_NAMES = tuple(m.name for m in ProposerAction)
+_DECISION_NAMES = tuple(m.name for m in Decision)
+_OUTCOME_NAMES = tuple(m.name for m in AuditOutcome)
+_INTENT_NAMES = tuple(m.name for m in Intent)
+_VERDICT_NAMES = tuple(m.name for m in Verdict)
+
+
+def resolve_config(config: RepeatedConfig | None, preset: str | None, overrides: dict[str, Any]) -> RepeatedConfig:
+    """The configuration an environment plays (:meth:`~eq_env.core.config.GameConfig.resolve`)."""
+    return RepeatedConfig.resolve(config, preset, overrides)
+
+
+def history_vector(game: RepeatedGame) -> np.ndarray:
+    """The ``"history"`` entry of both observations (see the manual's table)."""
+    config, history, rep = game.config, game.history, game.reputation
+    t = len(history) if game.over else game.round
+    q = audit_intensity(config, rep) if game.over else game.q
+    last = history[-1] if history else None
+    outcome = last.outcome if last is not None else None
+    punish = config.rounds - t if rep.punish_left == FOREVER else rep.punish_left
+    return np.array(
+        [
+            t, config.rounds - t, config.continuation, q, rep.clean, rep.failed, punish,
+            game.requests, game.approvals,
+            -1 if outcome is None else int(outcome.submission.action),
+            -1 if outcome is None else int(outcome.decision),
+            -1 if outcome is None else int(outcome.audit.outcome),
+            -1 if last is None else int(last.verdict),
+        ],
+        dtype=np.float64,
+    )  # fmt: skip
+
+
+def decode_history(observation: Any) -> dict[str, Any]:
+    """An observation's ``"history"`` as a dict by :data:`HISTORY_FIELDS` (counts and codes as ints)."""
+    values = np.asarray(observation["history"], dtype=np.float64).tolist()
+    return {name: (v if name in ("continuation", "q") else round(v))
+            for name, v in zip(HISTORY_FIELDS, values, strict=True)}  # fmt: skip
+
+
+class _Episode:
+    """What the AEC and parallel adapters share: the game, its spaces and its randomness."""
+
+    def __init__(self, config: RepeatedConfig, reward_mode: str, render_mode: str | None) -> None:
+        if reward_mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
+        self.config = config
+        self.reward_mode = reward_mode
+        self.codec = ExchangeAuditSpaces(config.stage)  # (no space depends on q: one codec for every round)
+        history = BoundedBox(_HISTORY_LOW, _HISTORY_HIGH, dtype=np.float64)
+        self.observation_spaces = {
+            agent: FastDict(OrderedDict({**space.spaces, "history": history}))
+            for agent, space in ((PROPOSER, self.codec.proposer_observation),
+                                 (VALIDATOR, self.codec.validator_observation))
+        }  # fmt: skip
+        self.action_spaces = {PROPOSER: self.codec.proposer_action, VALIDATOR: self.codec.validator_action}
+        self.state_space = spaces.Box(
+            low=np.array([0, 0, 0, 0, 0, -3, 0, 0, 0, 0, 0, 0], dtype=np.float64),
+            high=np.array([1, 1, 3, 1.5, 4, 3, 3, 1, MAX_ROUNDS, 1, MAX_ROUNDS, MAX_ROUNDS], dtype=np.float64),
+            dtype=np.float64,
+        )
+        self.game = RepeatedGame(config)
+        self.draws = RoundDraws(None, config.rounds)
+        self.episode_index = -1
+        self.episodes_started = 0  # (episode_index + 1 while playing in order)
+
+    # -- episodes and rounds ----------------------------------------------------------------------
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        if seed is not None and (
+            isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
+        ):
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        _check_options(options)
+        index = None
+        if options and "episode" in options:
+            index = options["episode"]
+            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+                raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
+            index = int(index)
+        if seed is not None:
+            self.draws = RoundDraws(int(seed), self.config.rounds)
+            self.episode_index = 0 if index is None else index
+        elif index is not None:
+            self.episode_index = index
+        else:
+            self.episode_index += 1
+        self.game.start()
+        self._start_round()
+
+    def _start_round(self) -> None:
+        game = self.game
+        game.start_round(self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits))
+
+    def propose(self, action: Any) -> None:
+        self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
+
+    def decide(self, action: Any) -> tuple[Payoffs, bool]:
+        """The validator's decision: the round's payoffs and whether another round follows (then started)."""
+        game = self.game
+        mask = FULL_MASK if Decision.APPROVE in game.stage.legal_decisions else BLOCK_ONLY_MASK
+        result = game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
+        coin = self.draws.coin(self.episode_index, game.round + 1) if game.needs_coin else None
+        going_on = game.end_round(coin)
+        if going_on:
+            self._start_round()
+        return result, going_on
+
+    # -- observations -------------------------------------------------------------------------------
+    def observe(self, agent: str) -> dict[str, Any]:
+        if agent != PROPOSER and agent != VALIDATOR:
+            raise _unknown_agent(agent)
+        stage = self.game.stage
+        view = stage.proposer_view
+        if view is None or stage.state is None:
+            raise RuntimeError("call reset() before observe()")
+        phase = stage.phase
+        public = self.codec.public_vector(view.public)  # (its q is the round's)
+        if agent == PROPOSER:
+            obs = self.codec.encode_proposer_observation(view, phase, public)
+        else:
+            obs = self.codec.encode_validator_observation(view.public, stage.state.ambiguous,
+                                                          stage.validator_view, phase, public)  # fmt: skip
+        obs["history"] = history_vector(self.game)
+        return obs
+
+    def rewards(self, result: Payoffs) -> dict[str, float]:
+        if self.reward_mode == "welfare":
+            welfare = result.welfare
+            return {PROPOSER: welfare, VALIDATOR: welfare}
+        return {PROPOSER: result.proposer, VALIDATOR: result.validator}
+
+    def round_info(self) -> dict[str, Any]:
+        """The last finished round, as the one-shot game's final info plus the repeated game's."""
+        record = self.game.history[-1]
+        out, rep = record.outcome, self.game.reputation
+        s, sub, audit = out.state, out.submission, out.audit
+        return {
+            "episode": self.episode_index,
+            "round": record.round,
+            "q": record.q,
+            "verdict": _VERDICT_NAMES[record.verdict],
+            "clean_audits": rep.clean,
+            "failed_audits": rep.failed,
+            "welfare": out.payoffs.welfare,
+            "proposer_payoff": out.payoffs.proposer,
+            "validator_payoff": out.payoffs.validator,
+            "proposer_action": _ACTION_NAMES[sub.action],
+            "decision": _DECISION_NAMES[out.decision],
+            "approved": out.approved,
+            "compliant": s.compliant,
+            "ambiguous": s.ambiguous,
+            "words": sub.artifact.words,
+            "audit": {
+                "audited": audit.audited,
+                "outcome": _OUTCOME_NAMES[audit.outcome],
+                "checked": list(audit.checked),
+                "failed": list(audit.failed),
+                "revealed_compliant": audit.revealed_compliant,
+            },
+            "state": {
+                "intent": _INTENT_NAMES[s.intent],
+                "risk_limit": s.risk_limit,
+                "delta_limit": s.delta_limit,
+                "true_risk": s.true_risk,
+                "true_net_delta": s.true_net_delta,
+                "hedge_size": s.hedge_size,
+            },
+        }
+
+    def state_vector(self) -> np.ndarray:
+        s = self.game.stage.state
+        if s is None:
+            raise RuntimeError("state() before reset()")
+        rep = self.game.reputation
+        values = [s.ambiguous, s.intent, s.risk_limit, s.delta_limit, s.true_risk, s.true_net_delta, s.hedge_size,
+                  s.compliant, self.game.round, self.game.q, rep.clean, rep.failed]  # fmt: skip
+        return np.clip(np.array(values, dtype=np.float64), self.state_space.low, self.state_space.high)
+
+    def render(self, render_mode: str | None) -> str | None:
+        if render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        game = self.game
+        if game.stage.state is None:
+            return "(no episode yet: call reset())\n"
+        rep = game.history[-1].reputation if game.over and game.history else game.reputation
+        t = game.history[-1].round if game.over and game.history else game.round
+        q = game.history[-1].q if game.over and game.history else game.q
+        head = (f"--- round {t} of at most {self.config.rounds} (policy {self.config.audit_policy}, q_t={q:.3f}; "
+                f"clean audits {rep.clean}, failed {rep.failed}) ---\n")  # fmt: skip
+        text = head + render_episode(game.stage, self.episode_index)
+        if game.over:
+            total = sum(r.payoffs.welfare for r in game.history)
+            text += f"episode over after {len(game.history)} round(s): welfare {total:.3f}\n"
+        if render_mode == "human":
+            print(text, end="")
+            return None
+        return text
+
+
+class _Adapter:
+    """The surface both PettingZoo adapters share: construction, spaces, the game, state and rendering."""
+
+    metadata = METADATA
+
+    def __init__(
+        self,
+        config: RepeatedConfig | None = None,
+        *,
+        preset: str | None = None,
+        reward_mode: str = "welfare",
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
+        self.config = self._episode.config
+        self.codec = self._episode.codec
+        self.render_mode = render_mode
+        self.reward_mode = reward_mode
+        self.possible_agents = [PROPOSER, VALIDATOR]
+        self.agents: list[str] = []
+        self.state_space = self._episode.state_space
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        try:
+            return self._episode.observation_spaces[agent]
+        except (KeyError, TypeError):
+            raise _unknown_agent(agent) from None
+
+    def action_space(self, agent: str) -> spaces.Space:
+        try:
+            return self._episode.action_spaces[agent]
+        except (KeyError, TypeError):
+            raise _unknown_agent(agent) from None
+
+    @property
+    def game(self) -> RepeatedGame:
+        """The pure game behind the adapter (its rounds, record and current stage game)."""
+        return self._episode.game
+
+    @property
+    def episode_index(self) -> int:
+        return self._episode.episode_index
+
+    def state(self) -> np.ndarray:
+        """The round's private position (as the one-shot game's state) and round, q_t, clean and failed audits."""
+        return self._episode.state_vector()
+
+    def render(self) -> str | None:
+        return self._episode.render(self.render_mode)
+
+    def close(self) -> None:
+        pass
+
+
+class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    """The repeated exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self._episode.reset(seed, options)
+        agents = self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(agents, 0.0)
+        self.terminations = dict.fromkeys(agents, False)
+        self.truncations = dict.fromkeys(agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in agents}
+        self.agent_selection = PROPOSER
+        self._skip_agent_selection = None
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        return self._episode.observe(agent)
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not hasattr(self, "agent_selection"):
+            raise RuntimeError("call reset() before last()")
+        if not self.agents:
+            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
+        return super().last(observe)
+
+    def step(self, action: Any) -> None:
+        if not hasattr(self, "agent_selection"):
+            raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
+        if not self.agents:
+            raise RuntimeError("step() after the episode ended; call reset()")
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if agent == PROPOSER:
+            self._episode.propose(action)  # (refuses a bad action before anything changes)
+            self._cumulative_rewards[agent] = 0.0
+            self._clear_rewards()  # (last round's rewards are paid already)
+            self.agent_selection = VALIDATOR
+        else:
+            result, going_on = self._episode.decide(action)
+            self._cumulative_rewards[agent] = 0.0
+            self.rewards = self._episode.rewards(result)
+            info = self._episode.round_info()
+            self.infos = {a: _copy_info(info) for a in self.agents}
+            if not going_on:
+                done = self.terminations if not self._episode.game.truncated else self.truncations
+                for a in self.agents:
+                    done[a] = True
+            self.agent_selection = PROPOSER
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+
+class RepeatedParallelEnv(_Adapter, ParallelEnv):
+    """The repeated game under PettingZoo's parallel API: two steps per round (``phase`` 0: only
+    ``proposer_0``'s action is read; ``phase`` 1: only ``validator_0``'s), rewards on the second."""
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        self._episode.reset(seed, options)
+        self.agents = self.possible_agents[:]
+        return self._observations(), {a: {} for a in self.agents}
+
+    def _observations(self) -> dict[str, Any]:
+        return {a: self._episode.observe(a) for a in self.possible_agents}
+
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
+        if not self.agents:
+            raise RuntimeError("step() after the episode ended, or before reset(): call reset()")
+        phase = self.game.stage.phase
+        acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
+        if acting not in actions:
+            raise ActionError(f"phase {phase.name}: actions must include {acting!r}, got keys {sorted(actions)}")
+        terminated = truncated = False
+        if phase is Phase.PROPOSAL:
+            self._episode.propose(actions[PROPOSER])
+            rewards = {a: 0.0 for a in self.agents}
+            infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        else:
+            result, going_on = self._episode.decide(actions[VALIDATOR])
+            rewards = self._episode.rewards(result)
+            info = self._episode.round_info()
+            infos = {a: _copy_info(info) for a in self.agents}
+            if not going_on:
+                truncated = self.game.truncated
+                terminated = not truncated
+        observations = self._observations()
+        terminations = {a: terminated for a in self.agents}
+        truncations = {a: truncated for a in self.agents}
+        if terminated or truncated:
+            self.agents = []
+        if self.render_mode == "human":
+            self.render()
+        return observations, rewards, terminations, truncations, infos
+
+
+def _copy_info(info: dict[str, Any]) -> dict[str, Any]:
+    out = dict(info)
+    out["audit"] = dict(info["audit"], checked=list(info["audit"]["checked"]), failed=list(info["audit"]["failed"]))
+    out["state"] = dict(info["state"])
+    return out
