@@ -570,6 +570,7 @@ def _claim_schemas(args: argparse.Namespace) -> int:
     print((args.out / "claim_schemas.md").read_text())
     print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
           f"to {args.out}")  # fmt: skip
+    return 0
 
 
 # ---------------------------------------------------------------------------
