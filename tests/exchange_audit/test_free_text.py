@@ -268,6 +268,27 @@ def test_the_text_reader_reads_what_its_docstring_says() -> None:
     assert read_text("   ") == read_text("") == read_text("approve now!")  # nothing found
 
 
+@pytest.mark.parametrize(
+    "quoted, value",
+    [
+        ("1e400", float("inf")),  # beyond a float: was an OverflowError out of the validator
+        ("1e" + "9" * 5000, float("inf")),  # an exponent too long for int(): was a ValueError
+        ("1e-" + "9" * 5000, 0.0),
+        ("1e-400", 0.0),
+        ("1e" + "0" * 5000 + "2", 100.0),  # leading zeros are no size
+        ("5" + "0" * 400, float("inf")),
+        ("2E+1", 20.0),
+        ("1e\u22121", 0.1),
+    ],
+)
+def test_the_text_reader_reads_any_exponent_without_raising(quoted: str, value: float) -> None:
+    """Review of issue 14: a proposer's text is hostile input; a number beyond a float's range is read as one."""
+    r = read_text(f"hedge within limits, risk {quoted}")
+    assert [q.value for q in r.risks] == [value]
+    # and such a number asserts nothing: it agrees with no reported risk within the limit
+    assert text_asserts_compliance(f"hedge within limits, risk {quoted}", REPORTED, 1.0, 0.3) is False
+
+
 def test_the_text_reader_rule_replaces_only_the_claim_test() -> None:
     """Unaudited borderline requests: the rule approves on the claims, the reader on the text; elsewhere the two
     decide alike."""
