@@ -43,8 +43,8 @@ When V > n₀ ≥ 0 and c_B < ρ·Λ this mixed pair is the only equilibrium: th
 m = 0 the validator's best q is 0, where the lie pays; against m = 1 its best q is 1, where it does not).
 As in every inspection game each side's mix is set by the *other's* payoffs: q* does not depend on the
 audit's cost, m* not on V or L. Otherwise the equilibrium is pure: V ≤ n₀, no temptation, (q, m) = (0, 0);
-c_B ≥ ρ·Λ, audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at every q, (1, 1)
-(or (0, 1) when c_B ≥ ρ·Λ).
+c_B ≥ ρ·Λ (Λ = 0 among them), audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at
+every q, (1, 1) (or (0, 1) when c_B ≥ ρ·Λ); ρ = 0, no lie can be sent, (0, 0).
 At the mixed equilibrium the validator earns what it earns at q = 0 against m*:
 U_N = K + ρ·n₀ − c_B·(n₀ + Λ)/Λ.
 
@@ -180,8 +180,8 @@ def nash_equilibrium(
     fines the lie L (0 for the cheapest lie, which states no claim).
     """
     rho, n0, loss = noncompliant_share, no_trade_payoff, bad_approval_loss
-    if rho <= 0 or loss <= 0:
-        return Equilibrium(0.0, 0.0, "nothing to inspect")  # no state where an audit can save anything
+    if rho <= 0:
+        return Equilibrium(0.0, 0.0, "nothing to inspect")  # no state where a lie could be sent
     if V <= n0:
         return Equilibrium(0.0, 0.0, "no temptation")
     if n0 < 0:  # even blocked (0) the lie beats NO_TRADE: it is sent at every q

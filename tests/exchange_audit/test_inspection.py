@@ -62,6 +62,15 @@ def test_the_nash_equilibrium_by_hand() -> None:
     assert nash_equilibrium(V=2.0, audit_cost=0.2, bad_approval_loss=10.0, noncompliant_share=0.0).kind == (
         "nothing to inspect"
     )
+    # Λ = 0 (review of issue 14): a bad approval costs the validator nothing, so it never audits (c_B ≥ ρ·Λ = 0)
+    # and, unaudited, the lie pays V = 2 > n0 = 1: the proposer lies, m = 1 (it was reported as (0, 0))
+    for cost in (0.2, 0.0):
+        assert nash_equilibrium(V=2.0, audit_cost=cost, bad_approval_loss=0.0, noncompliant_share=0.25) == (
+            Equilibrium(0.0, 1.0, "audits do not pay")
+        )
+    assert nash_equilibrium(V=1.0, audit_cost=0.2, bad_approval_loss=0.0, noncompliant_share=0.25) == Equilibrium(
+        0.0, 0.0, "no temptation"
+    )
 
 
 def test_commitment_and_its_break_even_cost_by_hand() -> None:
