@@ -666,17 +666,29 @@ def _summary(result: Inspection, frontier: dict[int, float]) -> list[str]:
                       "does; the measured columns do not.)"]  # fmt: skip
     lines.append("")
     if e["nash_kind"] == "mixed":
-        lines.append(
+        measured_m = "—" if math.isnan(e["measured_m"]) else f"{e['measured_m']:.4f}"
+        head = (
             f"**Nash equilibrium** (simultaneous moves, B = {e['B']}): q* = {e['nash_q']:.3f} (measured "
             f"{_fmt_q(e['measured_q'])}) and misreport rate m* = c_B/(ρΛ) = {e['nash_m']:.4f} (measured "
-            f"{e['measured_m']:.4f}). It is mixed, m* > 0, as inspection games are: against m* the validator's "
-            f"payoff is flat in q ({e['validator_below']:.4f}, {e['validator_at']:.4f}, {e['validator_above']:.4f} "
-            f"at q* − h, q*, q* + h; slope {_pm(e['validator_slope'], e['validator_slope_ci'], 4)}), and the "
-            f"proposer's gain from lying changes sign across q* ({_pm(e['gain_below'], e['gain_below_ci'])} "
-            f"below, {_pm(e['gain_above'], e['gain_above_ci'])} above). The validator earns "
-            f"{e['nash_validator_payoff']:.4f} there against {lead['value']:.4f} committing: commitment is worth "
-            f"{lead['value'] - e['nash_validator_payoff']:+.4f} per episode."
+            f"{measured_m}). It is mixed, m* > 0, as inspection games are"
         )  # fmt: skip
+        if math.isnan(e["validator_at"]):  # no lie found on the grid: nothing to mix, nothing measured
+            lines.append(head + ". The run does not check it: no q of the grid below the fixed-q frontier has the "
+                         "best response lie, so there is no lie to mix with honesty (add a q below q* to the "
+                         "grid).")  # fmt: skip
+        else:
+            worth = lead["value"] - e["nash_validator_payoff"]
+            held = (" (below zero only because no q of the grid deters: the leader is held to the grid, the Nash "
+                    "q* is not)" if worth < 0 and math.isinf(frontier[lead["B"]]) else "")  # fmt: skip
+            lines.append(
+                head + f": against m* the validator's payoff is flat in q ({e['validator_below']:.4f}, "
+                f"{e['validator_at']:.4f}, {e['validator_above']:.4f} at q* − h, q*, q* + h; slope "
+                f"{_pm(e['validator_slope'], e['validator_slope_ci'], 4)}), and the proposer's gain from lying "
+                f"changes sign across q* ({_pm(e['gain_below'], e['gain_below_ci'])} below, "
+                f"{_pm(e['gain_above'], e['gain_above_ci'])} above). The validator earns "
+                f"{e['nash_validator_payoff']:.4f} there against {lead['value']:.4f} committing: commitment is worth "
+                f"{worth:+.4f} per episode{held}."
+            )  # fmt: skip
     else:
         lines.append(f"**Nash equilibrium** (B = {e['B']}): pure, (q, m) = ({e['nash_q']:g}, {e['nash_m']:g}): "
                      f"{e['nash_kind']}.")  # fmt: skip

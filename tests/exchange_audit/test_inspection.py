@@ -283,3 +283,19 @@ def test_the_inspection_command_writes_its_files_and_prints_its_table(
     assert [r["nash_kind"] for r in rows] == ["no temptation", "no temptation"]
     assert all(float(r["leader_q"]) == 0.0 for r in csv.DictReader((out / "inspection_costs.csv").open()))
     assert (out / "inspection.png").stat().st_size > 0 and (out / "summary.md").stat().st_size > 0
+
+
+@pytest.mark.slow  # (a few seconds: three small runs and their figures)
+def test_the_summary_says_what_a_grid_cannot_measure_instead_of_printing_nan(tmp_path: Path) -> None:
+    """Review of issue 14: a grid with no lie on it (one q above q*) printed 'measured nan', 'nan, nan, nan' and
+    'commitment is worth +nan'; a grid with no deterring q printed a negative worth of commitment unexplained."""
+    kwargs = {"budgets": (1,), "costs": (0.1,), "episodes": 400, "progress": False}
+    inspection(tmp_path / "above", qs=(0.7,), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "above" / "summary.md").read_text()
+    assert "nan" not in summary and "The run does not check it" in summary
+    inspection(tmp_path / "below", qs=(0.0, 0.1), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "below" / "summary.md").read_text()
+    assert "nan" not in summary and "below zero only because no q of the grid deters" in summary
+    inspection(tmp_path / "both", qs=(0.0, 0.3, 0.7), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "both" / "summary.md").read_text()
+    assert "nan" not in summary and "below zero" not in summary and "commitment is worth +" in summary
