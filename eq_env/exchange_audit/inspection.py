@@ -382,6 +382,12 @@ def inspection(
     for name, value in (("claim_cost", claim_cost), *(("costs", c) for c in costs)):
         if not 0 <= value < math.inf:
             raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 4:
+        raise ValueError(f"episodes must be an integer of at least 4 (half choose, half measure), got {episodes!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a misreport rate in [0, 1), got {tolerance!r}")
     V0, L0 = SCENARIOS[scenario]
     V, L = V0 if V is None else V, L0 if L is None else L
     base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L, bad_approval_loss=bad_approval_loss,

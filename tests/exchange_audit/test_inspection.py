@@ -145,6 +145,12 @@ def test_the_experiment_refuses_bad_input_before_writing(tmp_path: Path) -> None
         ({"scenario": "lenient"}, "scenario"),
         ({"qs": [0.5, 1.5]}, "q"),
         ({"bad_approval_loss": -1.0}, "bad_approval_loss"),
+        # review of issue 14: these ran, on no measured state, to tables of nan
+        ({"episodes": 2}, "episodes"),
+        ({"episodes": True}, "episodes"),
+        ({"seed": -1}, "seed"),
+        ({"tolerance": math.nan}, "tolerance"),
+        ({"tolerance": -0.1}, "tolerance"),
     ):
         with pytest.raises(ValueError, match=match):
             inspection(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
