@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -448,3 +449,27 @@ def test_bad_flags_are_refused_in_one_line_before_anything_is_written(
     out = tmp_path / "out"
     refused(["free-text", "--out", str(out), *flags], capsys, *needles)
     assert not out.exists()
+
+
+@pytest.mark.slow  # (about 1 s: 18 small runs, a figure)
+def test_the_summary_says_each_q_once_and_no_share_beyond_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 14: with one q the summary said every number twice ('-0.36 at q = 0.3 and -0.36 at q =
+    0.3'), and where structure was negative it called information '322% of the whole gain from artifacts'."""
+    import eq_env.exchange_audit.free_text as module
+
+    measured = module._decomposition
+
+    def split(opts: Any, results: Any) -> list[dict[str, Any]]:
+        rows = measured(opts, results)
+        for r in rows:  # information beyond the whole gain, structure negative: no share of it means anything
+            r.update(total=0.05, information=0.15, structure=-0.10)
+        return rows
+
+    monkeypatch.setattr(module, "_decomposition", split)
+    module.free_text(tmp_path, module.FreeTextOptions(qs=(0.3,), seeds=2, episodes=300), progress=False)
+    summary = (tmp_path / "summary.md").read_text()
+    assert not re.search(r"at q = 0\.3(,| and) [-+]\d", summary)  # no number said again for the same q
+    assert summary.count("at q = 0.3") == 6
+    assert "of the whole gain" not in summary and "the whole gain from artifacts is +0.05" in summary
