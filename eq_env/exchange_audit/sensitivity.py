@@ -446,16 +446,21 @@ def _reading(spread: Sequence[Mapping[str, Any]], variant_rows: Sequence[Mapping
     gains = [r for r in variant_rows if r["model"] == model and r["regime"] == GAIN]
     if gains:
         above = [r["variant"] for r in gains if r["ci_low"] > 0]
+        intervals = sum(not math.isnan(r["ci_low"]) for r in gains)  # (one seed: none)
         spread_row = next(r for r in rows if r["regime"] == GAIN)
         lines[0] += (
             f" Artifacts against action only, in ambiguous welfare: {_num(spread_row['min'], 3, True)} "
             f"({spread_row['min_variant']}) to {_num(spread_row['max'], 3, True)} ({spread_row['max_variant']}) across "
-            f"variants; the 95% interval lies above zero for {len(above)} of {len(gains)} variants"
-            + (f" ({', '.join(above)})." if 0 < len(above) < len(gains) else ".")
-        )
+            + (f"variants; the 95% interval lies above zero for {len(above)} of {intervals} variants"
+               + (f" ({', '.join(above)})." if 0 < len(above) < intervals else ".") if intervals
+               else "variants; no interval (it needs two seeds with the variant defined).")
+        )  # fmt: skip
     tested = [r for r in rows if not math.isnan(r["p"])]
     if not tested:
-        return [*lines, "", "No test: it needs at least two variants and two seeds with every variant defined."]
+        agree = any(r["df_variants"] >= 1 and r["seeds"] >= 2 for r in rows)  # testable, but nothing varied
+        why = ("the variants agree seed by seed on every metric with two seeds defined: no difference to weigh"
+               if agree else "it needs at least two variants and two seeds with every variant defined")  # fmt: skip
+        return [*lines, "", f"No test: {why}."]
     moved = [r for r in tested if r["p"] < 0.05]
     lines += ["", "The prompt variant moves by more than seed noise (p < 0.05):" if moved
               else "No metric differs across variants by more than seed noise (every p ≥ 0.05)."]  # fmt: skip

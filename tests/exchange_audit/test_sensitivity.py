@@ -364,3 +364,23 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
     assert sum(r["llm"]["proposer"]["transport"]["requests"] for r in records(replay)) == 0
     for name in TABLES:
         assert (out / name).read_bytes() == (replay / name).read_bytes(), name
+
+
+def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
+    """Review of issue 14: two variants that agree seed by seed were reported as 'No test: it needs at least two
+    variants and two seeds', and one seed as 'the 95% interval lies above zero for 0 of 1 variants'."""
+    from eq_env.exchange_audit import sensitivity as module
+
+    def reading(values: dict[str, dict[int, float]]) -> str:
+        variants = tuple(values)
+        opts = SensitivityOptions(proposers=("llm:model=m",), variants=variants, seeds=len(values[variants[0]]))
+        pooled = {("m", regime, metric, v): dict(values[v]) for regime, metric in module._shown(opts)
+                  for v in variants}  # fmt: skip
+        rows = module._variant_rows(pooled, opts)
+        return "\n".join(module._reading(module._spread_rows(pooled, rows, opts), rows, "m"))
+
+    same = reading({"v1": {0: 1.0, 1: 1.1, 2: 1.2}, "terse_v1": {0: 1.0, 1: 1.1, 2: 1.2}})  # the same, seed by seed
+    assert "No test: the variants agree seed by seed" in same and "it needs at least two" not in same
+    assert "above zero for 2 of 2 variants" in same
+    one = reading({"v1": {0: 1.0}, "terse_v1": {0: 2.0}})  # one seed: neither an interval nor a test
+    assert "no interval" in one and "of 2 variants" not in one and "it needs at least two variants" in one
