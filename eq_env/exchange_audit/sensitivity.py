@@ -14,7 +14,9 @@ retries is recorded as failed and counted, not measured.
 **The metrics.** Welfare, ambiguous welfare, approval, bad approval, words, misreporting
 (:data:`~eq_env.exchange_audit.records.METRICS`) and the LLM failure rate: (failed episodes + fallback
 calls, where no valid reply came after the re-asks) / episodes. For a seed, a metric's value is its mean
-over the q grid (NaN-free runs only). For each model, regime and metric the tables give:
+over the q grid, defined where the metric is defined at every q (not where a run at some q has no value —
+every episode failed, say: a mean over part of the grid would mix q's). For each model, regime and metric the
+tables give:
 
 * per variant, the mean over seeds and its 95% Student-t interval;
 * the spread across variants: the smallest and largest variant mean and the range between them;
@@ -214,9 +216,10 @@ def _values(record: Mapping[str, Any]) -> dict[str, float]:
             "llm_failure_rate": _failure_rate(record)}  # fmt: skip
 
 
-def _nanmean(values: Sequence[float]) -> float:
-    defined = [v for v in values if not math.isnan(v)]
-    return math.fsum(defined) / len(defined) if defined else math.nan
+def _grid_mean(values: Sequence[float]) -> float:
+    """The mean over the q grid; NaN if the metric is undefined at any q (a mean over part of the grid would
+    compare one seed's or variant's q's with another's)."""
+    return math.nan if any(math.isnan(v) for v in values) else math.fsum(values) / len(values)
 
 
 Cell = tuple[str, str, str, float]  # (model, variant, regime, q)
@@ -245,7 +248,7 @@ def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: Se
             for regime in opts.regimes:
                 for metric in METRICS:
                     out[(model, regime, metric, variant)] = {
-                        s: _nanmean([per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan)
+                        s: _grid_mean([per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan)
                                      for q in opts.qs]) for s in seeds
                     }  # fmt: skip
             if set(REGIMES) <= set(opts.regimes):
@@ -256,7 +259,7 @@ def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: Se
                         art = per_seed[(model, variant, "artifacts", q)].get(s, {}).get("ambiguous_welfare", math.nan)
                         act = per_seed[(model, variant, "action_only", q)].get(s, {}).get("ambiguous_welfare", math.nan)
                         diffs.append(art - act)
-                    gains[s] = _nanmean(diffs)
+                    gains[s] = _grid_mean(diffs)
                 out[(model, GAIN, "ambiguous_welfare", variant)] = gains
     return out
 

@@ -384,3 +384,21 @@ def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
     assert "above zero for 2 of 2 variants" in same
     one = reading({"v1": {0: 1.0}, "terse_v1": {0: 2.0}})  # one seed: neither an interval nor a test
     assert "no interval" in one and "of 2 variants" not in one and "it needs at least two variants" in one
+
+
+def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
+    """Review of issue 14: a seed's value was the mean over the q's where the metric was defined, so a run whose
+    every episode failed at q = 1 left that seed's value the mean at q = 0 alone, set against other variants'
+    means over the whole grid (welfare falls with q: the failing variant looked better)."""
+    from eq_env.exchange_audit import sensitivity as module
+
+    opts = SensitivityOptions(proposers=("llm:model=m",), variants=("v1", "terse_v1"), qs=(0.0, 1.0), seeds=2)
+    per_seed = {("m", v, regime, q): {s: dict.fromkeys(module.METRICS, 2.0 - q) for s in (0, 1)}
+                for v in opts.variants for regime in opts.regimes for q in opts.qs}  # fmt: skip
+    per_seed[("m", "terse_v1", "artifacts", 1.0)][1]["welfare"] = math.nan  # every episode of that run failed
+    pooled = module._pooled(per_seed, opts)
+    assert pooled[("m", "artifacts", "welfare", "v1")] == {0: 1.5, 1: 1.5}
+    assert pooled[("m", "artifacts", "welfare", "terse_v1")][0] == 1.5
+    assert math.isnan(pooled[("m", "artifacts", "welfare", "terse_v1")][1])  # was 2.0, the q = 0 value alone
+    del per_seed[("m", "v1", "action_only", 1.0)][0]  # a run missing altogether
+    assert math.isnan(module._pooled(per_seed, opts)[("m", "net_gain", "ambiguous_welfare", "v1")][0])
