@@ -353,6 +353,7 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "### Model `demo-steady`" in printed and "sensitivity.png" in printed
+    assert ".results.jsonl.lock" not in printed  # (review of issue 14: the lock was listed as written)
     assert {r["policies"]["proposer"].split("base_url=")[1].split(",")[0] for r in records(out)} == {DEMO_ENDPOINT}
     assert "scripted demo models" in (out / "summary.md").read_text()
     assert (out / "sensitivity.png").stat().st_size > 10_000
