@@ -403,3 +403,15 @@ def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
     assert math.isnan(pooled[("m", "artifacts", "welfare", "terse_v1")][1])  # was 2.0, the q = 0 value alone
     del per_seed[("m", "v1", "action_only", 1.0)][0]  # a run missing altogether
     assert math.isnan(module._pooled(per_seed, opts)[("m", "net_gain", "ambiguous_welfare", "v1")][0])
+
+
+def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
+    """Review of issue 14: the role-play variant said 'the auditors check a request with probability q', but every
+    episode is audited with probability q, NO_TRADE included, and a false claim then fined: a variant may frame the
+    game differently, not change its rules (else the spread measures the rules, not the prompt)."""
+    from agents.exchange_audit.policies import PROMPT_DIR
+    from agents.llm import template
+
+    for variant in VARIANTS:
+        audit = [line for line in template(PROMPT_DIR, "proposer", variant).template.splitlines() if "$q" in line]
+        assert len(audit) == 1 and "request" not in audit[0].lower(), (variant, audit)
