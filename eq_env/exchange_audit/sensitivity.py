@@ -128,6 +128,8 @@ class SensitivityOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.first_seed, bool) or not isinstance(self.first_seed, int) or self.first_seed < 0:
+            raise ValueError(f"first_seed must be a non-negative integer, got {self.first_seed!r}")
         if not self.proposers:
             raise ValueError("sensitivity needs at least one model (--model), or --demo")
         for spec in self.proposers:

@@ -185,6 +185,9 @@ def test_bad_flags_are_one_line(extra: list[str], message: str, tmp_path: Path,
         ("variants", ("v1", "blunt_v1"), r"unknown prompt variant 'blunt_v1'; available: v1, compliance_v1"),
         ("regimes", ("artifacts", "artifacts"), r"regimes must be distinct ones of artifacts, action_only"),
         ("seeds", 0, r"seeds must be a positive integer, got 0"),
+        # review of issue 14: a numpy traceback after --out was made, and True ran as seed 1
+        ("first_seed", -1, r"first_seed must be a non-negative integer, got -1"),
+        ("first_seed", True, r"first_seed must be a non-negative integer, got True"),
         ("validators", ("rule", "rule", "rule"), r"give one validator, or one per model \(1\), got 3"),
     ],
 )
