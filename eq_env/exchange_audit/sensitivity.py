@@ -45,6 +45,7 @@ Writes ``sensitivity_conditions.csv`` (every model, variant, regime and q), ``se
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -483,7 +484,7 @@ def _command(opts: SensitivityOptions) -> str:
     """The command line that runs ``opts`` (endpoint and LLM settings left out: they may hold secrets)."""
     parts = ["eq-env sensitivity --out DIR"]
     parts += ["--demo"] if opts.demo else []
-    parts += [f"--model '{m}'" for m in opts.models]
+    parts += [f"--model {shlex.quote(m)}" for m in opts.models]  # (a model name is anything: quoted for a shell)
     if tuple(opts.variants) != tuple(prompt_variants()):
         parts.append(f"--variants {','.join(opts.variants)}")
     parts.append(f"--qs {','.join(f'{q:g}' for q in opts.qs)}")
@@ -495,7 +496,7 @@ def _command(opts: SensitivityOptions) -> str:
     if opts.preset != "paper_scripted":
         parts.append(f"--preset {opts.preset}")
     if set(opts.validators) != {"rule"}:
-        parts.append(f"--validator '{parse_policy_spec(opts.validators[0])[0]}'")
+        parts.append(f"--validator {shlex.quote(parse_policy_spec(opts.validators[0])[0])}")
     return " ".join(parts)
 
 

@@ -418,3 +418,16 @@ def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
     for variant in VARIANTS:
         audit = [line for line in template(PROMPT_DIR, "proposer", variant).template.splitlines() if "$q" in line]
         assert len(audit) == 1 and "request" not in audit[0].lower(), (variant, audit)
+
+
+def test_the_summarys_command_line_quotes_model_names_for_a_shell() -> None:
+    """Review of issue 14: the summary's command wrapped each model in single quotes unescaped, so a model named
+    "m'; rm -rf ~ '" gave a line that runs 'rm -rf ~' when pasted into a shell."""
+    import shlex
+
+    from eq_env.exchange_audit.sensitivity import _command
+
+    name = "m'; rm -rf ~ '"
+    line = _command(SensitivityOptions(proposers=(f"llm:model={json.dumps(name)}", "llm:model=gpt-4.1")))
+    words = shlex.split(line)
+    assert words[words.index("--model") + 1] == name and words.count("--model") == 2 and "rm" not in words
