@@ -573,12 +573,19 @@ _DENIES = re.compile(
 )
 
 
+_MAX_POWER = 400  # beyond any float's range: "1e400" reads as inf and "1e-400" as 0, whatever longer exponent
+
+
 def _quoted(match: re.Match[str]) -> QuotedNumber:
+    """The number ``match`` quotes, read as decimal text (so an exponent of any size is a number, never an error:
+    a proposer's text is hostile input)."""
     text = match["num"].replace("\u2212", "-").replace(",", ".")
     mantissa, _, exponent = text.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
-    scale = (10.0 ** int(exponent) if exponent else 1.0) * (0.01 if match["pct"] else 1.0)
-    return QuotedNumber(float(mantissa) * scale, 0.5 * 10.0**-decimals * scale)
+    digits = exponent.lstrip("+-").lstrip("0")
+    power = min(int(digits), _MAX_POWER) if 0 < len(digits) <= 3 else (_MAX_POWER if digits else 0)
+    power = (-power if exponent.startswith("-") else power) - (2 if match["pct"] else 0)
+    return QuotedNumber(float(f"{mantissa}e{power}"), float(f"5e{power - decimals - 1}"))
 
 
 def read_text(text: str) -> TextReading:

@@ -131,7 +131,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     result = reproduce(args.out, opts, progress=None)
     print((args.out / "table1.md").read_text())
     print((args.out / "table2.md").read_text())
-    print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
+    wrote = sorted(p.name for p in args.out.iterdir() if not p.name.startswith("."))  # (not the results' lock)
+    print(f"wrote {', '.join(wrote)} to {args.out} in {result['seconds']:.1f} s")
     return failures(args.command, result["failed"], getattr(args, "cache", None))
 
 
@@ -500,7 +501,8 @@ def _sensitivity(args: argparse.Namespace) -> int:
     configure_flag_groups(args, args.out / "llm_cache")
     result = sensitivity(args.out, opts, progress=None)
     print((args.out / "sensitivity.md").read_text())
-    print(f"wrote {', '.join(sorted(p.name for p in args.out.iterdir()))} to {args.out} in {result['seconds']:.1f} s")
+    wrote = sorted(p.name for p in args.out.iterdir() if not p.name.startswith("."))  # (not the results' lock)
+    print(f"wrote {', '.join(wrote)} to {args.out} in {result['seconds']:.1f} s")
     return failures(args.command, result["failed"], args.cache)
 
 

@@ -279,12 +279,19 @@ def _at(rows: Sequence[dict[str, Any]], **labels: Any) -> dict[str, Any]:
 
 def _summary(opts: FreeTextOptions, rows: Sequence[dict[str, Any]], split: Sequence[dict[str, Any]], tables: str,
              seeds: Sequence[int], engines: Sequence[str], elapsed: float, files: Sequence[str]) -> str:  # fmt: skip
-    lo, hi = split[0], split[-1]
-    # (a share of a loss means nothing: shares only where artifacts gain)
+    ends = split[:1] if len(split) == 1 else [split[0], split[-1]]  # (one q: said once)
+
+    def at_ends(name: str, sep: str = ", ") -> str:
+        return sep.join(f"{_gap(r, name)} at q = {r['q']:g}" for r in ends)
+
+    def shared(r: dict[str, Any]) -> bool:
+        """Information and structure both add to a gain: a share of a loss means nothing, nor does one beyond
+        0–100% (the other part then being negative)."""
+        return r["total"] > 0 and 0 <= r["information"] <= r["total"]
+
     shares = [f"{r['information'] / r['total']:.0%} of the whole gain from artifacts at q = {r['q']:g} "
-              f"({_gap(r, 'total')})" for r in (lo, hi) if r["total"] > 0]  # fmt: skip
-    totals = ("; that is " + " and ".join(shares)) if shares else (
-        f"; the whole gain from artifacts is {_gap(lo, 'total')} and {_gap(hi, 'total')} there")  # fmt: skip
+              f"({_gap(r, 'total')})" for r in ends if shared(r)]  # fmt: skip
+    totals = f"; that is {' and '.join(shares)}" if shares else f"; the whole gain from artifacts is {at_ends('total')}"
     lines = [
         "# The free-text regime: artifacts vs text only vs action only",
         "",
@@ -296,15 +303,14 @@ def _summary(opts: FreeTextOptions, rows: Sequence[dict[str, Any]], split: Seque
         "",
         "- **The rule validator reads no text**, so withholding the claims leaves it the action alone (its "
         "decisions are those of action only, episode for episode): the honest proposer's ambiguous welfare under "
-        f"text only minus action only is {_gap(lo, 'collapse')} at q = {lo['q']:g} and {_gap(hi, 'collapse')} at "
-        f"q = {hi['q']:g}, the text's word cost.",
-        f"- **Information content** (text only read by the text reader, minus action only): {_gap(lo, 'information')}"
-        f" at q = {lo['q']:g}, {_gap(hi, 'information')} at q = {hi['q']:g}{totals}.",
-        f"- **Structure** (artifacts minus text only, read): {_gap(lo, 'structure')} at q = {lo['q']:g}, "
-        f"{_gap(hi, 'structure')} at q = {hi['q']:g}. Text cannot be audited: every audit of a text-only "
-        "submission is inconclusive, so the validator pays for it and blocks where a typed artifact's audit "
-        "verifies the trade; but only typed claims are fined when they are wrong, sincere mistakes included "
-        "(a proposer that judges compliance from a noisy observation makes them, NO_TRADE claims included).",
+        f"text only minus action only is {at_ends('collapse', ' and ')}, the text's word cost.",
+        f"- **Information content** (text only read by the text reader, minus action only): "
+        f"{at_ends('information')}{totals}.",
+        f"- **Structure** (artifacts minus text only, read): {at_ends('structure')}. Text cannot be audited: every "
+        "audit of a text-only submission is inconclusive, so the validator pays for it and blocks where a typed "
+        "artifact's audit verifies the trade; but only typed claims are fined when they are wrong, sincere "
+        "mistakes included (a proposer that judges compliance from a noisy observation makes them, NO_TRADE "
+        "claims included).",
         _mimic_line(opts, rows),
         "",
         "## Tables",

@@ -43,8 +43,8 @@ When V > n₀ ≥ 0 and c_B < ρ·Λ this mixed pair is the only equilibrium: th
 m = 0 the validator's best q is 0, where the lie pays; against m = 1 its best q is 1, where it does not).
 As in every inspection game each side's mix is set by the *other's* payoffs: q* does not depend on the
 audit's cost, m* not on V or L. Otherwise the equilibrium is pure: V ≤ n₀, no temptation, (q, m) = (0, 0);
-c_B ≥ ρ·Λ, audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at every q, (1, 1)
-(or (0, 1) when c_B ≥ ρ·Λ).
+c_B ≥ ρ·Λ (Λ = 0 among them), audits never pay even against sure lies, (0, 1); n₀ < 0, the lie pays at
+every q, (1, 1) (or (0, 1) when c_B ≥ ρ·Λ); ρ = 0, no lie can be sent, (0, 0).
 At the mixed equilibrium the validator earns what it earns at q = 0 against m*:
 U_N = K + ρ·n₀ − c_B·(n₀ + Λ)/Λ.
 
@@ -180,8 +180,8 @@ def nash_equilibrium(
     fines the lie L (0 for the cheapest lie, which states no claim).
     """
     rho, n0, loss = noncompliant_share, no_trade_payoff, bad_approval_loss
-    if rho <= 0 or loss <= 0:
-        return Equilibrium(0.0, 0.0, "nothing to inspect")  # no state where an audit can save anything
+    if rho <= 0:
+        return Equilibrium(0.0, 0.0, "nothing to inspect")  # no state where a lie could be sent
     if V <= n0:
         return Equilibrium(0.0, 0.0, "no temptation")
     if n0 < 0:  # even blocked (0) the lie beats NO_TRADE: it is sent at every q
@@ -382,6 +382,12 @@ def inspection(
     for name, value in (("claim_cost", claim_cost), *(("costs", c) for c in costs)):
         if not 0 <= value < math.inf:
             raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 4:
+        raise ValueError(f"episodes must be an integer of at least 4 (half choose, half measure), got {episodes!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a misreport rate in [0, 1), got {tolerance!r}")
     V0, L0 = SCENARIOS[scenario]
     V, L = V0 if V is None else V, L0 if L is None else L
     base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L, bad_approval_loss=bad_approval_loss,
@@ -666,17 +672,29 @@ def _summary(result: Inspection, frontier: dict[int, float]) -> list[str]:
                       "does; the measured columns do not.)"]  # fmt: skip
     lines.append("")
     if e["nash_kind"] == "mixed":
-        lines.append(
+        measured_m = "—" if math.isnan(e["measured_m"]) else f"{e['measured_m']:.4f}"
+        head = (
             f"**Nash equilibrium** (simultaneous moves, B = {e['B']}): q* = {e['nash_q']:.3f} (measured "
             f"{_fmt_q(e['measured_q'])}) and misreport rate m* = c_B/(ρΛ) = {e['nash_m']:.4f} (measured "
-            f"{e['measured_m']:.4f}). It is mixed, m* > 0, as inspection games are: against m* the validator's "
-            f"payoff is flat in q ({e['validator_below']:.4f}, {e['validator_at']:.4f}, {e['validator_above']:.4f} "
-            f"at q* − h, q*, q* + h; slope {_pm(e['validator_slope'], e['validator_slope_ci'], 4)}), and the "
-            f"proposer's gain from lying changes sign across q* ({_pm(e['gain_below'], e['gain_below_ci'])} "
-            f"below, {_pm(e['gain_above'], e['gain_above_ci'])} above). The validator earns "
-            f"{e['nash_validator_payoff']:.4f} there against {lead['value']:.4f} committing: commitment is worth "
-            f"{lead['value'] - e['nash_validator_payoff']:+.4f} per episode."
+            f"{measured_m}). It is mixed, m* > 0, as inspection games are"
         )  # fmt: skip
+        if math.isnan(e["validator_at"]):  # no lie found on the grid: nothing to mix, nothing measured
+            lines.append(head + ". The run does not check it: no q of the grid below the fixed-q frontier has the "
+                         "best response lie, so there is no lie to mix with honesty (add a q below q* to the "
+                         "grid).")  # fmt: skip
+        else:
+            worth = lead["value"] - e["nash_validator_payoff"]
+            held = (" (below zero only because no q of the grid deters: the leader is held to the grid, the Nash "
+                    "q* is not)" if worth < 0 and math.isinf(frontier[lead["B"]]) else "")  # fmt: skip
+            lines.append(
+                head + f": against m* the validator's payoff is flat in q ({e['validator_below']:.4f}, "
+                f"{e['validator_at']:.4f}, {e['validator_above']:.4f} at q* − h, q*, q* + h; slope "
+                f"{_pm(e['validator_slope'], e['validator_slope_ci'], 4)}), and the proposer's gain from lying "
+                f"changes sign across q* ({_pm(e['gain_below'], e['gain_below_ci'])} below, "
+                f"{_pm(e['gain_above'], e['gain_above_ci'])} above). The validator earns "
+                f"{e['nash_validator_payoff']:.4f} there against {lead['value']:.4f} committing: commitment is worth "
+                f"{worth:+.4f} per episode{held}."
+            )  # fmt: skip
     else:
         lines.append(f"**Nash equilibrium** (B = {e['B']}): pure, (q, m) = ({e['nash_q']:g}, {e['nash_m']:g}): "
                      f"{e['nash_kind']}.")  # fmt: skip

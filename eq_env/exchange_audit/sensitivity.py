@@ -14,7 +14,9 @@ retries is recorded as failed and counted, not measured.
 **The metrics.** Welfare, ambiguous welfare, approval, bad approval, words, misreporting
 (:data:`~eq_env.exchange_audit.records.METRICS`) and the LLM failure rate: (failed episodes + fallback
 calls, where no valid reply came after the re-asks) / episodes. For a seed, a metric's value is its mean
-over the q grid (NaN-free runs only). For each model, regime and metric the tables give:
+over the q grid, defined where the metric is defined at every q (not where a run at some q has no value —
+every episode failed, say: a mean over part of the grid would mix q's). For each model, regime and metric the
+tables give:
 
 * per variant, the mean over seeds and its 95% Student-t interval;
 * the spread across variants: the smallest and largest variant mean and the range between them;
@@ -43,6 +45,7 @@ Writes ``sensitivity_conditions.csv`` (every model, variant, regime and q), ``se
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -126,6 +129,8 @@ class SensitivityOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(self.first_seed, bool) or not isinstance(self.first_seed, int) or self.first_seed < 0:
+            raise ValueError(f"first_seed must be a non-negative integer, got {self.first_seed!r}")
         if not self.proposers:
             raise ValueError("sensitivity needs at least one model (--model), or --demo")
         for spec in self.proposers:
@@ -214,9 +219,10 @@ def _values(record: Mapping[str, Any]) -> dict[str, float]:
             "llm_failure_rate": _failure_rate(record)}  # fmt: skip
 
 
-def _nanmean(values: Sequence[float]) -> float:
-    defined = [v for v in values if not math.isnan(v)]
-    return math.fsum(defined) / len(defined) if defined else math.nan
+def _grid_mean(values: Sequence[float]) -> float:
+    """The mean over the q grid; NaN if the metric is undefined at any q (a mean over part of the grid would
+    compare one seed's or variant's q's with another's)."""
+    return math.nan if any(math.isnan(v) for v in values) else math.fsum(values) / len(values)
 
 
 Cell = tuple[str, str, str, float]  # (model, variant, regime, q)
@@ -245,7 +251,7 @@ def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: Se
             for regime in opts.regimes:
                 for metric in METRICS:
                     out[(model, regime, metric, variant)] = {
-                        s: _nanmean([per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan)
+                        s: _grid_mean([per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan)
                                      for q in opts.qs]) for s in seeds
                     }  # fmt: skip
             if set(REGIMES) <= set(opts.regimes):
@@ -256,7 +262,7 @@ def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: Se
                         art = per_seed[(model, variant, "artifacts", q)].get(s, {}).get("ambiguous_welfare", math.nan)
                         act = per_seed[(model, variant, "action_only", q)].get(s, {}).get("ambiguous_welfare", math.nan)
                         diffs.append(art - act)
-                    gains[s] = _nanmean(diffs)
+                    gains[s] = _grid_mean(diffs)
                 out[(model, GAIN, "ambiguous_welfare", variant)] = gains
     return out
 
@@ -446,16 +452,21 @@ def _reading(spread: Sequence[Mapping[str, Any]], variant_rows: Sequence[Mapping
     gains = [r for r in variant_rows if r["model"] == model and r["regime"] == GAIN]
     if gains:
         above = [r["variant"] for r in gains if r["ci_low"] > 0]
+        intervals = sum(not math.isnan(r["ci_low"]) for r in gains)  # (one seed: none)
         spread_row = next(r for r in rows if r["regime"] == GAIN)
         lines[0] += (
             f" Artifacts against action only, in ambiguous welfare: {_num(spread_row['min'], 3, True)} "
             f"({spread_row['min_variant']}) to {_num(spread_row['max'], 3, True)} ({spread_row['max_variant']}) across "
-            f"variants; the 95% interval lies above zero for {len(above)} of {len(gains)} variants"
-            + (f" ({', '.join(above)})." if 0 < len(above) < len(gains) else ".")
-        )
+            + (f"variants; the 95% interval lies above zero for {len(above)} of {intervals} variants"
+               + (f" ({', '.join(above)})." if 0 < len(above) < intervals else ".") if intervals
+               else "variants; no interval (it needs two seeds with the variant defined).")
+        )  # fmt: skip
     tested = [r for r in rows if not math.isnan(r["p"])]
     if not tested:
-        return [*lines, "", "No test: it needs at least two variants and two seeds with every variant defined."]
+        agree = any(r["df_variants"] >= 1 and r["seeds"] >= 2 for r in rows)  # testable, but nothing varied
+        why = ("the variants agree seed by seed on every metric with two seeds defined: no difference to weigh"
+               if agree else "it needs at least two variants and two seeds with every variant defined")  # fmt: skip
+        return [*lines, "", f"No test: {why}."]
     moved = [r for r in tested if r["p"] < 0.05]
     lines += ["", "The prompt variant moves by more than seed noise (p < 0.05):" if moved
               else "No metric differs across variants by more than seed noise (every p ≥ 0.05)."]  # fmt: skip
@@ -473,7 +484,7 @@ def _command(opts: SensitivityOptions) -> str:
     """The command line that runs ``opts`` (endpoint and LLM settings left out: they may hold secrets)."""
     parts = ["eq-env sensitivity --out DIR"]
     parts += ["--demo"] if opts.demo else []
-    parts += [f"--model '{m}'" for m in opts.models]
+    parts += [f"--model {shlex.quote(m)}" for m in opts.models]  # (a model name is anything: quoted for a shell)
     if tuple(opts.variants) != tuple(prompt_variants()):
         parts.append(f"--variants {','.join(opts.variants)}")
     parts.append(f"--qs {','.join(f'{q:g}' for q in opts.qs)}")
@@ -485,7 +496,7 @@ def _command(opts: SensitivityOptions) -> str:
     if opts.preset != "paper_scripted":
         parts.append(f"--preset {opts.preset}")
     if set(opts.validators) != {"rule"}:
-        parts.append(f"--validator '{parse_policy_spec(opts.validators[0])[0]}'")
+        parts.append(f"--validator {shlex.quote(parse_policy_spec(opts.validators[0])[0])}")
     return " ".join(parts)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -274,6 +275,27 @@ def test_the_text_reader_reads_what_its_docstring_says() -> None:
     assert read_text("   ") == read_text("") == read_text("approve now!")  # nothing found
 
 
+@pytest.mark.parametrize(
+    "quoted, value",
+    [
+        ("1e400", float("inf")),  # beyond a float: was an OverflowError out of the validator
+        ("1e" + "9" * 5000, float("inf")),  # an exponent too long for int(): was a ValueError
+        ("1e-" + "9" * 5000, 0.0),
+        ("1e-400", 0.0),
+        ("1e" + "0" * 5000 + "2", 100.0),  # leading zeros are no size
+        ("5" + "0" * 400, float("inf")),
+        ("2E+1", 20.0),
+        ("1e\u22121", 0.1),
+    ],
+)
+def test_the_text_reader_reads_any_exponent_without_raising(quoted: str, value: float) -> None:
+    """Review of issue 14: a proposer's text is hostile input; a number beyond a float's range is read as one."""
+    r = read_text(f"hedge within limits, risk {quoted}")
+    assert [q.value for q in r.risks] == [value]
+    # and such a number asserts nothing: it agrees with no reported risk within the limit
+    assert text_asserts_compliance(f"hedge within limits, risk {quoted}", REPORTED, 1.0, 0.3) is False
+
+
 def test_the_text_reader_rule_replaces_only_the_claim_test() -> None:
     """Unaudited borderline requests: the rule approves on the claims, the reader on the text; elsewhere the two
     decide alike."""
@@ -433,3 +455,27 @@ def test_bad_flags_are_refused_in_one_line_before_anything_is_written(
     out = tmp_path / "out"
     refused(["free-text", "--out", str(out), *flags], capsys, *needles)
     assert not out.exists()
+
+
+@pytest.mark.slow  # (about 1 s: 18 small runs, a figure)
+def test_the_summary_says_each_q_once_and_no_share_beyond_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 14: with one q the summary said every number twice ('-0.36 at q = 0.3 and -0.36 at q =
+    0.3'), and where structure was negative it called information '322% of the whole gain from artifacts'."""
+    import eq_env.exchange_audit.free_text as module
+
+    measured = module._decomposition
+
+    def split(opts: Any, results: Any) -> list[dict[str, Any]]:
+        rows = measured(opts, results)
+        for r in rows:  # information beyond the whole gain, structure negative: no share of it means anything
+            r.update(total=0.05, information=0.15, structure=-0.10)
+        return rows
+
+    monkeypatch.setattr(module, "_decomposition", split)
+    module.free_text(tmp_path, module.FreeTextOptions(qs=(0.3,), seeds=2, episodes=300), progress=False)
+    summary = (tmp_path / "summary.md").read_text()
+    assert not re.search(r"at q = 0\.3(,| and) [-+]\d", summary)  # no number said again for the same q
+    assert summary.count("at q = 0.3") == 6
+    assert "of the whole gain" not in summary and "the whole gain from artifacts is +0.05" in summary

@@ -62,6 +62,15 @@ def test_the_nash_equilibrium_by_hand() -> None:
     assert nash_equilibrium(V=2.0, audit_cost=0.2, bad_approval_loss=10.0, noncompliant_share=0.0).kind == (
         "nothing to inspect"
     )
+    # Λ = 0 (review of issue 14): a bad approval costs the validator nothing, so it never audits (c_B ≥ ρ·Λ = 0)
+    # and, unaudited, the lie pays V = 2 > n0 = 1: the proposer lies, m = 1 (it was reported as (0, 0))
+    for cost in (0.2, 0.0):
+        assert nash_equilibrium(V=2.0, audit_cost=cost, bad_approval_loss=0.0, noncompliant_share=0.25) == (
+            Equilibrium(0.0, 1.0, "audits do not pay")
+        )
+    assert nash_equilibrium(V=1.0, audit_cost=0.2, bad_approval_loss=0.0, noncompliant_share=0.25) == Equilibrium(
+        0.0, 0.0, "no temptation"
+    )
 
 
 def test_commitment_and_its_break_even_cost_by_hand() -> None:
@@ -136,6 +145,12 @@ def test_the_experiment_refuses_bad_input_before_writing(tmp_path: Path) -> None
         ({"scenario": "lenient"}, "scenario"),
         ({"qs": [0.5, 1.5]}, "q"),
         ({"bad_approval_loss": -1.0}, "bad_approval_loss"),
+        # review of issue 14: these ran, on no measured state, to tables of nan
+        ({"episodes": 2}, "episodes"),
+        ({"episodes": True}, "episodes"),
+        ({"seed": -1}, "seed"),
+        ({"tolerance": math.nan}, "tolerance"),
+        ({"tolerance": -0.1}, "tolerance"),
     ):
         with pytest.raises(ValueError, match=match):
             inspection(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
@@ -274,3 +289,19 @@ def test_the_inspection_command_writes_its_files_and_prints_its_table(
     assert [r["nash_kind"] for r in rows] == ["no temptation", "no temptation"]
     assert all(float(r["leader_q"]) == 0.0 for r in csv.DictReader((out / "inspection_costs.csv").open()))
     assert (out / "inspection.png").stat().st_size > 0 and (out / "summary.md").stat().st_size > 0
+
+
+@pytest.mark.slow  # (a few seconds: three small runs and their figures)
+def test_the_summary_says_what_a_grid_cannot_measure_instead_of_printing_nan(tmp_path: Path) -> None:
+    """Review of issue 14: a grid with no lie on it (one q above q*) printed 'measured nan', 'nan, nan, nan' and
+    'commitment is worth +nan'; a grid with no deterring q printed a negative worth of commitment unexplained."""
+    kwargs = {"budgets": (1,), "costs": (0.1,), "episodes": 400, "progress": False}
+    inspection(tmp_path / "above", qs=(0.7,), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "above" / "summary.md").read_text()
+    assert "nan" not in summary and "The run does not check it" in summary
+    inspection(tmp_path / "below", qs=(0.0, 0.1), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "below" / "summary.md").read_text()
+    assert "nan" not in summary and "below zero only because no q of the grid deters" in summary
+    inspection(tmp_path / "both", qs=(0.0, 0.3, 0.7), **kwargs)  # type: ignore[arg-type]
+    summary = (tmp_path / "both" / "summary.md").read_text()
+    assert "nan" not in summary and "below zero" not in summary and "commitment is worth +" in summary

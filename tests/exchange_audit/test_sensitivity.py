@@ -204,6 +204,9 @@ def test_bad_flags_are_one_line(extra: list[str], message: str, tmp_path: Path,
         ("variants", ("v1", "blunt_v1"), r"unknown prompt variant 'blunt_v1'; available: v1, compliance_v1"),
         ("regimes", ("artifacts", "artifacts"), r"regimes must be distinct ones of artifacts, action_only"),
         ("seeds", 0, r"seeds must be a positive integer, got 0"),
+        # review of issue 14: a numpy traceback after --out was made, and True ran as seed 1
+        ("first_seed", -1, r"first_seed must be a non-negative integer, got -1"),
+        ("first_seed", True, r"first_seed must be a non-negative integer, got True"),
         ("validators", ("rule", "rule", "rule"), r"give one validator, or one per model \(1\), got 3"),
     ],
 )
@@ -372,6 +375,7 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "### Model `demo-steady`" in printed and "sensitivity.png" in printed
+    assert ".results.jsonl.lock" not in printed  # (review of issue 14: the lock was listed as written)
     assert {r["policies"]["proposer"].split("base_url=")[1].split(",")[0] for r in records(out)} == {DEMO_ENDPOINT}
     assert "scripted demo models" in (out / "summary.md").read_text()
     assert (out / "sensitivity.png").stat().st_size > 10_000
@@ -383,3 +387,66 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
     assert sum(r["llm"]["proposer"]["transport"]["requests"] for r in records(replay)) == 0
     for name in TABLES:
         assert (out / name).read_bytes() == (replay / name).read_bytes(), name
+
+
+def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
+    """Review of issue 14: two variants that agree seed by seed were reported as 'No test: it needs at least two
+    variants and two seeds', and one seed as 'the 95% interval lies above zero for 0 of 1 variants'."""
+    from eq_env.exchange_audit import sensitivity as module
+
+    def reading(values: dict[str, dict[int, float]]) -> str:
+        variants = tuple(values)
+        opts = SensitivityOptions(proposers=("llm:model=m",), variants=variants, seeds=len(values[variants[0]]))
+        pooled = {("m", regime, metric, v): dict(values[v]) for regime, metric in module._shown(opts)
+                  for v in variants}  # fmt: skip
+        rows = module._variant_rows(pooled, opts)
+        return "\n".join(module._reading(module._spread_rows(pooled, rows, opts), rows, "m"))
+
+    same = reading({"v1": {0: 1.0, 1: 1.1, 2: 1.2}, "terse_v1": {0: 1.0, 1: 1.1, 2: 1.2}})  # the same, seed by seed
+    assert "No test: the variants agree seed by seed" in same and "it needs at least two" not in same
+    assert "above zero for 2 of 2 variants" in same
+    one = reading({"v1": {0: 1.0}, "terse_v1": {0: 2.0}})  # one seed: neither an interval nor a test
+    assert "no interval" in one and "of 2 variants" not in one and "it needs at least two variants" in one
+
+
+def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
+    """Review of issue 14: a seed's value was the mean over the q's where the metric was defined, so a run whose
+    every episode failed at q = 1 left that seed's value the mean at q = 0 alone, set against other variants'
+    means over the whole grid (welfare falls with q: the failing variant looked better)."""
+    from eq_env.exchange_audit import sensitivity as module
+
+    opts = SensitivityOptions(proposers=("llm:model=m",), variants=("v1", "terse_v1"), qs=(0.0, 1.0), seeds=2)
+    per_seed = {("m", v, regime, q): {s: dict.fromkeys(module.METRICS, 2.0 - q) for s in (0, 1)}
+                for v in opts.variants for regime in opts.regimes for q in opts.qs}  # fmt: skip
+    per_seed[("m", "terse_v1", "artifacts", 1.0)][1]["welfare"] = math.nan  # every episode of that run failed
+    pooled = module._pooled(per_seed, opts)
+    assert pooled[("m", "artifacts", "welfare", "v1")] == {0: 1.5, 1: 1.5}
+    assert pooled[("m", "artifacts", "welfare", "terse_v1")][0] == 1.5
+    assert math.isnan(pooled[("m", "artifacts", "welfare", "terse_v1")][1])  # was 2.0, the q = 0 value alone
+    del per_seed[("m", "v1", "action_only", 1.0)][0]  # a run missing altogether
+    assert math.isnan(module._pooled(per_seed, opts)[("m", "net_gain", "ambiguous_welfare", "v1")][0])
+
+
+def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
+    """Review of issue 14: the role-play variant said 'the auditors check a request with probability q', but every
+    episode is audited with probability q, NO_TRADE included, and a false claim then fined: a variant may frame the
+    game differently, not change its rules (else the spread measures the rules, not the prompt)."""
+    from agents.exchange_audit.policies import PROMPT_DIR
+    from agents.llm import template
+
+    for variant in VARIANTS:
+        audit = [line for line in template(PROMPT_DIR, "proposer", variant).template.splitlines() if "$q" in line]
+        assert len(audit) == 1 and "request" not in audit[0].lower(), (variant, audit)
+
+
+def test_the_summarys_command_line_quotes_model_names_for_a_shell() -> None:
+    """Review of issue 14: the summary's command wrapped each model in single quotes unescaped, so a model named
+    "m'; rm -rf ~ '" gave a line that runs 'rm -rf ~' when pasted into a shell."""
+    import shlex
+
+    from eq_env.exchange_audit.sensitivity import _command
+
+    name = "m'; rm -rf ~ '"
+    line = _command(SensitivityOptions(proposers=(f"llm:model={json.dumps(name)}", "llm:model=gpt-4.1")))
+    words = shlex.split(line)
+    assert words[words.index("--model") + 1] == name and words.count("--model") == 2 and "rm" not in words
