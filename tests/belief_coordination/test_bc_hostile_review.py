@@ -179,6 +179,7 @@ def test_f3_the_llm_paths_default_f2_sample_has_levels_without_tuning_questions(
     assert any(lv not in set(d[::2]) for lv in d[1::2])
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_pin_f2_equals_a_brute_force_through_the_environment():
     cfg = BeliefCoordinationConfig(n_executors=2, action_space="grid", grid_temperatures=3, grid_penalties=2)
     b, seed, g = 48, 3, cfg.grid_size

@@ -279,6 +279,7 @@ def test_transport_failures_are_retried_recorded_and_replayed(tmp_path: Path, re
     assert outcome(again) == outcome(failed) and again.info["transport"]["requests"] == 0
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_retry_after_is_honoured_then_the_answer_counts_once() -> None:
     """Pinned: a 429 with ``retry-after-ms`` is waited out, asked again once, and the answer's tokens are
     the successful reply's only."""
@@ -370,6 +371,7 @@ def test_concurrency_32_keeps_32_in_flight_at_100_ms() -> None:
     assert out.ts.mean() > 0.5
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_two_runs_against_one_deterministic_script_are_identical(tmp_path: Path) -> None:
     """Pinned: the hostile script (every fate) asked twice by fresh runs with fresh caches gives the same
     answers, failures, texts and tokens."""

@@ -294,6 +294,7 @@ def test_training_is_deterministic() -> None:
     assert not same_weights(first, other)
 
 
+@pytest.mark.slow  # (over a second here, torch included: the fast run stays under a minute)
 def test_untrained_is_where_training_starts() -> None:
     start, curve = train_econ(GRID, ECONHyper(steps=0, pool=16, eval_episodes=50), seed=7, progress=False)
     untrained = ECON.untrained(GRID, ECONHyper(steps=0, pool=16, eval_episodes=50), seed=7)

@@ -44,6 +44,7 @@ def test_one_pool_serves_a_low_concurrency() -> None:
         assert server.requests[0]["response_format"]["json_schema"]["schema"] == SCHEMA
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_pools_follow_the_concurrency_and_cap_nothing() -> None:
     k = 2 * PER_POOL + 8
     with ScriptedLLMServer([reply_json({"answer": "yes"})], latency=0.2) as server:

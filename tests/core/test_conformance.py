@@ -21,12 +21,15 @@ pytestmark = [
 
 
 def _cases() -> list[Any]:
+    # The fast run (-m "not slow") plays every check on each game's first configuration and the cheap checks on
+    # all of them; the pickle/deepcopy check, which plays 80 episodes, runs on the others in the full suite.
     return [
-        pytest.param(spec.id, kwargs, check, id=f"{spec.name}-{name}-{check.__name__.removeprefix('check_')}")
+        pytest.param(spec.id, kwargs, check, id=f"{spec.name}-{name}-{check.__name__.removeprefix('check_')}",
+                     marks=[pytest.mark.slow] if i > 0 and check is conformance.check_copies else [])
         for spec in registered_envs()
-        for name, kwargs in spec.conformance.items()
+        for i, (name, kwargs) in enumerate(spec.conformance.items())
         for check in conformance.CHECKS
-    ]
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("env_id, kwargs, check", _cases())

@@ -119,6 +119,7 @@ def test_experiments_and_resume_on_the_toy_game(tmp_path: Path) -> None:
     assert again == first and store.path.read_text().count("\n") == 4
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_a_sweep_of_the_toy_game(tmp_path: Path) -> None:
     spec = SweepSpec(env="relay", grid={"target": [5, 9]}, policies={"runner": ["random", "greedy"]}, seeds=[0, 1],
                      episodes=20)  # fmt: skip

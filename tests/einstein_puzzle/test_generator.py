@@ -122,6 +122,7 @@ def test_goal_bins_are_not_biased_toward_one_bin() -> None:
 
 
 # -- the frozen suite --------------------------------------------------------------------------------------
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_the_suite_has_300_valid_unique_puzzles_per_size() -> None:
     everything = suite.load_suite()
     assert sorted(everything) == [4, 5, 6, 7, 8]

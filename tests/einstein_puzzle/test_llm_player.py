@@ -137,6 +137,7 @@ class TestPlainPlayer:
 # ---------------------------------------------------------------------------
 # Whole games
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_good_player_with_the_planner_wins_its_games() -> None:
     with ScriptedLLMServer(good_script) as server:
         for seats in ({"player_0": llm(server), "player_1": "planner"},
@@ -169,6 +170,7 @@ def test_bad_player_that_corrects_itself_when_asked_again() -> None:
     assert all(r.infos["player_0"]["fallbacks"] == 0 and r.infos["player_0"]["reasks"] > 0 for r in records)
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_hostile_endpoint_runs_finish_with_failures_recorded() -> None:
     configure(timeout=0.3)  # (the slow answers outlast it)
     with ScriptedLLMServer(ChaosScript(delay=0.6, answer=good_script)) as server:
@@ -259,6 +261,7 @@ def test_verifier_none_plays_the_first_action_and_unparsable_candidates_are_wors
     assert index == action_index(Pass(), 4) and info["fallback"] is True and info["verifier_interventions"] == 1
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_verifier_assisted_games_count_interventions() -> None:
     with ScriptedLLMServer(candidates_script) as server:
         records = play(ENV, PAPER, {"player_0": llm(server, verifier="reasoning", k=4), "player_1": "planner"},

@@ -179,6 +179,7 @@ def test_exact_against_the_compact_bfs(mode: str) -> None:
             assert plan_length(state) == exhaustive_plan_length(state, 30, engine="compact"), (n, seed)
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_exact_from_mid_game_states() -> None:
     for seed in range(60):
         mode = COMM_MODES[seed % 4]

@@ -47,6 +47,7 @@ def test_the_decentralised_planner_solves_four_objects_in_every_mode(mode: str) 
         assert m["shares"] <= m["asks"]  # (seek-only shares only answer asks)
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_the_planner_plays_with_any_partner() -> None:
     with_random = metrics("planner", partner="random")
     alone_random = metrics("random")

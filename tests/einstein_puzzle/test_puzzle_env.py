@@ -281,6 +281,7 @@ def test_observations_are_built_once_per_turn_and_survive_pickling() -> None:
     assert twin.observe("player_0")["text"] == first["text"]
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_the_text_space_holds_every_text() -> None:
     cases = [(4, "provide_and_seek", {}), (8, "seek_only", {}), (16, "provide_only", {"max_steps": 120}),
              (6, "none", {"max_steps": 60})]  # fmt: skip

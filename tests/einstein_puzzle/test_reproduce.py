@@ -246,6 +246,7 @@ def test_cli_run_with_two_jobs(tmp_path: Path, capsys: Any) -> None:
     assert len(gains) == 3 * 4 * 3
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_llm_player_runs_the_same_conditions(tmp_path: Path, capsys: Any) -> None:
     """``--player llm`` against a local scripted server: the LLM in both seats, verified as llm:...,verifier=V."""
     from agents.einstein_puzzle.scripts import good_script

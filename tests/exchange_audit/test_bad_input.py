@@ -428,6 +428,7 @@ def test_readme_play_command_prints_table1s_row(capsys: pytest.CaptureFixture[st
     assert mean_std(metric["mean"], metric["std"]) == expected
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_frontier_without_ppo_says_nothing_of_ppo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from eq_env.exchange_audit import frontier as frontier_module
 
@@ -486,6 +487,7 @@ def test_equilibrium_shows_progress_bars(capsys: pytest.CaptureFixture[str], mon
     assert "648/648" in err and "validator best response" in err
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_train_bar_ends_at_its_total_and_evaluation_shows_progress(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -79,6 +79,7 @@ def test_policies_lists_builtins(capsys: pytest.CaptureFixture[str]) -> None:
         assert re.search(rf"^{name}\s", out, re.M)
 
 
+@pytest.mark.slow  # (over 0.5 s: starts the installed console script in a new process)
 def test_console_script_is_installed() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "eq_env.cli", "play", "--episodes", "5"], capture_output=True, text=True, check=False
@@ -188,6 +189,7 @@ def test_readme_commands_are_the_ci_commands() -> None:
     assert "pytest" in README.split("<!-- ci:test -->", 1)[1].split("<!-- /ci:test -->", 1)[0]
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_readme_table1_is_what_the_main_command_prints(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -201,6 +203,7 @@ def test_readme_table1_is_what_the_main_command_prints(
     assert (tmp_path / "results" / "summary.md").exists()
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 

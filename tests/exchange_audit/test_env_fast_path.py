@@ -359,6 +359,7 @@ def test_agent_iter_still_insists_on_a_step_between_agents() -> None:
 
 
 # -- the draw stream draws ahead, and hands out the same numbers -----------------------------------------
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_the_draw_stream_hands_out_the_same_numbers_whatever_the_mix_of_next_batch_and_skip() -> None:
     ops = np.random.default_rng(1)
     for seed in range(12):

@@ -203,6 +203,7 @@ def play_one(policy: Any, obs: dict) -> tuple[Any, dict]:
 # ---------------------------------------------------------------------------
 # Transport failures
 # ---------------------------------------------------------------------------
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_rate_limit_honours_retry_after() -> None:
     replies = [Reply(status=429, headers={"Retry-After": "0.3"}), reply_json(GOOD)]
     with ScriptedLLMServer(replies) as server:

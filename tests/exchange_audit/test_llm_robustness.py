@@ -161,6 +161,7 @@ def test_concurrent_identical_requests_share_one_answer() -> None:
     assert billed == [0, info_a["completion_tokens"]]
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_concurrent_rejections_move_one_mode_at_a_time() -> None:
     def script(request: dict, n: int) -> Reply:
         if (request.get("response_format") or {}).get("type") == "json_schema":

@@ -278,6 +278,7 @@ def test_rerun_resolves_a_masked_endpoint_with_base_url(
     assert status == 0 and "identical" in printed
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_rerun_passes_api_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

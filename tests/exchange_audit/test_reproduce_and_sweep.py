@@ -232,6 +232,7 @@ def test_sweep_from_file_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture
     assert all(float(r["bad_approval_rate_mean"]) > 0.1 for r in tempted)
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_sweep_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sweep", "--out", str(tmp_path), "--grid", "q"]) == 2
     assert "--grid expects NAME=VALUE" in capsys.readouterr().err

@@ -65,6 +65,7 @@ def test_sincere_honest_proposer_is_approved_only_when_it_believes_compliance() 
     assert ev.summary["audit_fail_rate"][0] > 0.0  # sincere mistakes in normal episodes are caught
 
 
+@pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_silent_proposer_is_approved_about_ten_percent_at_q0_and_never_at_q1() -> None:
     at0 = evaluate(PAPER.replace(q=0.0), "silent", "rule", episodes=200, seeds=SEEDS).summary
     at1 = evaluate(PAPER.replace(q=1.0), "silent", "rule", episodes=200, seeds=SEEDS).summary
