@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
@@ -129,15 +131,67 @@ def test_the_record_counts_clean_and_failed_audits_and_the_punishment() -> None:
     assert rep == Reputation(clean=1, failed=3, punish_left=0)
 
 
-def _verdict(round_: Any) -> Verdict:
+def _verdict(round_: Any, budget: int) -> Verdict:
     """The test's own reading of a round's audit (the manual's definition)."""
     audit, sub = round_.outcome.audit, round_.outcome.submission
+    requested = sub.action is ProposerAction.REQUEST_APPROVAL
     if audit.outcome is AuditOutcome.FAIL:
         return Verdict.FAILED
     if audit.outcome is AuditOutcome.PASS:
-        requested = sub.action is ProposerAction.REQUEST_APPROVAL
         return Verdict.FAILED if requested and not round_.outcome.state.compliant else Verdict.CLEAN
+    if audit.outcome is AuditOutcome.INCONCLUSIVE and requested and budget > 0:
+        return Verdict.FAILED  # (claims withheld from the audit)
     return Verdict.NONE
+
+
+def _withholding_liar(env: Any) -> Any:
+    """A proposer that shades a non-compliant trade's numbers with its true claims, and omits the claims."""
+    from baselines.exchange_audit import StrategicProposer
+
+    liar = StrategicProposer(p=1.0, truthful_claims=True, claims_from="truth", words=0)
+    liar.reset(seed=0)
+
+    def act(observation: Any) -> Any:
+        action = dict(liar.act(observation))
+        action["claims"] = np.zeros_like(action["claims"])  # (0: absent)
+        return action
+
+    return act
+
+
+@pytest.mark.parametrize("budget", [None, 2, 0])
+def test_a_request_that_withholds_its_claims_fails_its_audit(budget: int | None) -> None:
+    """A liar must not escape the record by omitting its claims: an audit they leave inconclusive blocks the
+    request as a failed one does, so it is a failed audit (the trigger punishes it) — unless the budget checks
+    nothing (B = 0), when no audit can fail; the dynamic programme's reading of a batch is the game's."""
+    from baselines.exchange_audit import RuleValidator
+    from eq_env.exchange_audit.batch import AuditBatch
+    from eq_env.exchange_audit.repeated.dp import _verdicts
+
+    env = exchange_audit_repeated_v0.env(preset="paper_scripted", rounds=12, audit_policy="trigger", q=1.0,
+                                         q_punish=1.0, B=budget, V=2.0, L=1.0)  # fmt: skip
+    liar, validator = _withholding_liar(env), RuleValidator()
+    env.reset(seed=3)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else liar(obs) if agent == P else validator.act(obs))
+    game = env.unwrapped.game
+    k = game.config.stage.checks_per_audit
+    requests = [r for r in game.history if r.outcome.submission.action is ProposerAction.REQUEST_APPROVAL]
+    assert requests and all(r.outcome.audit.outcome is AuditOutcome.INCONCLUSIVE for r in game.history)
+    assert [r.verdict for r in game.history] == [_verdict(r, k) for r in game.history]
+    assert game.reputation.failed == (len(requests) if k > 0 else 0)
+    assert game.reputation.punished == (k > 0)
+    rounds = game.history
+    audit = AuditBatch(
+        outcome=np.array([int(r.outcome.audit.outcome) for r in rounds]),
+        checked=np.zeros((len(rounds), 4), dtype=bool), failed=np.zeros((len(rounds), 4), dtype=bool),
+        revealed_compliant=np.full(len(rounds), -1, dtype=np.int8),
+    )  # fmt: skip
+    sub = SimpleNamespace(request=np.array([r.outcome.submission.action is ProposerAction.REQUEST_APPROVAL
+                                            for r in rounds]))  # fmt: skip
+    clean, failed = _verdicts(sub, audit, k)
+    assert not clean.any() and failed.tolist() == [r.verdict is Verdict.FAILED for r in rounds]
 
 
 @pytest.mark.parametrize("fields", [
@@ -159,7 +213,7 @@ def test_observations_show_what_happened(fields: dict) -> None:
             obs, _, term, trunc, _ = env.last()
             game = env.unwrapped.game
             done = list(game.history) if game.over else [r for r in game.history if r.round < game.round]
-            verdicts = [_verdict(r) for r in done]
+            verdicts = [_verdict(r, config.stage.checks_per_audit) for r in done]
             assert [r.verdict for r in done] == verdicts
             clean = sum(v is C for v in verdicts)
             if config.reset_on_fail and F in verdicts:

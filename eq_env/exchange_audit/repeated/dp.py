@@ -11,6 +11,9 @@ non-compliant:
   game it is the cheapest lie (:mod:`eq_env.exchange_audit.frontier`): it pays while (1 − q)·V > no_trade_payoff;
 * ``false_claims`` — the same request with claims asserting compliance: fined L when a false claim is checked.
 
+(Shading with the claims withheld needs no entry: its audit is inconclusive, the request blocked and the audit
+failed, as ``shade``'s.)
+
 **What a round is worth.** For a stage strategy σ the batch engine (:mod:`eq_env.exchange_audit.batch`) plays
 the same sampled positions (common random numbers) twice: not audited, and audited (exact over the C(4, B)
 claim subsets an audit may check). A round at intensity q is then worth, exactly in q,
@@ -152,11 +155,12 @@ class StageStrategy:
         return (self.proposer[0] + self.validator[0], self.proposer[1] + self.validator[1])
 
 
-def _verdicts(sub: Any, audit: Any) -> tuple[np.ndarray, np.ndarray]:
+def _verdicts(sub: Any, audit: Any, checks_per_audit: int) -> tuple[np.ndarray, np.ndarray]:
     """(clean, failed) per episode (:func:`~.game.audit_verdict` for arrays)."""
     passed = audit.outcome == AuditOutcome.PASS
     shaded = passed & sub.request & (audit.revealed_compliant == 0)
-    return passed & ~shaded, (audit.outcome == AuditOutcome.FAIL) | shaded
+    withheld = (audit.outcome == AuditOutcome.INCONCLUSIVE) & sub.request & (checks_per_audit > 0)
+    return passed & ~shaded, (audit.outcome == AuditOutcome.FAIL) | shaded | withheld
 
 
 def _stage_strategy(name: str, spec: str, config: ExchangeAuditConfig, nature: Any, policy: Any,
@@ -180,7 +184,7 @@ def _stage_strategy(name: str, spec: str, config: ExchangeAuditConfig, nature: A
         )
         approved = sub.request & approve
         p, v = payoffs_batch(sub, approved, audit, nature.compliant, config)
-        clean, failed = _verdicts(sub, audit)
+        clean, failed = _verdicts(sub, audit, k)
         values = {"proposer": p, "validator": v, "approved": approved, "bad": approved & ~nature.compliant,
                   "clean": clean, "failed": failed}  # fmt: skip
         for key, x in values.items():

@@ -22,9 +22,11 @@ public record, so a proposer can earn — or lose — a reputation:
   `None`: for ever, a grim trigger); a failure during the punishment starts it again.
 
 An audit is **clean** when every check passed and it did not reveal that a requested trade is non-compliant;
-it **failed** when a check failed, or when it revealed that the requested trade is non-compliant (the claims
+it **failed** when a check failed, when it revealed that the requested trade is non-compliant (the claims
 may be true while the reported numbers were shaded: the audit checks claims, the validator sees the
-truth); a skipped or inconclusive audit is neither.
+truth), or when a request withheld the claims the audit needs (inconclusive, blocked as a failed audit is:
+else a liar would omit its claims and never be caught); a skipped audit, a NO_TRADE's inconclusive one and any
+audit under a budget B ≤ 0 are neither.
 
 ```python
 from baselines.exchange_audit import HonestProposer, RuleValidator

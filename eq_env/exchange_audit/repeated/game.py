@@ -10,9 +10,13 @@ Nothing here knows PettingZoo. A round *is* a one-shot episode, played by the on
   (1 − δ^T)/(1 − δ)), truncated at T.
 * **the public record** (:class:`Reputation`): the audits so far, each read as a :class:`Verdict` —
   *clean* (audited, every check passed, and the audit did not reveal that a requested trade is non-compliant),
-  *failed* (a check failed, or the audit revealed that the requested trade is non-compliant: its reported
-  numbers were shaded) or *none* (not audited, or inconclusive). Requests, decisions and payoffs of every round
-  are public too (:attr:`RepeatedGame.history`).
+  *failed* (a check failed; or the audit revealed that the requested trade is non-compliant: its reported
+  numbers were shaded; or a request withheld the claims the audit needs, so that it came out inconclusive and
+  the request was blocked as a failed one is) or *none* (not audited; a NO_TRADE's inconclusive audit; any
+  audit under a budget B ≤ 0, which checks nothing). Without the third case a liar would shade its numbers
+  and omit its claims: the same round payoff as shading with true claims, and never a failed audit for a
+  trigger or a reset to punish. Requests, decisions and payoffs of every round are public too
+  (:attr:`RepeatedGame.history`).
 * **the audit policy** (``audit_policy``), which sets the round's intensity q_t from the record:
 
   ``fixed``    q_t = q (the stage game's q): every round is the one-shot game.
@@ -182,9 +186,9 @@ RepeatedConfig.PRESETS = PRESETS
 class Verdict(IntEnum):
     """What a round's audit says about the proposer, as the public record keeps it."""
 
-    NONE = 0  # not audited, or inconclusive (claims missing, or a budget of 0)
+    NONE = 0  # not audited, or inconclusive without a request (claims missing) or under a budget of 0
     CLEAN = 1  # audited: every check passed, and no request for a non-compliant trade revealed
-    FAILED = 2  # audited: a check failed, or the audit revealed that the requested trade is non-compliant
+    FAILED = 2  # audited: a check failed, the requested trade revealed non-compliant, or a request's claims withheld
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,14 +204,19 @@ class Reputation:
         return self.punish_left != 0
 
 
-def audit_verdict(submission: Submission, audit: AuditRecord) -> Verdict:
-    """A round's verdict (:class:`Verdict`). A request whose audit passes but reveals the trade non-compliant
-    has misreported its numbers (the audit checks claims, not numbers): that audit failed too."""
+def audit_verdict(submission: Submission, audit: AuditRecord, checks_per_audit: int) -> Verdict:
+    """A round's verdict (:class:`Verdict`) under a budget of ``checks_per_audit`` checks per audit. A request
+    whose audit passes but reveals the trade non-compliant has misreported its numbers (the audit checks claims,
+    not numbers): that audit failed too; so did a request's audit left inconclusive by missing claims (with a
+    budget B > 0 nothing else leaves it so), which the validator blocks as it blocks a failed one."""
+    request = submission.action is ProposerAction.REQUEST_APPROVAL
     if audit.outcome is AuditOutcome.FAIL:
         return Verdict.FAILED
+    if audit.outcome is AuditOutcome.INCONCLUSIVE:
+        return Verdict.FAILED if request and checks_per_audit > 0 else Verdict.NONE
     if audit.outcome is not AuditOutcome.PASS:
         return Verdict.NONE
-    if submission.action is ProposerAction.REQUEST_APPROVAL and audit.revealed_compliant is False:
+    if request and audit.revealed_compliant is False:
         return Verdict.FAILED
     return Verdict.CLEAN
 
@@ -375,7 +384,7 @@ class RepeatedGame:
         result = self.stage.decide(decision)
         outcome = self.stage.outcome
         assert outcome is not None
-        verdict = audit_verdict(outcome.submission, outcome.audit)
+        verdict = audit_verdict(outcome.submission, outcome.audit, self.config.stage.checks_per_audit)
         self.history.append(RoundRecord(self.round, self.q, self.reputation, outcome, verdict))
         self.requests += outcome.submission.action is ProposerAction.REQUEST_APPROVAL
         self.approvals += outcome.approved
