@@ -143,6 +143,44 @@ def test_fixed_q_deters_exactly_where_the_one_shot_game_does() -> None:
             s.at("proposer", q) <= MENU[0].at("proposer", q) for s in MENU[1:])  # fmt: skip
 
 
+def test_the_sparse_transitions_are_the_dense_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each state's three successors carry what ReputationStates.transitions' dense matrix does, and honesty's
+    values iterated (for many states) are the dense solve's."""
+    from eq_env.exchange_audit.repeated import dp
+
+    for fields in ({"audit_policy": "decay", "q": 1.0, "gamma": 0.97, "reset_on_fail": True},
+                   {"audit_policy": "trigger", "q": 0.4, "q_punish": 0.9, "punish_rounds": 7}):  # fmt: skip
+        config = RepeatedConfig(rounds=60, continuation=0.97).replace(**fields)
+        states = reputation_states(config)
+        rewards, probs = dp._arrays(states, MENU)
+        value = np.random.default_rng(1).normal(size=states.n)
+        dense = np.array([states.transitions(s) @ value for s in MENU])
+        assert dp._expected(states, probs, value) == pytest.approx(dense, abs=1e-12)
+        share = np.random.default_rng(2).dirichlet(np.ones(states.n))
+        assert dp._forward(states, probs[1], share) == pytest.approx(share @ states.transitions(MENU[1]), abs=1e-12)
+        solved = dp._honest_values(states, rewards[0], probs[0], config.continuation)
+        monkeypatch.setattr(dp, "_DENSE_SOLVE", 0)
+        assert dp._honest_values(states, rewards[0], probs[0], config.continuation) == pytest.approx(solved, rel=1e-12)
+        monkeypatch.undo()
+
+
+@pytest.mark.slow  # (half a second)
+def test_a_patient_horizon_is_solved_in_time_linear_in_its_states() -> None:
+    """A decay that never reaches its floor has a state per round: T = 1500 rounds at δ = 0.99 (a horizon the
+    command's --rounds accepts; --deltas 0.999 makes T = 9206) took minutes and (K, S, S) matrices; the
+    transitions are (K, S, 3) now."""
+    import time
+
+    config = RepeatedConfig(rounds=1500, continuation=0.99).replace(audit_policy="decay", q=1.0, gamma=0.999)
+    states = reputation_states(config)
+    assert states.n == config.rounds
+    started = time.perf_counter()
+    policy, _ = solve(states, MENU, config.rounds, config.continuation)
+    evaluate(states, MENU, policy, config.rounds, config.continuation, 0.1)
+    deterrence_holds(states, MENU, config.rounds, config.continuation)
+    assert time.perf_counter() - started < 8.0  # (well under a second here; minutes before)
+
+
 # ---------------------------------------------------------------------------
 # Bad flags
 # ---------------------------------------------------------------------------

@@ -314,28 +314,44 @@ def reputation_states(config: RepeatedConfig) -> ReputationStates:
 # ---------------------------------------------------------------------------
 # The dynamic programme and the forward pass
 # ---------------------------------------------------------------------------
+# A state has at most three successors (one per verdict), so the transitions are kept as (K, S, 3) probabilities
+# beside ReputationStates.next (S, 3), never as (K, S, S) matrices: a decay's states number up to T, and a
+# patient horizon (δ = 0.999: T ≈ 9200) would otherwise need gigabytes and hours.
 def _arrays(states: ReputationStates, strategies: Sequence[StageStrategy]) -> tuple[np.ndarray, np.ndarray]:
-    """Rewards (K, S) and transitions (K, S, S) of every strategy in every state."""
+    """Rewards (K, S) and verdict probabilities (K, S, 3: NONE, CLEAN, FAILED) of every strategy in every
+    state; a verdict leads to ``states.next[:, verdict]``."""
     rewards = np.array([s.at("proposer", states.q) for s in strategies])
-    moves = np.array([states.transitions(s) for s in strategies])
-    return rewards, moves
+    clean = np.array([states.q * s.clean for s in strategies])
+    failed = np.array([states.q * s.failed for s in strategies])
+    return rewards, np.stack([1.0 - clean - failed, clean, failed], axis=-1)
+
+
+def _expected(states: ReputationStates, probs: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """E[value(next state)] per strategy and state: (K, S) from verdict probabilities (K, S, 3)."""
+    return np.einsum("ksv,sv->ks", probs, value[states.next])
+
+
+def _forward(states: ReputationStates, probs: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """The distribution over states after a round in which state s plays with verdict probabilities probs[s]."""
+    return np.bincount(states.next.ravel(), weights=(share[:, None] * probs).ravel(), minlength=states.n)
 
 
 def solve(
     states: ReputationStates, strategies: Sequence[StageStrategy], rounds: int, continuation: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The best response by backward induction: (policy (T, S) of strategy indices, values V_0 (S,))."""
-    rewards, moves = _arrays(states, strategies)
+    rewards, probs = _arrays(states, strategies)
     value = np.zeros(states.n)
     policy = np.zeros((rounds, states.n), dtype=np.int64)
+    columns = np.arange(states.n)
     for t in reversed(range(rounds)):
         go_on = continuation if t + 1 < rounds else 0.0
-        q_values = rewards + go_on * (moves @ value)  # (K, S)
+        q_values = rewards + go_on * _expected(states, probs, value)  # (K, S)
         best = np.argmax(q_values, axis=0)
         # honesty (strategy 0) unless a lie beats it by more than float dust
-        best = np.where(q_values[best, np.arange(states.n)] > q_values[0] + _TIE, best, 0)
+        best = np.where(q_values[best, columns] > q_values[0] + _TIE, best, 0)
         policy[t] = best
-        value = q_values[best, np.arange(states.n)]
+        value = q_values[best, columns]
     return policy, value
 
 
@@ -365,7 +381,8 @@ def evaluate(
     audit_cost: float,
 ) -> PathStats:
     """Run ``policy`` (T, S) forward from the blank record: expected totals, per round along its path."""
-    _, moves = _arrays(states, strategies)
+    _, probs = _arrays(states, strategies)
+    columns = np.arange(states.n)
     share = np.zeros(states.n)
     share[0] = 1.0  # (state 0: the blank record, for every policy)
     weight = 1.0
@@ -387,7 +404,7 @@ def evaluate(
             totals["lie"] += float(w.sum()) * (k != 0)
         totals["q"] += weight * float(share @ states.q)
         totals["rounds"] += weight
-        share = sum((share * (choice == k)) @ moves[k] for k in range(len(strategies)))
+        share = _forward(states, probs[choice, columns], share)
         weight *= continuation
     n = totals["rounds"]
     return PathStats(
@@ -476,17 +493,36 @@ def repeated_best_response(
 # ---------------------------------------------------------------------------
 # The repeated-game condition
 # ---------------------------------------------------------------------------
-def _reachable(moves: np.ndarray, start: int = 0) -> np.ndarray:
-    seen = np.zeros(len(moves), dtype=bool)
+def _reachable(states: ReputationStates, probs: np.ndarray, start: int = 0) -> np.ndarray:
+    """The states reached with positive probability from ``start`` under verdict probabilities (S, 3)."""
+    seen = np.zeros(states.n, dtype=bool)
     frontier = [start]
     seen[start] = True
     while frontier:
         s = frontier.pop()
-        for nxt in np.flatnonzero(moves[s] > 0):
+        for nxt in states.next[s][probs[s] > 0]:
             if not seen[nxt]:
                 seen[nxt] = True
                 frontier.append(int(nxt))
     return seen
+
+
+_DENSE_SOLVE = 500  # up to this many states W comes from a dense linear solve; beyond, by value iteration
+
+
+def _honest_values(states: ReputationStates, reward: np.ndarray, probs: np.ndarray, continuation: float) -> np.ndarray:
+    """W = reward + δ·P·W, the values of honesty for ever on an unbounded horizon δ < 1 (P: (S, 3) verdict
+    probabilities): a dense solve for a few states, else iterated to float precision (the error shrinks by δ
+    per sweep, and each sweep costs O(S), not O(S²))."""
+    if states.n <= _DENSE_SOLVE:
+        moves = np.zeros((states.n, states.n))
+        np.add.at(moves, (np.repeat(np.arange(states.n), 3), states.next.ravel()), probs.ravel())
+        return np.linalg.solve(np.eye(states.n) - continuation * moves, reward)
+    value = np.zeros(states.n)
+    sweeps = 1 if continuation == 0.0 else math.ceil(math.log(1e-15) / math.log(continuation))
+    for _ in range(sweeps):  # (error after k sweeps ≤ δ^k·max|reward|/(1 − δ))
+        value = reward + continuation * np.einsum("sv,sv->s", probs, value[states.next])
+    return value
 
 
 def deterrence_holds(
@@ -495,23 +531,22 @@ def deterrence_holds(
     """Condition (*) of the module docstring: no single deviation from honesty for ever (strategy 0) pays at any
     state honest play reaches. δ < 1 is taken as the unbounded geometric horizon (the cap T does not bind);
     δ = 1 as exactly T rounds, checked round by round."""
-    rewards, moves = _arrays(states, strategies)
-    honest_moves = moves[0]
+    rewards, probs = _arrays(states, strategies)
     if continuation < 1.0:
-        value = np.linalg.solve(np.eye(states.n) - continuation * honest_moves, rewards[0])
-        gains = rewards[1:] + continuation * (moves[1:] @ value) - (rewards[0] + continuation * honest_moves @ value)
-        where = _reachable(honest_moves)
-        return bool((gains[:, where] <= _TIE).all())
+        value = _honest_values(states, rewards[0], probs[0], continuation)
+        q_values = rewards + continuation * _expected(states, probs, value)
+        where = _reachable(states, probs[0])
+        return bool(((q_values[1:] - q_values[0])[:, where] <= _TIE).all())
     value = np.zeros(states.n)
     reached = np.zeros(states.n)
     reached[0] = 1.0
     shares = []
     for _ in range(rounds):  # which states honest play reaches in each round
         shares.append(reached > 0)
-        reached = reached @ honest_moves
+        reached = _forward(states, probs[0], reached)
     for t in reversed(range(rounds)):
         go_on = 1.0 if t + 1 < rounds else 0.0
-        q_values = rewards + go_on * (moves @ value)
+        q_values = rewards + go_on * _expected(states, probs, value)
         if ((q_values[1:] - q_values[0])[:, shares[t]] > _TIE).any():
             return False
         value = q_values[0]
