@@ -303,6 +303,28 @@ def test_the_repeated_command_writes_its_files(tmp_path: Any, capsys: pytest.Cap
     assert "Does reputation hold honesty" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow  # (a few seconds: two tiny runs)
+@pytest.mark.filterwarnings("ignore:Creating legend")  # (matplotlib times its legend with the test's clock)
+def test_the_repeated_command_writes_the_same_bytes_however_long_it_takes(tmp_path: Any,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same seed, same files, byte for byte: no wall-clock time in them (the console says how long it took)."""
+    import itertools as it
+    import time
+
+    from eq_env.exchange_audit.repeated.experiment import repeated
+
+    clock = it.count()  # (the n-th reading of the clock is n² s: each run takes longer than the last)
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)) ** 2)
+    kwargs: dict[str, Any] = {"deltas": [0.0], "qs": [0.0, 1.0], "policies": ["fixed", "decay"], "episodes": 200,
+                              "simulate_episodes": 2, "ppo_timesteps": 0, "progress": False}  # fmt: skip
+    repeated(tmp_path / "a", **kwargs)
+    repeated(tmp_path / "b", **kwargs)
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert "summary.md" in names and names == sorted(p.name for p in (tmp_path / "b").iterdir())
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
 def test_the_repeated_command_passes_its_flags_on(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     from eq_env.cli import main

@@ -62,7 +62,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,7 +157,6 @@ def repeated(
     ``progress``: a progress bar (None: when the output is a terminal)."""
     from tqdm.auto import tqdm
 
-    started = time.perf_counter()
     qs = sorted(qs)
     horizons = [Horizon(horizon_cap(d), d) for d in deltas] + [Horizon(int(t), 1.0) for t in rounds]
     unknown = [p for p in policies if p not in POLICIES]
@@ -213,7 +211,6 @@ def repeated(
                              ppo_timesteps, seed))  # fmt: skip
         bar.update()
     bar.close()
-    seconds = time.perf_counter() - started
     honest = next(iter(estimates[1].values()))  # (the menu's first strategy is the honest one)
     write_csv(out / "repeated.csv", rows, list(rows[0]))
     write_csv(out / "repeated_summary.csv", summary, list(summary[0]))
@@ -224,7 +221,7 @@ def repeated(
                "tolerance": tolerance, "seed": seed, "one_shot_q": one_shot_q, "analytic_q": analytic_q,
                "qs": qs, "q0": q0, "gamma": gamma, "q_punish": q_punish, "punish_rounds": punish_rounds,
                "check": check, "simulate_episodes": simulate_episodes, "ppo_timesteps": ppo_timesteps,
-               "seconds": seconds, "honest_r0": honest.proposer[0], "honest_r1": honest.proposer[1],
+               "honest_r0": honest.proposer[0], "honest_r1": honest.proposer[1],
                "honest_failed": honest.failed}  # fmt: skip
     tables = _tables(summary, rows, checks, context)
     (out / "repeated.md").write_text(tables)
@@ -475,8 +472,7 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
         f"Preset {ctx['preset']}, V = {ctx['V']:g}, L = {ctx['L']:g}{_noise(ctx)} (in the one-shot game a lie "
         f"pays below q*₁ = {_fmt(q1)}). Decay starts at q₀ = {ctx['q0']:g} with γ = {ctx['gamma']:g}; the "
         f"trigger punishes with q = {ctx['q_punish']:g} for "
-        f"{'ever' if ctx['punish_rounds'] is None else str(ctx['punish_rounds']) + ' rounds'}. Run in "
-        f"{ctx['seconds']:.0f} s.",
+        f"{'ever' if ctx['punish_rounds'] is None else str(ctx['punish_rounds']) + ' rounds'}.",
         "",
         "**Does reputation hold honesty at a lower average q than the one-shot frontier?** " + answer,
         f"The repeated-game condition of the manual (one-shot gain ≤ the future it costs) agrees with the best "
