@@ -305,8 +305,9 @@ def test_the_repeated_command_writes_its_files(tmp_path: Any, capsys: pytest.Cap
 
 @pytest.mark.slow  # (a few seconds: two tiny runs)
 @pytest.mark.filterwarnings("ignore:Creating legend")  # (matplotlib times its legend with the test's clock)
-def test_the_repeated_command_writes_the_same_bytes_however_long_it_takes(tmp_path: Any,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_repeated_command_writes_the_same_bytes_however_long_it_takes(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Same seed, same files, byte for byte: no wall-clock time in them (the console says how long it took)."""
     import itertools as it
     import time
