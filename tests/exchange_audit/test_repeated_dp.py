@@ -357,6 +357,15 @@ def test_the_repeated_command_passes_its_flags_on(tmp_path: Any, monkeypatch: py
     assert seen["punish_rounds"] is None and seen["ppo_timesteps"] == 30_000
 
 
+def test_the_programme_refuses_another_claim_schema_in_one_line() -> None:
+    """Its audit is enumerated over the paper's four claims: another schema was a numpy traceback."""
+    from eq_env.exchange_audit.repeated.dp import repeated_best_response
+
+    config = RepeatedConfig.from_preset("paper_scripted", claim_schema="rich")
+    with pytest.raises(ValueError, match="claim_schema='rich'"):
+        repeated_best_response(config, episodes=40)
+
+
 def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Any) -> None:
     from eq_env.exchange_audit.repeated.experiment import repeated
 

@@ -223,6 +223,10 @@ def estimate_stage(
     """Each stage strategy's round, on two halves of ``episodes`` positions of ``seed`` (the same positions for
     every strategy): (fit, test). ``strategies``: name → policy spec (default :func:`stage_strategies`), the
     honest one first (ties go to it). The stage game's q does not matter (the audit enters exactly)."""
+    if stage.claim_schema != "paper":  # (the audit is enumerated over the paper's pool of four claims)
+        raise ValueError(
+            f"the dynamic programme plays the paper's claim schema, got claim_schema={stage.claim_schema!r}"
+        )
     strategies = dict(stage_strategies(stage) if strategies is None else strategies)
     if not strategies:
         raise ValueError("the dynamic programme needs at least one stage strategy")
