@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import data_equivalence
@@ -52,7 +53,9 @@ def _trace(env: Any, seed: int, episodes: int, strip: bool) -> list[Any]:
 
 
 @pytest.mark.parametrize("stage", [{}, {"q": 0.7, "B": 2, "V": 2.0, "L": 1.0, "reward_mode": "individual"},
-                                   {"q": 0.9, "miss_intent": 0.3, "false_fail_net_delta_bounded": 0.2}])  # fmt: skip
+                                   {"q": 0.9, "miss_intent": 0.3, "false_fail_net_delta_bounded": 0.2},
+                                   {"q": 0.8, "B": 2, "claim_schema": "rich", "regime": "text_only"},
+                                   {"q": 1.0, "B": 1, "claim_schema": "rich"}])  # fmt: skip
 @pytest.mark.parametrize("horizon", [{"rounds": 1}, {"rounds": 7, "continuation": 0.0},
                                      {"rounds": 1, "audit_policy": "decay", "q_min": 0.0},
                                      {"rounds": 1, "audit_policy": "trigger", "q_punish": 0.0}])  # fmt: skip
@@ -62,6 +65,23 @@ def test_one_round_is_the_one_shot_game_episode_by_episode(stage: dict, horizon:
     repeated = _trace(exchange_audit_repeated_v0.env(**stage, **horizon), 3, 25, strip=True)
     assert len(one_shot) == len(repeated) == 25 * 4
     assert data_equivalence(one_shot, repeated)
+
+
+def test_a_schemas_audit_pool_beyond_four_claims_is_sampled_in_every_round() -> None:
+    # A partial audit of the rich schema's six claims needs its extra sampling keys in every round, not only the
+    # first (each round's own draw stream gives them); it raised in round 1 before.
+    from baselines.exchange_audit import HonestProposer, RuleValidator
+
+    env = exchange_audit_repeated_v0.env(preset="paper_scripted", claim_schema="rich", B=2, q=1.0, rounds=12)
+    policies = {P: HonestProposer(claims_from="truth"), V: RuleValidator()}
+    env.reset(seed=4)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else policies[agent].act(obs))
+    later = [r.outcome.audit.checked for r in env.unwrapped.game.history if r.round >= 1]
+    assert len(later) == 11 and all(len(checked) == 2 for checked in later)
+    assert {"hedge_covers", "risk_interval"} & {c for checked in later for c in checked}  # the pool beyond four
+    assert len(set(later)) > 1  # sampled anew each round
 
 
 def test_one_round_plays_the_one_shot_episodes_with_scripted_policies() -> None:
@@ -436,3 +456,20 @@ def test_the_manuals_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     exec(compile(code, "the repeated game's manual", "exec"), {})
     qs = eval(capsys.readouterr().out)  # (the example prints each round's q)
     assert len(qs) == 8 and qs[:2] == [1.0, 0.5] and all(q >= 0.1 for q in qs)
+
+
+@pytest.mark.parametrize("encoding", ["multidiscrete", "strategy"])
+def test_the_proposer_view_plays_a_richer_claim_schema(encoding: str) -> None:
+    # The view's artifact space is the stage game's schema's (a 3 per added claim), and its actions are encoded
+    # with that schema; a partial audit of the six claims runs in every round.
+    env = gymnasium.make("eq_env/ExchangeAuditRepeatedProposer-v0", claim_schema="rich", B=2, q=1.0,
+                         action_encoding=encoding, rounds=5)  # fmt: skip
+    if encoding == "multidiscrete":
+        assert list(env.action_space.nvec) == [2, 2, 2, 3, 3, 3, 3, 3, 3]
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(60):
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    env.close()

@@ -124,7 +124,15 @@ from eq_env.exchange_audit.env import (
     _check_options,
     _unknown_agent,
 )
-from eq_env.exchange_audit.game import AuditOutcome, Decision, Intent, Payoffs, Phase, ProposerAction
+from eq_env.exchange_audit.game import (
+    N_AUDIT_UNIFORMS,
+    AuditOutcome,
+    Decision,
+    Intent,
+    Payoffs,
+    Phase,
+    ProposerAction,
+)
 from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.repeated.game import (
     FOREVER,
@@ -223,6 +231,7 @@ class _Episode:
         self.config = config
         self.reward_mode = reward_mode
         self.codec = ExchangeAuditSpaces(config.stage)  # (no space depends on q: one codec for every round)
+        self._claim_keys = max(0, len(self.codec.pool) - (N_AUDIT_UNIFORMS - 1))  # (a schema's pool beyond four)
         history = BoundedBox(_HISTORY_LOW, _HISTORY_HIGH, dtype=np.float64)
         self.observation_spaces = {
             agent: FastDict(OrderedDict({**space.spaces, "history": history}))
@@ -265,7 +274,8 @@ class _Episode:
 
     def _start_round(self) -> None:
         game = self.game
-        game.start_round(self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits))
+        game.start_round(self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits,
+                                          self._claim_keys))  # fmt: skip
 
     def propose(self, action: Any) -> None:
         self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))

@@ -281,8 +281,9 @@ class RoundDraws:
         )
         self._coins_drawn = 0
 
-    def round(self, episode: int, t: int, noisy: bool) -> EpisodeDraws:
-        """The draws of round ``t`` of episode ``episode`` (with noisy audits' check uniforms if ``noisy``)."""
+    def round(self, episode: int, t: int, noisy: bool, claim_keys: int = 0) -> EpisodeDraws:
+        """The draws of round ``t`` of episode ``episode`` (with noisy audits' check uniforms if ``noisy``, and
+        ``claim_keys`` audit sampling keys per round for a claim schema's pool beyond four claims)."""
         if t == 0:
             if self.first.episodes_drawn > episode:  # behind: start again (DrawStream(seed) is its episode 0)
                 self.first = DrawStream(self.entropy)
@@ -298,6 +299,9 @@ class RoundDraws:
         if noisy:
             check = tuple(stream.check_noise(index, 1)[0].tolist())
             draws = EpisodeDraws(draws.state_u, draws.noise_z, draws.audit_u, check)
+        if claim_keys:  # (as the one-shot environment reads them: round 0 of episode i is its episode i)
+            keys = tuple(stream.claim_keys(index, 1, claim_keys)[0].tolist())
+            draws = EpisodeDraws(draws.state_u, draws.noise_z, draws.audit_u, draws.check_u, keys)
         return draws
 
     def coin(self, episode: int, t: int) -> float:

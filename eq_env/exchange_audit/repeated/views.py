@@ -11,9 +11,9 @@ truncated at the cap T of a geometric horizon).
   (:data:`HISTORY_FEATURES`: round and rounds left as shares of T, δ, the clean and failed audits, the
   punishment left, last round's request, approval and verdict), as float32.
 * Action (``action_encoding``): ``"multidiscrete"`` (default), the one-shot view's discrete artifact space
-  (:mod:`eq_env.exchange_audit.features`), ``MultiDiscrete([2,2,2,3,3,3,3])``: act or not, report honestly or
-  shade, each claim asserted, omitted or negated, 0/6/18 words; or ``"strategy"``, ``Discrete(3)``: the round's
-  stage strategy among those the dynamic programme chooses from (:func:`~.dp.stage_strategies`: 0 honest,
+  (:mod:`eq_env.exchange_audit.features`), ``MultiDiscrete([2,2,2,3,3,3,3])`` and a 3 per claim the claim
+  schema adds: act or not, report honestly or shade, each claim asserted, omitted or negated, 0/6/18 words;
+  or ``"strategy"``, ``Discrete(3)``: the round's stage strategy among those the dynamic programme chooses from (:func:`~.dp.stage_strategies`: 0 honest,
   1 shade, 2 false claims), so that a policy learns *when* to lie, as the best response does, not how.
 * Reward: the proposer's payoff of the round (``reward_mode="individual"``, default) or the welfare.
 * Info: the environment's round info, its ``"episode"`` renamed ``"episode_index"`` (SB3's ``Monitor`` owns
@@ -34,7 +34,7 @@ from gymnasium import spaces
 
 from eq_env.core.policy import BasePolicy, Policy, make_policy
 from eq_env.core.runner import policy_seed
-from eq_env.exchange_audit.features import ARTIFACT_NVEC, PROPOSER_FEATURES, artifact_submission, proposer_features
+from eq_env.exchange_audit.features import PROPOSER_FEATURES, artifact_nvec, artifact_submission, proposer_features
 from eq_env.exchange_audit.repeated.env import PROPOSER, SEED_STREAMS, VALIDATOR, decode_history, raw_env
 from eq_env.exchange_audit.repeated.game import RepeatedConfig
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
@@ -105,7 +105,7 @@ class RepeatedProposerEnv(gymnasium.Env):
         else:
             self.strategies = ()
             self._players = []
-            self.action_space = spaces.MultiDiscrete(list(ARTIFACT_NVEC))
+            self.action_space = spaces.MultiDiscrete(list(artifact_nvec(self.config.stage.claim_schema)))
         self.observation_space = spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(len(FEATURES),), dtype=np.float32)
         self._view: Any = None
         self._seeded = False
@@ -158,7 +158,7 @@ class RepeatedProposerEnv(gymnasium.Env):
             return self._players[int(arr)].act(self.env.observe(PROPOSER))  # type: ignore[no-any-return]
         if not self.action_space.contains(arr.astype(np.int64) if arr.dtype.kind in "iu" else arr):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
-        return encode_submission(artifact_submission(self._view, arr))
+        return encode_submission(artifact_submission(self._view, arr), self._view.public.claim_schema)
 
     def render(self) -> str | None:
         if self.render_mode is None:
@@ -168,7 +168,11 @@ class RepeatedProposerEnv(gymnasium.Env):
 
     def action_masks(self) -> np.ndarray:
         """Every action is always legal (sb3-contrib's MaskablePPO asks anyway)."""
-        size = len(self._players) if self.action_encoding == "strategy" else sum(ARTIFACT_NVEC)
+        size = (
+            len(self._players)
+            if self.action_encoding == "strategy"
+            else sum(artifact_nvec(self.config.stage.claim_schema))
+        )
         return np.ones(size, dtype=bool)
 
 
@@ -207,7 +211,7 @@ class ViewPolicy(BasePolicy):
         action, _ = self.model.predict(features, deterministic=True)
         if self.action_encoding == "strategy":
             return self._players[int(action)].act(observation)
-        return encode_submission(artifact_submission(view, np.asarray(action)))
+        return encode_submission(artifact_submission(view, np.asarray(action)), view.public.claim_schema)
 
     def __repr__(self) -> str:
         return f"ViewPolicy({type(self.model).__name__}, {self.action_encoding})"
