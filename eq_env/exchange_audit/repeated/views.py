@@ -13,8 +13,9 @@ truncated at the cap T of a geometric horizon).
 * Action (``action_encoding``): ``"multidiscrete"`` (default), the one-shot view's discrete artifact space
   (:mod:`eq_env.exchange_audit.features`), ``MultiDiscrete([2,2,2,3,3,3,3])`` and a 3 per claim the claim
   schema adds: act or not, report honestly or shade, each claim asserted, omitted or negated, 0/6/18 words;
-  or ``"strategy"``, ``Discrete(3)``: the round's stage strategy among those the dynamic programme chooses from (:func:`~.dp.stage_strategies`: 0 honest,
-  1 shade, 2 false claims), so that a policy learns *when* to lie, as the best response does, not how.
+  or ``"strategy"``, ``Discrete(3)``: the round's stage strategy among those the dynamic programme chooses
+  from (:func:`~.dp.stage_strategies`: 0 honest, 1 shade, 2 false claims), so that a policy learns *when* to
+  lie, as the best response does, not how.
 * Reward: the proposer's payoff of the round (``reward_mode="individual"``, default) or the welfare.
 * Info: the environment's round info, its ``"episode"`` renamed ``"episode_index"`` (SB3's ``Monitor`` owns
   ``"episode"``).
