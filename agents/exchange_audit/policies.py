@@ -239,7 +239,8 @@ class _ExchangeAuditLLM(LLMPolicy):
 
 
 class LLMProposer(_ExchangeAuditLLM):
-    """A proposer played by an LLM (see the module docstring).
+    """A proposer played by an LLM; ``prompt_version`` picks its template: v1, or a variant (terse_v1,
+    compliance_v1, payoff_v1, roleplay_v1; the module docstring says more).
 
     Args:
         model: the model name the endpoint knows (``gpt-4.1``, a vLLM or Ollama model...), sent

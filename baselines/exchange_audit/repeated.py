@@ -6,16 +6,17 @@ A round's observation is the one-shot game's (its ``public`` vector shows the ro
 (myopically: it does not build a reputation on purpose; :class:`~eq_env.exchange_audit.repeated.dp.DPProposer`
 plays the best response that does).
 
-=============  ==========  ======================================================
-name           role        policy
-=============  ==========  ======================================================
-``honest``     proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
-``silent``     proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
-``strategic``  proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
-``rule``       validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
-``approve``    validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
-``block``      validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
-=============  ==========  ======================================================
+===============  ==========  ======================================================
+name             role        policy
+===============  ==========  ======================================================
+``honest``       proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
+``silent``       proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
+``strategic``    proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
+``rule``         validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
+``approve``      validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
+``block``        validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
+``text_reader``  validator   :class:`~baselines.exchange_audit.scripted.TextReaderValidator`
+===============  ==========  ======================================================
 """
 
 from baselines.exchange_audit.scripted import (
@@ -25,6 +26,7 @@ from baselines.exchange_audit.scripted import (
     RuleValidator,
     SilentProposer,
     StrategicProposer,
+    TextReaderValidator,
 )
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.repeated.spec import ID
@@ -36,5 +38,6 @@ for _name, _role, _factory in (
     ("rule", "validator", RuleValidator),
     ("approve", "validator", AlwaysApprove),
     ("block", "validator", AlwaysBlock),
+    ("text_reader", "validator", TextReaderValidator),
 ):
     register_policy(_name, _role, _factory, env=ID)

@@ -668,9 +668,10 @@ def text_reader_decision(view: ValidatorView) -> Decision:
 
 
 class TextReaderValidator(BasePolicy):
-    """A scripted validator that reads the free text instead of the typed claims (:func:`text_reader_decision`,
-    :func:`read_text`): the paper's rule engine for the free-text regime (``regime="text_only"``), where the
-    claims are withheld and only the text carries the proposer's assertion."""
+    """The paper's rule engine reading the free text instead of the typed claims, for the free-text regime.
+
+    Its rule is :func:`text_reader_decision` (the text is read by :func:`read_text`); under
+    ``regime="text_only"`` the claims are withheld and only the text carries the proposer's assertion."""
 
     role = "validator"
     reads_text = True  # the batch engine asks the proposers for their texts

@@ -47,6 +47,7 @@ import contextlib
 import importlib
 import inspect
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -215,8 +216,18 @@ def register_policy(name: str, role: Role, factory: Callable[..., Any], summary:
     spec = env_spec(env)
     if role not in spec.roles:
         raise ValueError(f"{spec.name} has no role {role!r}; its roles: {', '.join(spec.roles)}")
-    doc = summary or (inspect.getdoc(factory) or "").split("\n")[0]
+    doc = summary or _first_sentence(inspect.getdoc(factory) or "")
     _REGISTRY[(spec.id, name, role)] = PolicyEntry(name, role, factory, doc, spec.id)
+
+
+def _first_sentence(doc: str) -> str:
+    """A docstring's first sentence as plain text, for ``eq-env policies``: its lines joined (a line cut
+    mid-sentence read as a truncated one) and reST roles and literals unwrapped."""
+    paragraph = " ".join(re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0].split())
+    plain = re.sub(
+        r":[\w:]+:`(~?)([^`<]+?)(?:\s*<[^>]*>)?`", lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], paragraph
+    ).replace("``", "")
+    return re.split(r"(?<=\.)\s+(?=[A-Z(])", plain, maxsplit=1)[0]
 
 
 def _load_providers(env_id: str) -> None:

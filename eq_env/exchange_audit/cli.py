@@ -145,7 +145,7 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
     tr.add_argument("--algo", choices=("ppo", "maskable_ppo", "dqn"), default="ppo")
     tr.add_argument("--timesteps", type=timesteps_arg, default=50_000,
                     help="environment steps (= episodes) to train on, at least 64")  # fmt: skip
-    tr.add_argument("--seed", type=seed_arg, default=0)
+    tr.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     tr.add_argument("--out", type=out_dir, required=True, help="directory for the model and its reports")
     tr.add_argument("--opponent", help="the other role's policy spec (default: rule validator / honest proposer)")
     tr.add_argument("--reward-mode", choices=("individual", "welfare"), default="individual")
@@ -199,9 +199,9 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--rounds", type=int_in(1, MAX_ROUNDS), default=3,
                     help="rounds of proposer-then-validator (default 3)")  # fmt: skip
     sp.add_argument("--timesteps", type=timesteps_arg, default=30_000, help="steps per training, at least 64")
-    sp.add_argument("--seed", type=seed_arg, default=0)
+    sp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
-    sp.add_argument("--out", type=out_dir, required=True)
+    sp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     add_config_flags(sp, ExchangeAuditConfig)
 
 
@@ -223,7 +223,7 @@ def _equilibrium_arguments(eq: argparse.ArgumentParser) -> None:
     eq.add_argument("--proposer", help="the proposer the validator responds to (default: the honest proposer)")
     eq.add_argument("--episodes", type=int_in(4, MAX_EPISODES, " (half to choose, half to measure, two each)"),
                     default=100_000, help="episodes drawn (default 100000)")  # fmt: skip
-    eq.add_argument("--seed", type=seed_arg, default=0)
+    eq.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     add_config_flags(eq, ExchangeAuditConfig)
 
 
@@ -266,15 +266,20 @@ def _equilibrium(args: argparse.Namespace) -> int:
 
 
 def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
-    fr.add_argument("--out", type=out_dir, required=True)
-    fr.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    fr.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    fr.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
     fr.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the q grid: distinct audit intensities in [0, 1] (default 0,0.1,...,1)")  # fmt: skip
+                    help="the q grid: distinct audit intensities in [0, 1] (default 0 to 1 by 0.1)")  # fmt: skip
     fr.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
                     help="episodes per best response and per evaluation (default 20000)")  # fmt: skip
     fr.add_argument("--timesteps", type=timesteps_arg, default=60_000, help="PPO training steps per scenario")
     fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
-    fr.add_argument("--seed", type=seed_arg, default=0)
+    fr.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _frontier(args: argparse.Namespace) -> int:
@@ -306,19 +311,24 @@ _noise = list_of(_noise_pair, "EPS0:EPS1 pairs (miss and false-fail rates in [0,
 def _noisy_audits_arguments(na: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.noisy import DEFAULT_NOISE
 
-    na.add_argument("--out", type=out_dir, required=True)
-    na.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    na.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    na.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
     na.add_argument("--noise", type=_noise, default=",".join(f"{m:g}:{f:g}" for m, f in DEFAULT_NOISE),
                     help="the (ε₀, ε₁) grid as EPS0:EPS1 pairs, the same rates for every claim type "
                          "(default %(default)s)")  # fmt: skip
     na.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the q grid of the best-response frontier (default 0,0.1,...,1)")  # fmt: skip
+                    help="the q grid of the best-response frontier (default 0 to 1 in steps of 0.1)")  # fmt: skip
     na.add_argument("--q", type=_q, default=0.3, help="the q of welfare, penalty and bad approvals (default 0.3)")
     na.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
     na.add_argument("--L", type=non_negative_float, default=1.0, help="the penalty L of a failed audit (default 1)")
     na.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
                     help="episodes per measurement and per best response (default 20000)")  # fmt: skip
-    na.add_argument("--seed", type=seed_arg, default=0)
+    na.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _noisy_audits(args: argparse.Namespace) -> int:
@@ -383,7 +393,7 @@ def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.inspection import DEFAULT_BUDGETS, DEFAULT_COSTS, SCENARIOS
 
     costs = list_of(non_negative_float, "audit costs (non-negative numbers)", distinct=True)
-    ins.add_argument("--out", type=out_dir, required=True)
+    ins.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     ins.add_argument("--scenario", choices=sorted(SCENARIOS), default="temptation",
                      help="(V, L): " + ", ".join(f"{k} ({v[0]:g}, {v[1]:g})" for k, v in SCENARIOS.items())
                           + " (default temptation)")  # fmt: skip
@@ -398,7 +408,7 @@ def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
     ins.add_argument("--bad-approval-loss", type=non_negative_float, default=10.0,
                      help="Λ, the validator's loss for approving a non-compliant trade (default 10)")  # fmt: skip
     ins.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                     help="the q grid (default 0,0.1,...,1)")  # fmt: skip
+                     help="the q grid (default 0 to 1 in steps of 0.1)")  # fmt: skip
     ins.add_argument(
         "--budgets",
         type=list_of(int_in(1, 4), "budgets B", distinct=True),
@@ -407,10 +417,15 @@ def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
     )
     ins.add_argument("--costs", type=costs, default=",".join(f"{c:g}" for c in DEFAULT_COSTS),
                      help="the audit costs c of the leader-vs-cost table (default %(default)s)")  # fmt: skip
-    ins.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    ins.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
     ins.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=10_000,
                      help="episodes per best response: half choose it, half measure it (default 10000)")  # fmt: skip
-    ins.add_argument("--seed", type=seed_arg, default=0)
+    ins.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _inspection(args: argparse.Namespace) -> int:
@@ -529,7 +544,7 @@ def _budget(text: str) -> int | None:
 def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.claim_schemas import DEFAULT_BUDGETS, DEFAULT_QS, DEFAULT_SCHEMAS
 
-    cs.add_argument("--out", type=out_dir, required=True)
+    cs.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     cs.add_argument(
         "--schemas",
         type=list_of(_schema_name, "claim schema names", distinct=True),
@@ -546,12 +561,17 @@ def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
         "--qs",
         type=_qs,
         default=",".join(f"{q:g}" for q in DEFAULT_QS),
-        help="the q grid of the frontiers (default 0,0.05,...,1)",
+        help="the q grid of the frontiers (default 0 to 1 in steps of 0.05)",
     )
     cs.add_argument("--q", type=_q, default=0.3, help="the q of detection, welfare and bad approvals (default 0.3)")
     cs.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
     cs.add_argument("--L", type=non_negative_float, default=4.0, help="the penalty L of a failed audit (default 4)")
-    cs.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted")
+    cs.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
     cs.add_argument(
         "--episodes", type=int_in(4, MAX_EPISODES), default=20_000, help="episodes per simulation (default 20000)"
     )
@@ -561,7 +581,7 @@ def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
         default=20_000,
         help="episodes per best-response search, half to choose, half to measure (default 20000)",
     )
-    cs.add_argument("--seed", type=seed_arg, default=0)
+    cs.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _claim_schemas(args: argparse.Namespace) -> int:
@@ -600,7 +620,7 @@ def _punish_rounds(text: str) -> int | None:
 def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.repeated.experiment import DEFAULT_DELTAS, POLICIES
 
-    rp.add_argument("--out", type=out_dir, required=True)
+    rp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     rp.add_argument("--preset", choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
                     default="paper_scripted", help="game preset: one whose proposer knows its compliance")  # fmt: skip
     rp.add_argument("--V", type=non_negative_float, default=2.0, help="approval reward V (default 2: temptation)")
@@ -617,7 +637,7 @@ def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--policies", type=list_of(_audit_policy, "audit policies", distinct=True),
                     default=",".join(POLICIES), help="audit policies (default %(default)s)")  # fmt: skip
     rp.add_argument("--qs", type=_qs, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0,0.1,...,1)")  # fmt: skip
+                    help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0 to 1 by 0.1)")  # fmt: skip
     rp.add_argument("--q0", type=_q, default=1.0, help="decay: the starting q (default 1)")
     rp.add_argument("--gamma", type=_rate, default=0.8, help="decay: q's factor per clean audit (default 0.8)")
     rp.add_argument("--q-punish", type=_q, default=1.0, help="trigger: q after a failed audit (default 1)")
@@ -632,7 +652,7 @@ def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--ppo-timesteps", type=_ppo_timesteps, default=30_000,
                     help="train a PPO proposer with the history in its observation for N steps per checked cell "
                          "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
-    rp.add_argument("--seed", type=seed_arg, default=0)
+    rp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _ppo_timesteps(text: str) -> int:

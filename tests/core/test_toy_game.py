@@ -426,3 +426,19 @@ def test_an_async_privileged_policy_is_awaited_with_the_environment() -> None:
                                seed=2, concurrency=2)  # fmt: skip
     assert all(not isinstance(e, FailedEpisode) and e.infos["runner_0"]["peeked"] >= 1 for e in episodes)
     assert play("relay", RelayConfig(), {"leader": "random", "runner": _AsyncPeeking()}, episodes=2, seed=2)
+
+
+def test_a_policys_summary_is_its_docstrings_first_sentence_in_plain_text() -> None:
+    # `eq-env policies` shows it: a sentence cut at a line end, or reST markup, read badly there.
+    from eq_env.core.policy import _first_sentence
+
+    doc = """The rule engine reading the text (:func:`~pkg.mod.read_text`, ``regime="text_only"``), as the
+    paper's rule does. A second sentence.
+
+    Args: none."""
+    assert (
+        _first_sentence(doc)
+        == 'The rule engine reading the text (read_text, regime="text_only"), as the paper\'s rule does.'
+    )
+    assert _first_sentence("Approves whenever approving is legal.") == "Approves whenever approving is legal."
+    assert _first_sentence("") == ""

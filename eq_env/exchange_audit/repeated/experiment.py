@@ -54,7 +54,8 @@ same cell, steps and seed; the rest (under a minute) is recomputed.
 
 Writes ``repeated.csv`` (every horizon, policy and knob), ``repeated_summary.csv`` (every horizon and policy),
 ``repeated_checks.csv`` (the cells), ``repeated.md``, ``repeated.png`` (misreport rate on the path against the
-knob), ``repeated_frontier.png`` (frontiers against δ) and ``summary.md``.
+knob), ``repeated_frontier.png`` (per horizon, the average q an honest proposer faces at each policy's
+frontier, next to q*₁) and ``summary.md``.
 """
 
 from __future__ import annotations
@@ -413,11 +414,13 @@ def _plots(out: Path, rows: Sequence[dict], summary: Sequence[dict], horizons: S
     ]
     frontier += [{"label": f"{p} (condition)", "x": x, "y": capped(p, "condition_frontier_mean_q"),
                   "style": {"fmt": "--x", "color": f"C{i}"}} for i, p in enumerate(policies)]  # fmt: skip
-    frontier.append({"label": "one-shot q*₁", "hline": min(ctx["one_shot_q"], 1.05), "style": {"color": "k"}})
+    # (behind the policies' lines: fixed q's frontier is q*₁ itself and must stay visible)
+    frontier.append({"label": "one-shot q*₁", "hline": min(ctx["one_shot_q"], 1.05),
+                     "style": {"color": "0.5", "zorder": 0}})  # fmt: skip
     plot_lines(out / "repeated_frontier.png",
                [{"ylabel": "honest proposer's avg q at the frontier",
                  "series": frontier}], xlabel="horizon", xticklabels=labels,
-               title="Deterrence frontier (1.05: never deterred)")  # fmt: skip
+               title="Average q at each audit policy's deterrence frontier (1.05 = never deterred)")  # fmt: skip
 
 
 def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict], tables: str,
