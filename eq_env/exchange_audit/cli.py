@@ -337,8 +337,8 @@ def _noisy_audits(args: argparse.Namespace) -> int:
     noisy_audits(args.out, noise=args.noise, qs=args.qs, preset=args.preset, V=args.V, L=args.L, q=args.q,
                  episodes=args.episodes, seed=args.seed, progress=None)  # fmt: skip
     print((args.out / "noisy_audits.md").read_text())
-    print(f"wrote noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md "
-          f"to {args.out}")  # fmt: skip
+    print(f"wrote noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png, "
+          f"noisy_audits_penalty.png and summary.md to {args.out}")  # fmt: skip
     return 0
 
 
@@ -730,7 +730,8 @@ COMMANDS = (
         "For each (ε₀, ε₁) of --noise (missed lies, false fails of true claims): welfare, an honest proposer's "
         "expected penalty and bad approvals at --q with the rule validator, and the deterrence frontier from "
         "a best-response search over --qs next to eq. 3 generalised to noisy detection. Writes "
-        "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png and summary.md into --out.",
+        "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png, noisy_audits_penalty.png and "
+        "summary.md into --out.",
     ),
     Command(
         "free-text",

@@ -20,7 +20,8 @@ proposer's expected penalty, bad approvals of an honest and a strategic proposer
 deterrence frontier from the proposer's best response
 (:func:`~eq_env.exchange_audit.equilibrium.proposer_best_response`) over a grid of q, next to the
 analytic q*. Writes ``noisy_audits.csv`` (every q), ``noisy_audits_summary.csv`` / ``noisy_audits.md``,
-``noisy_audits.png`` and ``summary.md``.
+``noisy_audits.png`` (the best response's misreport rate against q), ``noisy_audits_penalty.png``
+(the honest proposer's expected penalty against ε₁) and ``summary.md``.
 """
 
 from __future__ import annotations
@@ -136,16 +137,21 @@ def noisy_audits(
     series = [{"label": f"ε₀={m:g}, ε₁={f:g}", "x": [r["q"] for r in rows if (r["miss"], r["false_fail"]) == k],
                "y": [r["br_misreport_rate"] for r in rows if (r["miss"], r["false_fail"]) == k]}
               for k in keys for m, f in [k]]  # fmt: skip
-    penalty = [{"label": "honest", "x": [r["miss"] + r["false_fail"] for r in summary], "y": [r["honest_penalty"]
-                for r in summary], "style": {"fmt": "o"}}]  # fmt: skip
     plot_lines(
         out / "noisy_audits.png",
-        [
-            {"ylabel": "best response's misreport rate", "series": series},
-            {"ylabel": f"honest expected penalty at q={q:g} (x: ε₀ + ε₁)", "series": penalty},
-        ],
+        [{"ylabel": "best response's misreport rate", "series": series}],
         xlabel="q",
-        title=f"Noisy audits (V={V:g}, L={L:g}, B={base.checks_per_audit})",
+        title=f"Noisy audits: the best response (V={V:g}, L={L:g}, B={base.checks_per_audit})",
+    )
+    # The honest proposer's expected penalty against the false-fail rate, a line per miss rate (its own x axis).
+    misses = sorted({m for m, _ in noise})
+    penalty = [{"label": f"ε₀={m:g}", "x": [r["false_fail"] for r in summary if r["miss"] == m],
+                "y": [r["honest_penalty"] for r in summary if r["miss"] == m]} for m in misses]  # fmt: skip
+    plot_lines(
+        out / "noisy_audits_penalty.png",
+        [{"ylabel": f"honest proposer's expected penalty at q={q:g}", "series": penalty}],
+        xlabel="ε₁ (false-fail rate)",
+        title=f"Noisy audits: what false fails cost the honest (V={V:g}, L={L:g}, B={base.checks_per_audit})",
     )
     (out / "summary.md").write_text(
         f"# Noisy audits\n\nPreset {preset}, V = {V:g}, L = {L:g}, B = {base.checks_per_audit}, "

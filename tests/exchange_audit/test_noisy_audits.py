@@ -190,7 +190,14 @@ def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-u
 
     rows = noisy_audits(tmp_path, noise=((0.0, 0.0), (0.5, 0.0)), qs=(0.5, 1.0), episodes=2000)
     assert [r["miss"] for r in rows] == [0.0, 0.5]
-    for name in ("noisy_audits.csv", "noisy_audits_summary.csv", "noisy_audits.md", "noisy_audits.png", "summary.md"):
+    for name in (
+        "noisy_audits.csv",
+        "noisy_audits_summary.csv",
+        "noisy_audits.md",
+        "noisy_audits.png",
+        "noisy_audits_penalty.png",
+        "summary.md",
+    ):
         assert (tmp_path / name).stat().st_size > 0
 
 
@@ -205,7 +212,14 @@ def test_the_noisy_audits_command_writes_its_table_figure_and_summary(
     argv = ["noisy-audits", "--out", str(out), "--noise", "0:0,0.5:0,0:0.1", "--qs", "0,0.5,1", "--episodes", "200"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    for name in ("noisy_audits.csv", "noisy_audits_summary.csv", "noisy_audits.md", "noisy_audits.png", "summary.md"):
+    for name in (
+        "noisy_audits.csv",
+        "noisy_audits_summary.csv",
+        "noisy_audits.md",
+        "noisy_audits.png",
+        "noisy_audits_penalty.png",
+        "summary.md",
+    ):
         assert (out / name).stat().st_size > 0, name
     assert (out / "noisy_audits.md").read_text() in printed and "| ε₀ | ε₁ |" in printed
     rows = list(csv.DictReader((out / "noisy_audits_summary.csv").open()))
