@@ -430,6 +430,13 @@ class ClaimSchema:
         if twice:
             raise ValueError(f"claim schema {self.name!r} names a claim type twice: {twice}")
 
+    def __reduce_ex__(self, protocol: Any) -> str | tuple[Any, ...]:
+        """A registered schema pickles by its name (an environment holding one pickles mid-episode even when its
+        claim types' functions are lambdas, as in the module docstring's example); another, by value."""
+        if _SCHEMAS.get(self.name) is self:
+            return get_schema, (self.name,)
+        return super().__reduce_ex__(protocol)
+
     # -- derived ---------------------------------------------------------------
     @cached_property
     def names(self) -> tuple[str, ...]:

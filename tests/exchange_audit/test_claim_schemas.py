@@ -487,6 +487,32 @@ def test_a_schema_of_your_own_plays_everywhere() -> None:
         schema_module._SCHEMAS.pop("long_only")
 
 
+def test_an_environment_under_a_schema_of_lambdas_pickles_mid_episode() -> None:
+    """The docstring's example states its claim with lambdas: a registered schema pickles by its name, so the
+    environment (PettingZoo's pickle test) still pickles mid-episode and plays on as before."""
+    import pickle
+
+    mine = register_schema(ClaimSchema("long_only_lambdas", (*PAPER.claims, schema_module.bool_claim(
+        "net_long", lambda s: s.true_net_delta >= 0.0, "your true net delta is not negative", required=True,
+        sincere=lambda p: p.net_delta >= 0.0, favourable=lambda p: True))))  # fmt: skip
+    try:
+        assert pickle.loads(pickle.dumps(mine)) is mine and pickle.loads(pickle.dumps(RICH)) is RICH
+        env = raw_env(claim_schema="long_only_lambdas", q=1.0)
+        env.reset(seed=3)
+        policy = make_policy("strategic:p=1", "proposer")
+        policy.reset(seed=0)
+        env.step(policy.act(env.observe("proposer_0")))
+        copy = pickle.loads(pickle.dumps(env))
+        assert copy.game.audit == env.game.audit and copy.game.audit.audited
+        for e in (env, copy):
+            e.step(0)  # BLOCK: legal after either action
+        assert copy.rewards == env.rewards and copy.infos == env.infos
+    finally:
+        schema_module._SCHEMAS.pop("long_only_lambdas")
+    unregistered = ClaimSchema("unregistered", PAPER_CLAIMS)  # (not registered: by value, as before)
+    assert pickle.loads(pickle.dumps(unregistered)) == unregistered
+
+
 # ---------------------------------------------------------------------------
 # Best responses and the experiment
 # ---------------------------------------------------------------------------
