@@ -452,6 +452,18 @@ def test_a_schema_is_checked_when_declared() -> None:
         ClaimSchema("twice", (*PAPER_CLAIMS, RICH.by_name["hedge_covers"], RICH.by_name["hedge_covers"]))
     with pytest.raises(ValueError, match="keeps its kind"):
         ClaimSchema("odd", (*PAPER_CLAIMS[:4], dataclasses.replace(PAPER_CLAIMS[4], valid=None)))
+    # another check of a paper claim would be read by the AEC environment and not by the batch engine (which keeps
+    # only the confidence's validity in [0, 1]), nor by the scripted policies: refused, naming what changed
+    with pytest.raises(ValueError, match=r"'confidence' keeps its kind and check \(changed: valid;"):
+        ClaimSchema("odd", (*PAPER_CLAIMS[:4], dataclasses.replace(PAPER_CLAIMS[4], valid=lambda v: v >= 0.5)))
+    with pytest.raises(ValueError, match=r"'risk_within_limit' keeps its kind and check \(changed: truth;"):
+        ClaimSchema("odd", (PAPER_CLAIMS[0], dataclasses.replace(PAPER_CLAIMS[1], truth=lambda s: s.true_risk <= 0.5),
+                            *PAPER_CLAIMS[2:]))  # fmt: skip
+    with pytest.raises(ValueError, match=r"changed: labels"):
+        ClaimSchema("odd", (replace_claim(PAPER_CLAIMS[0], labels=("LONG", "SHORT")), *PAPER_CLAIMS[1:]))
+    flagged = ClaimSchema("flagged", (replace_claim(PAPER_CLAIMS[0], required=False, audit_cost=0.1,
+                                                    prompt="the intent"), *PAPER_CLAIMS[1:]))  # fmt: skip
+    assert flagged.required == REQUIRED_CLAIMS[1:] and flagged.audit_costs[0] == 0.1  # (re-flagging is allowed)
     with pytest.raises(ValueError, match="cannot be replaced"):
         register_schema(ClaimSchema("paper", PAPER_CLAIMS))
     with pytest.raises(ValueError, match="registered already"):
