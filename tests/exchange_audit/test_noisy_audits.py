@@ -184,6 +184,23 @@ def test_the_noisy_threshold_is_eq3_without_noise_and_rises_with_it() -> None:
     assert noisy_threshold(2.0, 4.0, 4, 0.3, 0.0) > base and noisy_threshold(2.0, 4.0, 4, 0.0, 0.1) > base
 
 
+@pytest.mark.parametrize(
+    "V, L, B, miss, false_fail, extra",
+    [(2.0, 1.0, 4, 0.1, 0.05, 0.0), (1.0, 2.0, 4, 0.3, 0.1, 0.2), (1.0, 4.0, 3, 0.0, 0.2, -0.3)],
+)
+def test_the_noisy_threshold_is_where_the_module_docstrings_inequality_binds(
+    V: float, L: float, B: int, miss: float, false_fail: float, extra: float
+) -> None:
+    """At q*, the lie's payoff V·(1 − q·d) − q·d·L + ΔC equals the honest proposer's −q·φ·L (the derivation in
+    eq_env.exchange_audit.noisy, ΔC where eq. 3 puts it)."""
+    from eq_env.exchange_audit.noisy import noisy_detection, noisy_threshold
+
+    d, phi = noisy_detection(B, miss, false_fail)
+    q = noisy_threshold(V, L, B, miss, false_fail, extra)
+    assert 0.0 < q < 1.0
+    assert V * (1 - q * d) - q * d * L + extra == pytest.approx(-q * phi * L)
+
+
 @pytest.mark.slow  # (over 0.5 s: nine best responses)
 def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from eq_env.exchange_audit.noisy import noisy_audits
