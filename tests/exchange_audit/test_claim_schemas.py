@@ -525,6 +525,36 @@ def test_an_environment_under_a_schema_of_lambdas_pickles_mid_episode() -> None:
     assert pickle.loads(pickle.dumps(unregistered)) == unregistered
 
 
+def test_a_schema_registered_on_import_of_an_entry_point_plays_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's route to ``eq-env play --claim-schema mine``: a module of your package that registers the
+    schema, named as an ``eq_env.envs`` entry point, which ``eq-env`` imports before it reads its flags."""
+    import sys
+
+    from eq_env.cli import main
+    from eq_env.core import spec as spec_module
+
+    (tmp_path / "my_schemas_ep.py").write_text(
+        "from eq_env.exchange_audit.schema import PAPER, ClaimSchema, bool_claim, register_schema\n"
+        "register_schema(ClaimSchema('mine_ep', (*PAPER.claims, bool_claim(\n"
+        "    'net_long', lambda s: s.true_net_delta >= 0.0, 'your true net delta is not negative', required=True,\n"
+        "    sincere=lambda p: p.net_delta >= 0.0, favourable=lambda p: True))))\n"
+    )
+    dist = tmp_path / "my_schemas_ep-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-schemas-ep\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[eq_env.envs]\nmy_schemas_ep = my_schemas_ep\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(spec_module, "_entry_points_loaded", False)
+    try:
+        assert main(["play", "--claim-schema", "mine_ep", "--episodes", "20", "--proposer", "strategic:p=1"]) == 0
+        assert "claim_schema=mine_ep" in capsys.readouterr().out
+    finally:
+        schema_module._SCHEMAS.pop("mine_ep", None)
+        sys.modules.pop("my_schemas_ep", None)
+
+
 # ---------------------------------------------------------------------------
 # Best responses and the experiment
 # ---------------------------------------------------------------------------
