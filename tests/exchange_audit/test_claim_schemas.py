@@ -131,6 +131,17 @@ def test_the_paper_schema_derives_exactly_the_hard_coded_originals() -> None:
     assert not PAPER.has_audit_costs and PAPER.stated == ()
 
 
+def test_the_budget_flag_says_it_caps_at_the_schema_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--B``'s help said 'None or >= 4: all four', which is the paper's pool only (the rich one has six)."""
+    from eq_env.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["play", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "all four" not in help_text and "claim schema's pool" in help_text
+    assert ExchangeAuditConfig(claim_schema="rich", B=None).checks_per_audit == 6
+
+
 def test_the_default_configuration_keys_its_results_as_before() -> None:
     assert "claim_schema" not in ExchangeAuditConfig().to_dict()
     assert ExchangeAuditConfig(claim_schema="rich").to_dict()["claim_schema"] == "rich"
