@@ -439,6 +439,33 @@ def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_p
     assert back.public == env.game.validator_view.public
 
 
+def test_a_schema_registered_again_gets_its_own_llm_reply_schema() -> None:
+    """The reply schema was cached by the schema's name: registered again (replace=True) with other claims, the LLM
+    was still asked for, and its replies checked against, the first one's claims."""
+    from agents.exchange_audit.schema import parse_proposer_reply, proposer_schema
+
+    def claim(name: str) -> schema_module.ClaimType:
+        return schema_module.bool_claim(name, _net_long, "your true net delta is not negative")
+
+    try:
+        register_schema(ClaimSchema("again", (*PAPER_CLAIMS, claim("first"))))
+        assert "first" in proposer_schema("again")["properties"]["claims"]["properties"]
+        register_schema(ClaimSchema("again", (*PAPER_CLAIMS, claim("second"))), replace=True)
+        claims = proposer_schema("again")["properties"]["claims"]
+        assert "second" in claims["properties"] and "first" not in claims["properties"]
+        proposal = {"intent": "HEDGE", "risk": 0.5, "net_delta": 0.1, "hedge_size": 0.6}
+        claims = {**dict.fromkeys(CLAIM_TYPES), "second": True}
+        reply = {"action": "NO_TRADE", "proposal": proposal, "claims": claims, "text": ""}
+        sub = parse_proposer_reply(json.dumps(reply), 60, 1000, claim_schema="again")
+        assert sub.artifact.claims.extra == (("second", True),)
+    finally:
+        schema_module._SCHEMAS.pop("again", None)
+
+
+def _net_long(state: object) -> object:
+    return state.true_net_delta >= 0.0  # type: ignore[attr-defined]
+
+
 # ---------------------------------------------------------------------------
 # Bad input, registration
 # ---------------------------------------------------------------------------
