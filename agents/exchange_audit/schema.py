@@ -36,7 +36,7 @@ from eq_env.exchange_audit.game import (
     make_artifact,
     truncate_words,
 )
-from eq_env.exchange_audit.schema import get_schema
+from eq_env.exchange_audit.schema import ClaimSchema, get_schema
 from eq_env.exchange_audit.spaces import (
     CLAIM_VALUE_BOUNDS,
     CLAIM_VALUE_NAMES,
@@ -63,7 +63,7 @@ def _number(low: float, high: float, nullable: bool = False) -> dict[str, Any]:
     return {"type": kind, "minimum": low, "maximum": high}
 
 
-def _proposer_schema(claim_schema: str = "paper") -> dict[str, Any]:
+def _proposer_schema(claim_schema: str | ClaimSchema = "paper") -> dict[str, Any]:
     low, high = (b.tolist() for b in NUMBER_BOUNDS)
     clow, chigh = (b.tolist() for b in CLAIM_VALUE_BOUNDS)
     intents = [i.name for i in Intent]
@@ -96,21 +96,22 @@ def _proposer_schema(claim_schema: str = "paper") -> dict[str, Any]:
         "additionalProperties": False,
     }
     # a claim schema's own claims, after the paper's (their properties derived from each claim's kind)
-    extra = get_schema(claim_schema).extra
+    extra = (claim_schema if isinstance(claim_schema, ClaimSchema) else get_schema(claim_schema)).extra
     schema["properties"]["claims"]["properties"].update({c.name: c.json_schema() for c in extra})
     schema["properties"]["claims"]["required"] += [c.name for c in extra]
     return schema
 
 
 @functools.lru_cache(maxsize=16)
-def _proposer_schema_cached(claim_schema: str) -> dict[str, Any]:
+def _proposer_schema_cached(claim_schema: ClaimSchema) -> dict[str, Any]:
     return _proposer_schema(claim_schema)
 
 
 def proposer_schema(claim_schema: str = "paper") -> dict[str, Any]:
     """The proposer's reply schema under the registered claim schema ``claim_schema`` (the same object every call:
-    do not modify it)."""
-    return PROPOSER_SCHEMA if claim_schema == "paper" else _proposer_schema_cached(claim_schema)
+    do not modify it). Cached by the schema itself, not its name: a schema registered again under the same name
+    (``register_schema(..., replace=True)``) gets its own."""
+    return PROPOSER_SCHEMA if claim_schema == "paper" else _proposer_schema_cached(get_schema(claim_schema))
 
 
 PROPOSER_SCHEMA: dict[str, Any] = _proposer_schema()

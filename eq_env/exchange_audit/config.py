@@ -61,8 +61,8 @@ class ExchangeAuditConfig(GameConfig):
     DEFAULT_PRESET: ClassVar[str] = "paper"
 
     q: float = _param(0.3, 0.0, 1.0, "audit intensity: probability an episode is audited")
-    B: int | None = number(4, 0, math.inf, "audit budget: claim types checked per audit (None, or at least the "
-                           "claim schema's pool: all of them)", integer=True, none="all")  # fmt: skip
+    B: int | None = number(4, 0, math.inf, "audit budget: claim types checked per audit (None or >= the claim "
+                           "schema's pool: all of it, four in the paper's)", integer=True, none="all")  # fmt: skip
     V: float = _param(1.0, 0.0, 1e6, "approval reward (proposer, and validator if compliant)")
     L: float = _param(2.0, 0.0, 1e6, "penalty to the proposer for a failed audit")
     alpha: float = _param(0.02, 0.0, 1e3, "cost per word of free text, charged to the proposer")

@@ -5,7 +5,11 @@
 not audited with probability 1 − q; audited with probability q, checking each
 of the C(4, B) claim subsets with equal probability. The validator's decision
 is computed for every audit scenario. The state (position and observation
-noise) is Monte Carlo: the average over sampled episodes.
+noise) is Monte Carlo: the average over sampled episodes; so are the verdicts
+of noisy audits (each episode's check uniforms decide its flips), which makes
+a best response under noise noisier than one without: where a lie barely
+loses, a search on few episodes still finds cells in which it seemed to pay
+(their held-out gap says so; more episodes shrink them).
 
 **The proposer's best response** to a fixed validator is searched over the
 discrete artifact space of :mod:`eq_env.exchange_audit.features` (648

@@ -8,7 +8,8 @@ probability ε₀ and every checked true claim fails with probability ε₁, so 
 * the lie fails with d = 1 − [π·ε₀·(1 − ε₁)^(B−1) + (1 − π)·(1 − ε₁)^B],
 * an honest proposer's (all-true) claims fail with φ = 1 − (1 − ε₁)^B, and it pays L then too.
 
-Deterrence, V·(1 − q·d) − q·d·L − ΔC ≤ −q·φ·L, gives
+Deterrence, V·(1 − q·d) − q·d·L + ΔC ≤ −q·φ·L (ΔC = C(r_lie) − C(r_honest) where eq. 3 puts it, on the side
+of the lie's gain V), gives
 
     q* = (V + ΔC) / ((V + L)·d − L·φ)        (inf when the denominator is ≤ 0 or q* > 1),
 

@@ -396,6 +396,8 @@ PAPER_CLAIMS: tuple[ClaimType, ...] = (
                  prompt="a number in [0, 1] (fails an audit outside [0, 1])"),
 )  # fmt: skip
 PAPER_NAMES = tuple(c.name for c in PAPER_CLAIMS)
+# What a schema may not change of the paper's claims: their kind and how they are checked.
+_PAPER_CHECK_FIELDS = ("kind", "truth", "antecedent", "consequent", "valid", "labels", "bounds", "width")
 
 
 # ---------------------------------------------------------------------------
@@ -423,12 +425,22 @@ class ClaimSchema:
                 f"(PAPER.claims), got {names}"
             )
         for own, paper in zip(claims, PAPER_CLAIMS, strict=False):
-            if own.kind != paper.kind or own.checkable != paper.checkable:
+            # (the engines' fast paths and the scripted policies read the paper's claims by their paper meaning)
+            changed = [f for f in _PAPER_CHECK_FIELDS if getattr(own, f) != getattr(paper, f)]
+            if changed:
                 raise ValueError(f"claim schema {self.name!r}: the paper's claim {paper.name!r} keeps its kind and "
-                                 "check (re-flag it with dataclasses.replace: required, audit_cost)")  # fmt: skip
+                                 f"check (changed: {', '.join(changed)}; re-flag it with dataclasses.replace: "
+                                 "required, audit_cost)")  # fmt: skip
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"claim schema {self.name!r} names a claim type twice: {twice}")
+
+    def __reduce_ex__(self, protocol: Any) -> str | tuple[Any, ...]:
+        """A registered schema pickles by its name (an environment holding one pickles mid-episode even when its
+        claim types' functions are lambdas, as in the module docstring's example); another, by value."""
+        if _SCHEMAS.get(self.name) is self:
+            return get_schema, (self.name,)
+        return super().__reduce_ex__(protocol)
 
     # -- derived ---------------------------------------------------------------
     @cached_property

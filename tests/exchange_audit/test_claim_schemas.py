@@ -131,6 +131,17 @@ def test_the_paper_schema_derives_exactly_the_hard_coded_originals() -> None:
     assert not PAPER.has_audit_costs and PAPER.stated == ()
 
 
+def test_the_budget_flag_says_it_caps_at_the_schema_pool(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--B``'s help said 'None or >= 4: all four', which is the paper's pool only (the rich one has six)."""
+    from eq_env.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["play", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "all four" not in help_text and "claim schema's pool" in help_text
+    assert ExchangeAuditConfig(claim_schema="rich", B=None).checks_per_audit == 6
+
+
 def test_the_default_configuration_keys_its_results_as_before() -> None:
     assert "claim_schema" not in ExchangeAuditConfig().to_dict()
     assert ExchangeAuditConfig(claim_schema="rich").to_dict()["claim_schema"] == "rich"
@@ -428,6 +439,33 @@ def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_p
     assert back.public == env.game.validator_view.public
 
 
+def test_a_schema_registered_again_gets_its_own_llm_reply_schema() -> None:
+    """The reply schema was cached by the schema's name: registered again (replace=True) with other claims, the LLM
+    was still asked for, and its replies checked against, the first one's claims."""
+    from agents.exchange_audit.schema import parse_proposer_reply, proposer_schema
+
+    def claim(name: str) -> schema_module.ClaimType:
+        return schema_module.bool_claim(name, _net_long, "your true net delta is not negative")
+
+    try:
+        register_schema(ClaimSchema("again", (*PAPER_CLAIMS, claim("first"))))
+        assert "first" in proposer_schema("again")["properties"]["claims"]["properties"]
+        register_schema(ClaimSchema("again", (*PAPER_CLAIMS, claim("second"))), replace=True)
+        claims = proposer_schema("again")["properties"]["claims"]
+        assert "second" in claims["properties"] and "first" not in claims["properties"]
+        proposal = {"intent": "HEDGE", "risk": 0.5, "net_delta": 0.1, "hedge_size": 0.6}
+        claims = {**dict.fromkeys(CLAIM_TYPES), "second": True}
+        reply = {"action": "NO_TRADE", "proposal": proposal, "claims": claims, "text": ""}
+        sub = parse_proposer_reply(json.dumps(reply), 60, 1000, claim_schema="again")
+        assert sub.artifact.claims.extra == (("second", True),)
+    finally:
+        schema_module._SCHEMAS.pop("again", None)
+
+
+def _net_long(state: object) -> object:
+    return state.true_net_delta >= 0.0  # type: ignore[attr-defined]
+
+
 # ---------------------------------------------------------------------------
 # Bad input, registration
 # ---------------------------------------------------------------------------
@@ -452,6 +490,18 @@ def test_a_schema_is_checked_when_declared() -> None:
         ClaimSchema("twice", (*PAPER_CLAIMS, RICH.by_name["hedge_covers"], RICH.by_name["hedge_covers"]))
     with pytest.raises(ValueError, match="keeps its kind"):
         ClaimSchema("odd", (*PAPER_CLAIMS[:4], dataclasses.replace(PAPER_CLAIMS[4], valid=None)))
+    # another check of a paper claim would be read by the AEC environment and not by the batch engine (which keeps
+    # only the confidence's validity in [0, 1]), nor by the scripted policies: refused, naming what changed
+    with pytest.raises(ValueError, match=r"'confidence' keeps its kind and check \(changed: valid;"):
+        ClaimSchema("odd", (*PAPER_CLAIMS[:4], dataclasses.replace(PAPER_CLAIMS[4], valid=lambda v: v >= 0.5)))
+    with pytest.raises(ValueError, match=r"'risk_within_limit' keeps its kind and check \(changed: truth;"):
+        ClaimSchema("odd", (PAPER_CLAIMS[0], dataclasses.replace(PAPER_CLAIMS[1], truth=lambda s: s.true_risk <= 0.5),
+                            *PAPER_CLAIMS[2:]))  # fmt: skip
+    with pytest.raises(ValueError, match=r"changed: labels"):
+        ClaimSchema("odd", (replace_claim(PAPER_CLAIMS[0], labels=("LONG", "SHORT")), *PAPER_CLAIMS[1:]))
+    flagged = ClaimSchema("flagged", (replace_claim(PAPER_CLAIMS[0], required=False, audit_cost=0.1,
+                                                    prompt="the intent"), *PAPER_CLAIMS[1:]))  # fmt: skip
+    assert flagged.required == REQUIRED_CLAIMS[1:] and flagged.audit_costs[0] == 0.1  # (re-flagging is allowed)
     with pytest.raises(ValueError, match="cannot be replaced"):
         register_schema(ClaimSchema("paper", PAPER_CLAIMS))
     with pytest.raises(ValueError, match="registered already"):
@@ -485,6 +535,62 @@ def test_a_schema_of_your_own_plays_everywhere() -> None:
         assert batch["audit_failed_checks"][:, -1].any()  # a sincere net_long from a noisy delta fails sometimes
     finally:
         schema_module._SCHEMAS.pop("long_only")
+
+
+def test_an_environment_under_a_schema_of_lambdas_pickles_mid_episode() -> None:
+    """The docstring's example states its claim with lambdas: a registered schema pickles by its name, so the
+    environment (PettingZoo's pickle test) still pickles mid-episode and plays on as before."""
+    import pickle
+
+    mine = register_schema(ClaimSchema("long_only_lambdas", (*PAPER.claims, schema_module.bool_claim(
+        "net_long", lambda s: s.true_net_delta >= 0.0, "your true net delta is not negative", required=True,
+        sincere=lambda p: p.net_delta >= 0.0, favourable=lambda p: True))))  # fmt: skip
+    try:
+        assert pickle.loads(pickle.dumps(mine)) is mine and pickle.loads(pickle.dumps(RICH)) is RICH
+        env = raw_env(claim_schema="long_only_lambdas", q=1.0)
+        env.reset(seed=3)
+        policy = make_policy("strategic:p=1", "proposer")
+        policy.reset(seed=0)
+        env.step(policy.act(env.observe("proposer_0")))
+        copy = pickle.loads(pickle.dumps(env))
+        assert copy.game.audit == env.game.audit and copy.game.audit.audited
+        for e in (env, copy):
+            e.step(0)  # BLOCK: legal after either action
+        assert copy.rewards == env.rewards and copy.infos == env.infos
+    finally:
+        schema_module._SCHEMAS.pop("long_only_lambdas")
+    unregistered = ClaimSchema("unregistered", PAPER_CLAIMS)  # (not registered: by value, as before)
+    assert pickle.loads(pickle.dumps(unregistered)) == unregistered
+
+
+def test_a_schema_registered_on_import_of_an_entry_point_plays_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's route to ``eq-env play --claim-schema mine``: a module of your package that registers the
+    schema, named as an ``eq_env.envs`` entry point, which ``eq-env`` imports before it reads its flags."""
+    import sys
+
+    from eq_env.cli import main
+    from eq_env.core import spec as spec_module
+
+    (tmp_path / "my_schemas_ep.py").write_text(
+        "from eq_env.exchange_audit.schema import PAPER, ClaimSchema, bool_claim, register_schema\n"
+        "register_schema(ClaimSchema('mine_ep', (*PAPER.claims, bool_claim(\n"
+        "    'net_long', lambda s: s.true_net_delta >= 0.0, 'your true net delta is not negative', required=True,\n"
+        "    sincere=lambda p: p.net_delta >= 0.0, favourable=lambda p: True))))\n"
+    )
+    dist = tmp_path / "my_schemas_ep-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-schemas-ep\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[eq_env.envs]\nmy_schemas_ep = my_schemas_ep\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(spec_module, "_entry_points_loaded", False)
+    try:
+        assert main(["play", "--claim-schema", "mine_ep", "--episodes", "20", "--proposer", "strategic:p=1"]) == 0
+        assert "claim_schema=mine_ep" in capsys.readouterr().out
+    finally:
+        schema_module._SCHEMAS.pop("mine_ep", None)
+        sys.modules.pop("my_schemas_ep", None)
 
 
 # ---------------------------------------------------------------------------
