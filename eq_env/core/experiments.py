@@ -26,7 +26,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from eq_env.core.executors import Executor, LocalExecutor
 from eq_env.core.policy import Role, make_policy, new_run, parse_policy_spec, policy_entry
 from eq_env.core.redact import mask_urls
 from eq_env.core.report import from_json_number, json_number
@@ -366,12 +367,15 @@ def run_all(
     progress: bool | None = None,
     desc: str = "runs",
     concurrency: int = 8,
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Every (condition, seed) run, skipping those already in ``store``; records in condition × seed order.
 
-    With ``jobs > 1`` runs go to a process pool and are recorded as they
-    finish, in whatever order; the returned list (and any table made from it)
-    does not depend on that order. Runs with LLM policies stay in this
+    Runs go to ``executor`` (default: a process pool of ``jobs`` workers, see
+    :mod:`eq_env.core.executors`; with ``jobs=1`` they run here, one by one) and
+    are recorded by this process as they finish, in whatever order; the
+    returned list (and any table made from it) does not depend on that order,
+    nor on the executor. Runs with LLM policies stay in this
     process, one at a time (their episodes are concurrent already, and the two
     regimes of a state must share one answer, which separate processes would
     ask for twice). A recorded run with failed episodes counts as unfinished:
@@ -380,14 +384,14 @@ def run_all(
     check_runs(conditions, engine, jobs)
     wanted = [(c, s) for c in conditions for s in seeds]
     with store.exclusive():
-        return _run_all(store, wanted, engine, jobs, progress, desc, concurrency)
+        return _run_all(store, wanted, engine, executor or LocalExecutor(jobs), progress, desc, concurrency)
 
 
 def _run_all(
     store: ResultsStore,
     wanted: list[tuple[Condition, int]],
     engine: str,
-    jobs: int,
+    executor: Executor,
     progress: bool | None,
     desc: str,
     concurrency: int,
@@ -407,7 +411,7 @@ def _run_all(
     distinct = len({run_key(c, s) for c, s in wanted})
     bar = tqdm(total=distinct, initial=distinct - len(todo), desc=desc, unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
-    if jobs == 1 or len(pooled) <= 1:
+    if executor.runs_inline(len(pooled)):
         here, pooled = todo, []
     try:
         for c, s in here:
@@ -416,11 +420,11 @@ def _run_all(
             done[record["key"]] = record
             bar.update(1)
         if pooled:
-            with worker_pool(jobs) as pool:
-                futures = [pool.submit(run_one, c, s, engine, episode_dir=episode_dir, concurrency=concurrency)
-                           for c, s in pooled]  # fmt: skip
-                for future in as_completed(futures):
-                    record = future.result()
+            calls = [((c, s, engine), {"episode_dir": episode_dir, "concurrency": concurrency}) for c, s in pooled]
+            names = [run_key(c, s) for c, s in pooled]
+            # the executor's workers only compute: this process alone writes the results, as each arrives
+            with contextlib.closing(executor.map_unordered(run_one, calls, names)) as finished:
+                for record in finished:
                     store.append(record)
                     done[record["key"]] = record
                     bar.update(1)

@@ -50,6 +50,7 @@ from json.scanner import py_make_scanner  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.executors import Executor
 from eq_env.core.experiments import (
     ENGINES,
     Condition,
@@ -406,10 +407,13 @@ def run_sweep(
     plot_x: str | None = None,
     plot_metrics: Sequence[str] | None = None,
     concurrency: int = 8,
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) the sweep and write its outputs; returns the summary rows (each with its
     condition's ``failed_episodes``: episodes LLM policies could not play, left out of the metrics).
-    ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted."""
+    ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted. Runs go to
+    ``executor`` (default: a local pool of ``jobs`` processes; see :mod:`eq_env.core.executors`), and
+    the outputs do not depend on which."""
     game = spec.game
     metrics_all = list(game.metrics)
     plot_metrics = tuple(plot_metrics) if plot_metrics is not None else game.plot_metrics or tuple(metrics_all[:4])
@@ -426,7 +430,7 @@ def run_sweep(
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
     records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
-                      progress=progress, desc="sweep", concurrency=concurrency)  # fmt: skip
+                      progress=progress, desc="sweep", concurrency=concurrency, executor=executor)  # fmt: skip
     llm_rows = llm_report(conds, records)
     if llm_rows:
         write_csv(out / "llm_costs.csv", llm_rows, llm_columns(game))

@@ -1,0 +1,260 @@
+"""Where a command's runs execute: a process pool on this machine, or Ray tasks on a cluster.
+
+An :class:`Executor` takes independent calls of one function (in the experiments, ``run_one(condition,
+seed, ...)``) and yields their results **as they finish**, in whatever order. The caller (the driver)
+alone writes what comes back — ``results.jsonl`` is never written by a worker — so resume, compaction and
+the progress bar work the same on every backend, and a table made from the results does not depend on
+the backend (the records of a run are the same bytes wherever it ran).
+
+Two executors:
+
+========================  ==========================================================================
+``LocalExecutor(jobs)``   a process pool of ``jobs`` workers on this machine (the default; with
+                          ``jobs=1``, or a single call, the calls run in this process)
+``RayExecutor(address)``  one Ray core task per call (``ray.remote(fn)``): on a Ray instance started
+                          for the command on this machine (``address=None``; ``num_cpus`` CPUs), or
+                          on a running cluster (``address="HOST:PORT"`` or ``"auto"``; its nodes'
+                          CPUs decide, so ``num_cpus`` is refused)
+========================  ==========================================================================
+
+On the command line: ``eq-env sweep --backend ray [--ray-address ADDR]`` (see :func:`executor_from_args`).
+
+Ray is an optional dependency (``pip install 'eq-env[ray]'``) and is imported only here, only when a
+:class:`RayExecutor` runs: ``import eq_env`` and every command on the local backend never import it.
+
+Failures: a call that raises makes :meth:`Executor.map_unordered` raise the same exception (its own
+type and message, also from a Ray worker), as a failed run does locally; results yielded before it
+were already written by the caller, so the same command run again resumes. A Ray task lost with its
+worker process or node is resubmitted by Ray (``max_retries`` times, on any node left); a task lost
+more often than that ends the command with :class:`RunLostError`, one line naming the run, and the same
+command run again completes it.
+
+Every node of a Ray cluster needs this package installed, at the same version as the driver (a run's
+key includes the version), and whatever registers the games and policies a sweep names: a game or
+policy registered by the package, by a module its configuration class lives in, or by an entry point
+is known to the workers; one registered by a call in the driver's own script is not.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+__all__ = [
+    "BACKENDS",
+    "Call",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "RunLostError",
+    "executor_from_args",
+    "ray_missing",
+]
+
+BACKENDS = ("local", "ray")
+T = TypeVar("T")
+Call = tuple[tuple[Any, ...], Mapping[str, Any]]  # (positional arguments, keyword arguments) of one call
+
+
+class RunLostError(RuntimeError):
+    """A call lost with its Ray worker or node more often than Ray resubmits it; running the same command
+    again runs it (the calls that finished are recorded)."""
+
+
+def ray_missing() -> str | None:
+    """What to install for the Ray backend, one line, or None when Ray can be imported (looked up
+    without importing it)."""
+    if importlib.util.find_spec("ray") is None:
+        return "the ray backend needs Ray, which is not installed: pip install 'eq-env[ray]'"
+    return None
+
+
+class Executor(abc.ABC):
+    """Runs independent calls of one function and yields their results as they finish."""
+
+    name: str = ""
+
+    def runs_inline(self, calls: int) -> bool:
+        """Whether ``calls`` calls are better run one by one in this process, in order (then the caller
+        does so itself and never calls :meth:`map_unordered`)."""
+        return False
+
+    @abc.abstractmethod
+    def map_unordered(
+        self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
+    ) -> Generator[T, None, None]:
+        """``fn(*args, **kwargs)`` for each call, yielded as each finishes (in any order). ``names`` (one per
+        call) name a call in an error. Leaving the iteration early (an exception, ``close()``) ends or
+        cancels the calls still running."""
+
+    def describe(self) -> str:
+        """Where the calls run, for a progress line or a log."""
+        return self.name
+
+
+class LocalExecutor(Executor):
+    """A pool of ``jobs`` worker processes on this machine (today's behaviour, the default).
+
+    The workers die with the driver, leave Ctrl-C to it, and are terminated at once when the iteration
+    is left by an exception (see :func:`eq_env.core.experiments.worker_pool`).
+    """
+
+    name = "local"
+
+    def __init__(self, jobs: int = 1) -> None:
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+        self.jobs = jobs
+
+    def runs_inline(self, calls: int) -> bool:
+        return self.jobs == 1 or calls <= 1
+
+    def map_unordered(
+        self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
+    ) -> Generator[T, None, None]:
+        from concurrent.futures import as_completed
+
+        from eq_env.core.experiments import worker_pool
+
+        with worker_pool(self.jobs) as pool:
+            futures = [pool.submit(fn, *args, **kwargs) for args, kwargs in calls]
+            for future in as_completed(futures):
+                yield future.result()
+
+    def describe(self) -> str:
+        return f"local ({self.jobs} process{'es' if self.jobs > 1 else ''})"
+
+
+class RayExecutor(Executor):
+    """One Ray core task per call.
+
+    ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"`` for the one this
+    machine belongs to); None starts a Ray instance on this machine for the iteration, with ``num_cpus``
+    CPUs (default: Ray's count), on the loopback address, no dashboard, in a short temporary directory
+    (Ray's socket paths must fit the 107-byte limit of AF_UNIX paths), removed afterwards.
+    ``max_retries``: how often Ray resubmits a task lost with its worker or node. Usage statistics are off
+    (``RAY_USAGE_STATS_ENABLED=0`` unless set). Each task asks for one CPU.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, num_cpus: int | None = None, max_retries: int = 3) -> None:
+        missing = ray_missing()
+        if missing:
+            raise ValueError(missing)
+        if address is not None and not address.strip():
+            raise ValueError("the Ray address is empty; give HOST:PORT of the cluster's head, or auto")
+        if address is not None and num_cpus is not None:
+            raise ValueError("a Ray cluster's nodes decide its CPUs: give no CPU count (--jobs) with a Ray address")
+        if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+            raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
+        self.address = address
+        self.num_cpus = num_cpus
+        self.max_retries = max_retries
+
+    def describe(self) -> str:
+        return f"ray (cluster at {self.address})" if self.address else "ray (local instance)"
+
+    @contextlib.contextmanager
+    def _connected(self) -> Iterator[Any]:
+        """Ray, initialised for this driver (joined or started), shut down when the block is left; a driver
+        already connected (``ray.is_initialized()``) is used as it is and left connected."""
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        import ray
+
+        if ray.is_initialized():
+            yield ray
+            return
+        temp_dir = None
+        options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+        if self.address is not None:
+            options["address"] = self.address  # never num_cpus here: joining a cluster refuses it
+        else:
+            temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
+            # on the loopback address: a Ray instance of one command is nobody else's to join
+            options.update(num_cpus=self.num_cpus, include_dashboard=False, _temp_dir=temp_dir,
+                           _node_ip_address="127.0.0.1")  # fmt: skip
+        try:
+            ray.init(**options)
+        except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            raise ValueError(f"cannot join the Ray cluster at {self.address}: {_first_line(err)}") from None
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+
+    def map_unordered(
+        self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
+    ) -> Generator[T, None, None]:
+        with self._connected() as ray:
+            from ray import exceptions as rex
+
+            lost = (rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError, rex.OwnerDiedError)
+            task = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(_call)
+            pending = {task.remote(fn, args, dict(kwargs)): i for i, (args, kwargs) in enumerate(calls)}
+            try:
+                while pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1)
+                    for ref in ready:
+                        i = pending.pop(ref)
+                        try:
+                            result = ray.get(ref)
+                        except rex.RayTaskError as err:  # the call raised: raise what it raised, as locally
+                            cause = getattr(err, "cause", None)
+                            raise (cause if isinstance(cause, Exception) else err) from None
+                        except lost as err:
+                            name = names[i] if i < len(names) else f"call {i}"
+                            raise RunLostError(
+                                f"run {name} was lost with its Ray worker or node {self.max_retries + 1} time(s) "
+                                f"({type(err).__name__}); run the same command again to complete it"
+                            ) from None
+                        yield result
+            finally:
+                for ref in pending:  # left early: what still runs is of no use to anyone
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
+
+
+def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    """A Ray task's body: the package imported first (it registers the games and policies, which a fresh
+    worker process does not have), then the call."""
+    import eq_env  # noqa: F401
+
+    return fn(*args, **kwargs)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, default_jobs: int) -> Executor:
+    """The executor of a command's ``--backend``, ``--jobs`` and ``--ray-address`` flags.
+
+    ``local``: a process pool of ``jobs`` workers (``default_jobs`` when not given); ``--ray-address`` is
+    refused. ``ray``: a Ray instance started on this machine with ``jobs`` CPUs (Ray's count when not
+    given), or the cluster at ``--ray-address``, whose nodes decide the CPUs (``--jobs`` is refused).
+    Every refusal is a one-line ValueError.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "local":
+        if ray_address is not None:
+            raise ValueError("--ray-address goes with --backend ray")
+        return LocalExecutor(default_jobs if jobs is None else jobs)
+    if ray_address is not None and jobs is not None:
+        raise ValueError("--jobs sets the CPUs of a Ray instance started here; a cluster's (--ray-address) are its own")
+    return RayExecutor(ray_address, num_cpus=jobs)
