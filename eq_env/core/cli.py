@@ -9,8 +9,9 @@ subcommands (``EnvSpec.cli``). Flag groups (:class:`FlagGroup`; the LLM flags
 of :mod:`agents.cli`) add flags that fill policy specs.
 
 Bad input gets one line naming the flag and what was expected, and exit
-status 2; a run that ended with failed episodes exits 3; an interrupted one
-130 (saying what was kept).
+status 2 (so does a run lost with its Ray node more often than Ray
+resubmits it: the same command run again completes it); a run that ended
+with failed episodes exits 3; an interrupted one 130 (saying what was kept).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from eq_env.core.config import GameConfig
+from eq_env.core.executors import BACKENDS, RunLostError, executor_from_args
 from eq_env.core.experiments import ENGINES
 from eq_env.core.report import from_json_number, json_number, no_negative_zeros
 from eq_env.core.spec import Command, EnvSpec, env_spec, registered_envs
@@ -40,6 +43,7 @@ __all__ = [
     "Command",
     "FlagGroup",
     "Parser",
+    "add_backend_flags",
     "add_config_flags",
     "build_parser",
     "config_from_args",
@@ -58,6 +62,7 @@ __all__ = [
     "out_dir",
     "path_arg",
     "positive_float",
+    "ray_address_arg",
     "register_flag_group",
     "results_file",
     "seed_arg",
@@ -530,10 +535,31 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
     sw.add_argument("--episodes", type=episodes_arg, help="episodes per seed (default 200)")
     sw.add_argument("--engine", choices=ENGINES, help="default auto")
     sw.add_argument("--jobs", type=jobs_arg, help="worker processes (default: 1 if every run can use the batch "
-                    "engine, else the number of CPUs)")  # fmt: skip
+                    "engine, else the number of CPUs); with --backend ray, the CPUs of the Ray instance "
+                    "started here")  # fmt: skip
+    add_backend_flags(sw)
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
     add_flag_groups(sw, "OUT/llm_cache", list(game.roles))
+
+
+def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """``--backend {local,ray}`` and ``--ray-address ADDR``: where a command's runs execute (see
+    :mod:`eq_env.core.executors`; :func:`executor_from_args` turns them, with ``--jobs``, into an executor)."""
+    parser.add_argument("--backend", choices=BACKENDS, default="local",
+                        help="where runs execute: local worker processes (default), or Ray tasks (needs "
+                        "pip install 'eq-env[ray]'); the results are the same bytes")  # fmt: skip
+    parser.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
+                        help="with --backend ray: join the running Ray cluster at HOST:PORT (its head), or auto; "
+                        "default: start a Ray instance on this machine for the command")  # fmt: skip
+
+
+def ray_address_arg(text: str) -> str:
+    """An argparse type: a Ray cluster's address, ``HOST:PORT`` or ``auto`` (``ray://`` client addresses too)."""
+    text = text.strip()
+    if text == "auto" or text.startswith("ray://") or re.fullmatch(r"[^\s:/]+:\d{1,5}", text):
+        return text
+    raise argparse.ArgumentTypeError(f"expected HOST:PORT of a Ray cluster's head, or auto, got {shown(text)}")
 
 
 def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:
@@ -641,9 +667,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         )
         # (runs with LLM policies stay in this process whatever jobs says)
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
+    executor = executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=jobs)
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else None
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
-                     concurrency=getattr(args, "concurrency", 8))  # fmt: skip
+                     concurrency=getattr(args, "concurrency", 8), executor=executor)  # fmt: skip
     print((args.out / "summary.md").read_text())
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {args.out}")
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
@@ -832,7 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor has no fd to move)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
-    except (ValueError, TypeError, OSError) as err:
+    except (ValueError, TypeError, OSError, RunLostError) as err:
         print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

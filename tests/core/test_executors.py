@@ -1,0 +1,111 @@
+"""The executors (:mod:`eq_env.core.executors`) and the sweep's ``--backend`` flags, without Ray.
+
+What needs Ray — a sweep on a two-node local Ray cluster equal to the local one, a node killed mid-sweep —
+is in ``tests/ray/`` (run by ``.ci/ray``). Here: the local executor, the one-line refusals of the flags,
+and that nothing imports Ray unless the Ray backend runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eq_env.cli import main
+from eq_env.core import executors
+from eq_env.core.executors import LocalExecutor, RayExecutor, executor_from_args
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _square(x: int, *, plus: int = 0) -> int:
+    return x * x + plus
+
+
+def _fail(x: int) -> int:
+    raise ValueError(f"no {x}")
+
+
+def test_the_local_executor_yields_every_result_as_it_finishes() -> None:
+    calls = [((x,), {"plus": 1}) for x in range(5)]
+    pool = LocalExecutor(2)
+    assert not pool.runs_inline(len(calls)) and pool.runs_inline(1) and LocalExecutor(1).runs_inline(5)
+    assert sorted(pool.map_unordered(_square, calls)) == [1, 2, 5, 10, 17]
+
+
+def test_a_failed_call_raises_its_own_error() -> None:
+    with pytest.raises(ValueError, match="no 3"):
+        list(LocalExecutor(2).map_unordered(_fail, [((3,), {}), ((4,), {})]))
+
+
+def test_the_flags_make_the_executor_or_refuse_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    local = executor_from_args("local", None, None, default_jobs=3)
+    assert isinstance(local, LocalExecutor) and local.jobs == 3
+    assert executor_from_args("local", 2, None, default_jobs=3).jobs == 2  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="--ray-address goes with --backend ray"):
+        executor_from_args("local", None, "127.0.0.1:6379", default_jobs=1)
+    monkeypatch.setattr(executors, "ray_missing", lambda: None)  # (Ray need not be installed to build one)
+    with pytest.raises(ValueError, match=r"a cluster's \(--ray-address\) are its own"):
+        executor_from_args("ray", 2, "127.0.0.1:6379", default_jobs=1)
+    ray = executor_from_args("ray", 2, None, default_jobs=1)
+    assert isinstance(ray, RayExecutor) and ray.num_cpus == 2 and ray.address is None
+    joined = executor_from_args("ray", None, "auto", default_jobs=1)
+    assert isinstance(joined, RayExecutor) and joined.num_cpus is None and joined.address == "auto"
+
+
+def test_the_ray_backend_without_ray_says_which_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(executors.importlib.util, "find_spec", lambda name: None)
+    out = tmp_path / "out"
+    assert main(["sweep", "--out", str(out), "--seeds", "1", "--episodes", "5", "--backend", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'eq-env[ray]'" in err, err
+    assert not out.exists()  # refused before anything was made
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--ray-address", "127.0.0.1:6379"], "--ray-address goes with --backend ray"),
+        (["--backend", "ray", "--ray-address", "not an address"], "expected HOST:PORT"),
+        (["--backend", "dask"], "invalid choice: 'dask'"),
+    ],
+)
+def test_bad_backend_flags_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    out = tmp_path / "out"
+    try:  # (a bad flag value is refused by the parser, which exits; a bad combination by the command)
+        status = main(["sweep", "--out", str(out), "--seeds", "1", "--episodes", "5", *flags])
+    except SystemExit as exit_:
+        status = exit_.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+def test_the_local_backend_is_the_default_and_gives_the_same_sweep(tmp_path: Path) -> None:
+    argv = ["sweep", "--grid", "q=0.0,0.5", "--seeds", "2", "--episodes", "20"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "b"), "--backend", "local", "--jobs", "2"]) == 0
+    for name in ("summary.csv", "summary.md", "paired.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_importing_the_package_and_its_help_import_no_ray() -> None:
+    """``import eq_env`` (0.2 s) must not pull in Ray (seconds, and RLlib more): only the Ray backend imports it."""
+    script = (
+        "import sys, contextlib\n"
+        "import eq_env\n"
+        "from eq_env.cli import main\n"
+        "for argv in ([], ['--help'], ['sweep', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+        "        main(argv)\n"
+        "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().replace("'", '"')) == []
