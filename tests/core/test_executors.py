@@ -25,8 +25,10 @@ def _square(x: int, *, plus: int = 0) -> int:
     return x * x + plus
 
 
-def _fail(x: int) -> int:
-    raise ValueError(f"no {x}")
+def _fail_on_3(x: int) -> int:
+    if x == 3:
+        raise ValueError(f"no {x}")
+    return x
 
 
 def test_the_local_executor_yields_every_result_as_it_finishes() -> None:
@@ -38,7 +40,7 @@ def test_the_local_executor_yields_every_result_as_it_finishes() -> None:
 
 def test_a_failed_call_raises_its_own_error() -> None:
     with pytest.raises(ValueError, match="no 3"):
-        list(LocalExecutor(2).map_unordered(_fail, [((3,), {}), ((4,), {})]))
+        list(LocalExecutor(2).map_unordered(_fail_on_3, [((3,), {}), ((4,), {})]))
 
 
 def test_the_flags_make_the_executor_or_refuse_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
