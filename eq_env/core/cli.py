@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from eq_env.core.config import GameConfig
-from eq_env.core.executors import BACKENDS, RunLostError, executor_from_args
+from eq_env.core.executors import BACKENDS, Executor, RunLostError, executor_from_args
 from eq_env.core.experiments import ENGINES
 from eq_env.core.report import from_json_number, json_number, no_negative_zeros
 from eq_env.core.spec import Command, EnvSpec, env_spec, registered_envs
@@ -49,6 +49,7 @@ __all__ = [
     "config_from_args",
     "count",
     "episodes_arg",
+    "executor_of",
     "failures",
     "fill_specs",
     "flag_groups",
@@ -548,10 +549,18 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     :mod:`eq_env.core.executors`; :func:`executor_from_args` turns them, with ``--jobs``, into an executor)."""
     parser.add_argument("--backend", choices=BACKENDS, default="local",
                         help="where runs execute: local worker processes (default), or Ray tasks (needs "
-                        "pip install 'eq-env[ray]'); the results are the same bytes")  # fmt: skip
+                        "pip install 'eq-env[ray]'); the results are the same bytes. Runs with LLM policies stay "
+                        "in this process on either backend (the regimes of a state share one answer)")  # fmt: skip
     parser.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
                         help="with --backend ray: join the running Ray cluster at HOST:PORT (its head), or auto; "
                         "default: start a Ray instance on this machine for the command")  # fmt: skip
+
+
+def executor_of(args: argparse.Namespace, default_jobs: int) -> Executor:
+    """The executor of a command's ``--backend``, ``--ray-address`` and ``--jobs`` flags (``--jobs`` left
+    unset, ``None``, means ``default_jobs`` locally and Ray's CPU count on a Ray instance started here);
+    every refusal is a one-line ValueError, raised before anything is written."""
+    return executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=default_jobs)
 
 
 def ray_address_arg(text: str) -> str:

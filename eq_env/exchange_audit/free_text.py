@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.executors import Executor
 from eq_env.core.experiments import (
     Condition,
     ResultsStore,
@@ -143,9 +144,14 @@ def conditions(opts: FreeTextOptions) -> list[Condition]:
     return out
 
 
-def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
+def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress: bool | None = None,
+              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
     """Run the experiment of the module docstring and write its files; returns the rows, the decomposition,
-    the seconds taken and, under ``failed``, the runs with failed episodes (LLM validators)."""
+    the seconds taken and, under ``failed``, the runs with failed episodes (LLM validators).
+
+    ``executor``: where the runs go (default: here, one by one; local worker processes or a Ray cluster,
+    see :mod:`eq_env.core.executors`): the files are the same bytes on every backend. Runs with an LLM
+    validator stay in this process on every backend (the regimes of a state share one answer)."""
     opts = opts or FreeTextOptions()
     started = time.perf_counter()
     conds = conditions(opts)  # (every spec checked) before --out is made: a refused run leaves nothing
@@ -154,7 +160,7 @@ def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress:
     out.mkdir(parents=True, exist_ok=True)
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
     records = run_all(conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, progress=progress,
-                      desc="free text", concurrency=opts.concurrency)  # fmt: skip
+                      desc="free text", concurrency=opts.concurrency, executor=executor)  # fmt: skip
     results = {c.labels: (c, summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     rows = []
     for c, summary, _ in results.values():

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.executors import Executor
 from eq_env.core.experiments import (
     Condition,
     ResultsStore,
@@ -155,9 +156,15 @@ def _pair(proposer: str, validator: str) -> dict[str, str]:
     return {"proposer": proposer, "validator": validator}
 
 
-def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
+def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None,
+              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
     """Run everything and write the files listed in the module docstring; returns the table rows, the
-    time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes)."""
+    time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes).
+
+    ``executor``: where the runs go (default: ``opts.jobs`` local worker processes; a
+    :class:`~eq_env.core.executors.RayExecutor` for a Ray cluster): the files are the same bytes on
+    every backend. Runs with an LLM proposer or validator stay in this process on every backend, so that
+    the regimes of a state share one answer."""
     opts = opts or ReproduceOptions()
     started = time.perf_counter()
     conds = conditions(opts)  # (checks every policy spec) before --out is made: a refused run leaves nothing
@@ -167,7 +174,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
     records = run_all(
         conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
-        progress=progress, desc="reproduce", concurrency=opts.concurrency,
+        progress=progress, desc="reproduce", concurrency=opts.concurrency, executor=executor,
     )  # fmt: skip
     results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     engines = sorted({r["engine"] for r in records})
