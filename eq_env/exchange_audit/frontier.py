@@ -24,11 +24,15 @@ any higher q of the grid). It is measured three ways, side by side:
 The frontier is known to the grid's resolution: a reported q* means "between
 the previous grid point and this one". Writes ``frontier.csv`` (one row per
 scenario and q), ``frontier_summary.csv`` / ``frontier.md`` (one row per
-scenario), ``frontier.png`` and ``misreport_vs_q.png``.
+scenario), ``frontier.png``, ``misreport_vs_q.png`` and ``points.jsonl`` (the best responses, as they finish:
+a run again resumes from them; see :func:`frontier` for where they run).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +41,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from eq_env.core.report import markdown_table, plot_lines, write_csv
+from eq_env.core.executors import Call, Executor, LocalExecutor
+from eq_env.core.experiments import ResultsStore
+from eq_env.core.report import from_json_number, json_number, markdown_table, plot_lines, write_csv
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import (
@@ -111,10 +117,18 @@ def frontier(
     seed: int = 0,
     train_ppo: bool = True,
     progress: bool | None = None,
+    executor: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Measure the frontier for every scenario; write the files of the module docstring; return the summary rows.
 
     Without PPO (``train_ppo=False``) the PPO columns, text and plot series are left out, not shown empty.
+
+    The best responses — one per (scenario, q), independent — go to ``executor`` (default: this process,
+    one by one; local worker processes or a Ray cluster, see :mod:`eq_env.core.executors`) and are recorded
+    in ``OUT/points.jsonl`` as they finish: the same command run again (after an interrupt, or a killed
+    driver) skips the recorded ones, and the tables are the same bytes on every backend. PPO is trained
+    (once per scenario, reused from ``OUT/ppo``) and evaluated in this process: its model files stay where
+    the driver wrote them.
     """
     qs = sorted(qs)
     if not qs or not scenarios:
@@ -124,10 +138,11 @@ def frontier(
     for q in qs:
         base.replace(q=q)  # a q outside [0, 1] is refused before anything runs
     out.mkdir(parents=True, exist_ok=True)
+    store = ResultsStore(out / "points.jsonl")
+    with store.exclusive():
+        points = _best_responses(store, scenarios, base, qs, episodes, seed, executor or LocalExecutor(1), progress)
     rows: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
-    bar = tqdm(total=len(scenarios) * len(qs), desc="frontier", unit="point",
-               disable=None if progress is None else not progress)  # fmt: skip
     for sc in scenarios:
         ppo_spec = None
         if train_ppo:
@@ -135,18 +150,16 @@ def frontier(
         br_pays, ppo_pays = [], []
         for q in qs:
             cfg = sc.config(base, q)
-            br = proposer_best_response(cfg, "rule", episodes=episodes, seed=seed)
+            br = {k: from_json_number(points[_point_key(cfg, episodes, seed)][k]) for k in POINT_COLUMNS}
             ppo_rate = misreport_rate(cfg, ppo_spec, episodes=episodes, seed=seed + 1) if ppo_spec else math.nan
             # on the very episodes the best response is measured on: the two compare pairwise
             ppo_payoff = proposer_payoff(cfg, ppo_spec, "rule", episodes=episodes, seed=seed) if ppo_spec else math.nan
-            br_pays.append(br.misreport_rate > tolerance)
+            br_pays.append(br["br_misreport_rate"] > tolerance)
             ppo_pays.append(ppo_rate > tolerance)
             rows.append({"scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B, "q": q,
-                         "br_misreport_rate": br.misreport_rate, "br_gap": br.gap, "br_payoff": br.best_payoff,
-                         "honest_payoff": br.honest_payoff})  # fmt: skip
+                         **br})  # fmt: skip
             if ppo_spec:
                 rows[-1].update(ppo_misreport_rate=ppo_rate, ppo_payoff=ppo_payoff)
-            bar.update(1)
         scenario = sc.config(base, qs[0])  # (B=None means every claim: checks_per_audit resolves it)
         summary.append({
             "scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B,
@@ -155,12 +168,65 @@ def frontier(
             "br_q_star": _frontier_q(qs, br_pays),
             **({"ppo_q_star": _frontier_q(qs, ppo_pays)} if ppo_spec else {}),
         })  # fmt: skip
-    bar.close()
     write_csv(out / "frontier.csv", rows, list(rows[0]))
     write_csv(out / "frontier_summary.csv", summary, list(summary[0]))
     _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None)
     _plots(out, summary, rows, scenarios, train_ppo)
     return summary
+
+
+POINT_COLUMNS = ("br_misreport_rate", "br_gap", "br_payoff", "honest_payoff")
+
+
+def _point_key(config: ExchangeAuditConfig, episodes: int, seed: int) -> str:
+    """What determines a best response (the package version too: code changes may change it)."""
+    from eq_env import __version__
+
+    blob = json.dumps({"eq_env": __version__, "config": config.to_dict(), "episodes": episodes, "seed": seed},
+                      sort_keys=True)  # fmt: skip
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def best_response_point(config: ExchangeAuditConfig, episodes: int, seed: int) -> dict[str, Any]:
+    """One point of the frontier: the proposer's best response to the rule validator at ``config``'s q, as
+    a record of :data:`POINT_COLUMNS` (plain floats, NaN as null) keyed by :func:`_point_key` (an executor's task)."""
+    br = proposer_best_response(config, "rule", episodes=episodes, seed=seed)
+    values = (br.misreport_rate, br.gap, br.best_payoff, br.honest_payoff)
+    point = {k: json_number(float(v)) for k, v in zip(POINT_COLUMNS, values, strict=True)}
+    return {"key": _point_key(config, episodes, seed), **point}
+
+
+def _best_responses(store: ResultsStore, scenarios: Sequence[Scenario], base: ExchangeAuditConfig,
+                    qs: Sequence[float], episodes: int, seed: int, executor: Executor,
+                    progress: bool | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Every point's record, those in ``store`` reused, the others computed and appended as they finish.
+    Every row is read back through JSON, so a point computed now and one recorded earlier are the same."""
+    store.compact()
+    done = store.load()
+    configs = {_point_key(c, episodes, seed): c for c in (sc.config(base, q) for sc in scenarios for q in qs)}
+    todo = [(key, c) for key, c in configs.items() if key not in done]
+    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc="frontier", unit="point",
+               disable=None if progress is None else not progress)  # fmt: skip
+
+    def record(point: dict[str, Any]) -> None:
+        store.append(point)
+        done[point["key"]] = json.loads(json.dumps(point))
+        bar.update(1)
+
+    try:
+        if executor.runs_inline(len(todo)):
+            for _, c in todo:
+                record(best_response_point(c, episodes, seed))
+        elif todo:
+            calls: list[Call] = [((c, episodes, seed), {}) for _, c in todo]
+            names = [f"q={c.q:g} V={c.V:g} L={c.L:g}" for _, c in todo]
+            with contextlib.closing(executor.map_unordered(best_response_point, calls, names)) as finished:
+                for point in finished:
+                    record(point)
+    finally:
+        bar.close()
+    store.compact()
+    return {key: done[key] for key in configs}
 
 
 def _ppo_for(sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path: Path, timesteps: int,
