@@ -23,11 +23,13 @@ from eq_env.core.cli import (
     MAX_EPISODES,
     MAX_ROUNDS,
     Command,
+    add_backend_flags,
     add_config_flags,
     add_flag_groups,
     config_from_args,
     configure_flag_groups,
     episodes_arg,
+    executor_of,
     failures,
     fill_spec,
     int_in,
@@ -106,7 +108,9 @@ def _reproduce_arguments(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("--engine", choices=ENGINES, default="auto",
                      help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
                      "auto: batch whenever possible")  # fmt: skip
-    rep.add_argument("--jobs", type=jobs_arg, default=1, help="worker processes (default 1)")
+    rep.add_argument("--jobs", type=jobs_arg, help="worker processes (default 1); with --backend ray, the CPUs of "
+                     "the Ray instance started here")  # fmt: skip
+    add_backend_flags(rep)
     rep.add_argument("--proposer", help="run the paper's experiments with this proposer instead of the scripted "
                      "ones, e.g. 'llm' (its action-only regime strips the same replies)")  # fmt: skip
     rep.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine)")
@@ -120,16 +124,17 @@ def _reproduce(args: argparse.Namespace) -> int:
 
     proposer = fill_spec(args.proposer, args) if args.proposer else None
     validator = fill_spec(args.validator, args)
+    executor = executor_of(args, default_jobs=1)
     opts = ReproduceOptions(
         seeds=args.seeds, episodes=args.episodes, words=args.words, first_seed=args.first_seed,
-        engine=args.engine, jobs=args.jobs, proposer=proposer, validator=validator, preset=args.preset,
+        engine=args.engine, jobs=args.jobs or 1, proposer=proposer, validator=validator, preset=args.preset,
         concurrency=getattr(args, "concurrency", 8),
     )  # fmt: skip
     if getattr(args, "dry_run", False):
         return dry_run(ExchangeAuditConfig.from_preset(args.preset),
                        {"proposer": [proposer or "honest"], "validator": [validator]})  # fmt: skip
     configure_flag_groups(args, args.out / "llm_cache")
-    result = reproduce(args.out, opts, progress=None)
+    result = reproduce(args.out, opts, progress=None, executor=executor)
     print((args.out / "table1.md").read_text())
     print((args.out / "table2.md").read_text())
     wrote = sorted(p.name for p in args.out.iterdir() if not p.name.startswith("."))  # (not the results' lock)
@@ -280,13 +285,17 @@ def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
     fr.add_argument("--timesteps", type=timesteps_arg, default=60_000, help="PPO training steps per scenario")
     fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
     fr.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+    fr.add_argument("--jobs", type=jobs_arg, help="worker processes for the best responses (default 1); with "
+                    "--backend ray, the CPUs of the Ray instance started here")  # fmt: skip
+    add_backend_flags(fr)
 
 
 def _frontier(args: argparse.Namespace) -> int:
     from eq_env.exchange_audit.frontier import frontier
 
-    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes,
-             timesteps=args.timesteps, seed=args.seed, train_ppo=not args.no_ppo, progress=None)  # fmt: skip
+    executor = executor_of(args, default_jobs=1)
+    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes, timesteps=args.timesteps,
+             seed=args.seed, train_ppo=not args.no_ppo, progress=None, executor=executor)  # fmt: skip
     print((args.out / "frontier.md").read_text())
     return 0
 
@@ -366,6 +375,9 @@ def _free_text_arguments(ft: argparse.ArgumentParser) -> None:
     ft.add_argument("--engine", choices=ENGINES, default="auto",
                     help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; auto: batch "
                          "whenever possible")  # fmt: skip
+    ft.add_argument("--jobs", type=jobs_arg, help="worker processes (default 1); with --backend ray, the CPUs of "
+                    "the Ray instance started here")  # fmt: skip
+    add_backend_flags(ft)
     add_flag_groups(ft, "OUT/llm_cache", ["validator"])
 
 
@@ -373,6 +385,7 @@ def _free_text(args: argparse.Namespace) -> int:
     from eq_env.exchange_audit.free_text import FreeTextOptions, free_text
 
     validators = tuple(fill_spec(spec, args) for spec in args.validator)
+    executor = executor_of(args, default_jobs=1)
     opts = FreeTextOptions(qs=tuple(args.qs), q=args.q, seeds=args.seeds, first_seed=args.first_seed,
                            episodes=args.episodes, words=args.words, preset=args.preset, validators=validators,
                            engine=args.engine, concurrency=getattr(args, "concurrency", 8))  # fmt: skip
@@ -380,7 +393,7 @@ def _free_text(args: argparse.Namespace) -> int:
         return dry_run(ExchangeAuditConfig.from_preset(args.preset).replace(regime="text_only"),
                        {"validator": list(validators)})  # fmt: skip
     configure_flag_groups(args, args.out / "llm_cache")
-    result = free_text(args.out, opts, progress=None)
+    result = free_text(args.out, opts, progress=None, executor=executor)
     print((args.out / "free_text.md").read_text())
     print(f"wrote {', '.join(result['files'])} to {args.out} in {result['seconds']:.1f} s")
     return failures(args.command, result["failed"], getattr(args, "cache", None))
@@ -724,7 +737,11 @@ COMMANDS = (
         _frontier,
         "For several (V, L, B): the smallest q at which misreporting stops paying, from the paper's eq. 3, this "
         "game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
-        "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out.",
+        "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out. The best responses (one per "
+        "scenario and q) run on --backend and are kept in --out/points.jsonl as they finish (re-running "
+        "resumes); PPO trains and is evaluated in this process.",
+        "finished best responses (points.jsonl) and PPO models (ppo/) are saved in --out; run the same command "
+        "to resume",
     ),
     Command(
         "noisy-audits",
@@ -735,7 +752,8 @@ COMMANDS = (
         "expected penalty and bad approvals at --q with the rule validator, and the deterrence frontier from "
         "a best-response search over --qs next to eq. 3 generalised to noisy detection. Writes "
         "noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png, noisy_audits_penalty.png and "
-        "summary.md into --out.",
+        "summary.md into --out. Computed in this process (vectorised simulations and best-response searches, not a "
+        "grid of runs through the runner): it takes no --backend.",
     ),
     Command(
         "free-text",
@@ -759,7 +777,8 @@ COMMANDS = (
         "grid and --budgets: its best (q, B) as a leader (own payoff and welfare) next to the fixed-q frontier, "
         "the simultaneous-move equilibrium (q*, m*) analytic and measured, and the leader's choice as the audit "
         "cost grows. Writes inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, "
-        "inspection.png, inspection_costs.png and summary.md into --out.",
+        "inspection.png, inspection_costs.png and summary.md into --out. Computed in this process, every cell on "
+        "one shared sample of states: it takes no --backend.",
     ),
     Command(
         "sensitivity",
@@ -770,7 +789,9 @@ COMMANDS = (
         "action-only regimes across --qs, recorded, resumable and replayable (--cache read). Writes per-variant "
         "means with 95% intervals, the spread across variants and an F-test of variants against seed noise: "
         "sensitivity_conditions.csv, sensitivity_variants.csv, sensitivity_spread.csv, sensitivity.md, "
-        "sensitivity.png, llm_costs.csv and summary.md into --out. --demo runs scripted models on a local server.",
+        "sensitivity.png, llm_costs.csv and summary.md into --out. --demo runs scripted models on a local server. "
+        "Every run has an LLM proposer, and LLM runs stay in this process (the two regimes of a state share one "
+        "answer): it takes no --backend.",
         "finished runs and LLM episodes are saved in --out, the answers in its llm_cache; run the same command "
         "to resume",
     ),
@@ -782,7 +803,8 @@ COMMANDS = (
         "For each claim schema of --schemas and audit budget of --budgets: detection per audited lie, bad "
         "approvals and welfare at --q with the rule validator, and the q from which a strategic proposer and the "
         "best response stop misreporting, over --qs. Writes claim_schemas.csv, claim_schemas_summary.csv, "
-        "claim_schemas.md, claim_schemas.png and summary.md into --out.",
+        "claim_schemas.md, claim_schemas.png and summary.md into --out. Computed in this process (vectorised "
+        "best-response searches, not a grid of runs through the runner): it takes no --backend.",
     ),
     Command(
         "repeated",
@@ -794,7 +816,8 @@ COMMANDS = (
         "welfare, audit cost and bad approvals; the deterrence frontier next to the one-shot one and the "
         "repeated-game condition; a few cells played in the environment (and by PPO with --ppo-timesteps). "
         "Writes repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
-        "repeated_frontier.png and summary.md into --out.",
+        "repeated_frontier.png and summary.md into --out. Computed in this process (dynamic programming over the "
+        "reputation state, not a grid of runs through the runner): it takes no --backend.",
         "trained PPO models are saved in --out/ppo; run the same command to reuse them",
     ),
 )

@@ -389,7 +389,10 @@ def _figure(path: Path, variant_rows: Sequence[Mapping[str, Any]], opts: Sensiti
 def sensitivity(out: Path | str, opts: SensitivityOptions, *, progress: bool | None = None) -> dict[str, Any]:
     """Run the experiment of the module docstring and write its files; returns the spread rows, the variant
     rows, the time taken, ``failed`` (runs with failed episodes: key, failed, episodes) and, for ``--demo``,
-    ``served`` (the requests the local server answered)."""
+    ``served`` (the requests the local server answered).
+
+    No executor: every run has an LLM proposer, and LLM runs stay in this process on every backend (the
+    two regimes of a state share one answer, which runs in other processes would ask for twice)."""
     started = time.perf_counter()
     out = Path(out)
     server = demo_endpoint() if opts.demo else nullcontext(None)
