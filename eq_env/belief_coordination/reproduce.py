@@ -48,10 +48,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +63,8 @@ from eq_env.belief_coordination import engine, rules
 from eq_env.belief_coordination.answerers import MAX_EXECUTORS, Answer, AnswerRequest, answer_draws, round_requests
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question
-from eq_env.core.experiments import ResultsStore, t_quantile_975, worker_pool
+from eq_env.core.executors import Call, Executor, LocalExecutor
+from eq_env.core.experiments import ResultsStore, t_quantile_975
 from eq_env.core.report import markdown_table, plot_lines, write_csv
 
 __all__ = ["CLAIMS", "METHODS", "Options", "add_arguments", "run", "run_one"]
@@ -593,8 +594,14 @@ def plan(opts: Options) -> list[tuple[str, int, int]]:
     return runs
 
 
-def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict[str, Any]]:
-    """Every run not yet in ``out/results.jsonl``, in parallel, each written when it finishes; every record."""
+def run_all(opts: Options, out: Path, progress: bool | None = None,
+            executor: Executor | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every run not yet in ``out/results.jsonl``, in parallel, each written when it finishes; every record.
+
+    Runs go to ``executor`` (default: ``opts.jobs`` local worker processes; a
+    :class:`~eq_env.core.executors.RayExecutor` for a Ray cluster: the records are the same bytes, and this
+    process alone writes them). Runs with an LLM answerer stay in this process, one by one, on every backend
+    (their requests are concurrent already, and the answer cache is this process's)."""
     store = ResultsStore(out / "results.jsonl")
     with store.exclusive():
         done = {r["key"]: r for r in store.records(check_record)}
@@ -602,11 +609,13 @@ def run_all(opts: Options, out: Path, progress: bool | None = None) -> list[dict
         bar = tqdm(total=len(plan(opts)), initial=len(plan(opts)) - len(todo), unit="run",
                    desc="belief coordination", disable=None if progress is None else not progress)  # fmt: skip
         with bar:
-            if opts.jobs > 1 and len(todo) > 1 and opts.answerer == "simulated":
-                with worker_pool(opts.jobs) as pool:
-                    futures = [pool.submit(run_one, *r, opts) for r in todo]
-                    for future in as_completed(futures):
-                        store.append(future.result())
+            executor = executor or LocalExecutor(opts.jobs)
+            if not executor.runs_inline(len(todo)) and opts.answerer == "simulated":
+                calls: list[Call] = [((*r, opts), {}) for r in todo]
+                names = [f"{i} N={n} seed={seed}" for i, n, seed in todo]
+                with contextlib.closing(executor.map_unordered(run_one, calls, names)) as finished:
+                    for record in finished:
+                        store.append(record)
                         bar.update()
             else:
                 for r in todo:
@@ -652,7 +661,7 @@ async def _check(answerer: Any) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from eq_env.core.cli import int_in, list_of, out_dir, positive_float
+    from eq_env.core.cli import add_backend_flags, int_in, list_of, out_dir, positive_float
     from eq_env.core.spec import registered_envs
 
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
@@ -667,9 +676,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-steps", type=int_in(1, 1_000_000), default=1500,
                         help="ECON's gradient steps per run, batches of 256 (default 1500)")  # fmt: skip
     parser.add_argument("--no-null", action="store_true", help="skip the null instrument")
-    parser.add_argument("--jobs", type=int_in(1, 64), default=2, help="worker processes (default 2)")
+    parser.add_argument("--jobs", type=int_in(1, 64), help="worker processes (default 2); with --backend ray, the "
+                        "CPUs of the Ray instance started here")  # fmt: skip
+    add_backend_flags(parser)
     parser.add_argument("--questions-file", type=str, default=None,
-                        help="held-out questions from a GSM8K-style JSONL file instead of generated ones")  # fmt: skip
+                        help="held-out questions from a GSM8K-style JSONL file instead of generated ones (on a Ray "
+                        "cluster, at the same path on every node)")  # fmt: skip
     parser.add_argument("--answerer", choices=("simulated", "llm"), default="simulated",
                         help="the simulated answerer (offline) or a model (--model, --base-url)")  # fmt: skip
     parser.add_argument("--model", default="", help="the model (with --answerer llm; the key: $OPENAI_API_KEY)")
@@ -716,7 +728,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
         load_jsonl(args.questions_file)  # (its errors name the file and line before anything runs)
     return Options(seeds=tuple(range(args.seeds)), executors=tuple(args.executors), questions=args.questions,
-                   train_steps=args.train_steps, jobs=args.jobs, answerer=args.answerer,
+                   train_steps=args.train_steps, jobs=args.jobs or 2, answerer=args.answerer,
                    null=not args.no_null and args.answerer == "simulated",
                    model=args.model, base_url=args.base_url, penalty=args.penalty, concurrency=args.concurrency,
                    equilibrium_questions=args.equilibrium_questions,
@@ -733,8 +745,11 @@ def need_torch() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from eq_env.core.cli import executor_of
+
     need_torch()
     opts = options_from_args(args)
+    executor = executor_of(args, default_jobs=opts.jobs)
     out: Path = args.out
     if opts.answerer == "llm":
         from agents.client import configure
@@ -746,7 +761,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        records = run_all(opts, out, progress=args.progress)
+        records = run_all(opts, out, progress=args.progress, executor=executor)
     except RuntimeError as err:  # an answer a replay does not hold (LLMUnavailableError): one line
         from agents.client import LLMUnavailableError
 

@@ -41,6 +41,7 @@ Python use::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import math
@@ -48,11 +49,11 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.executors import Call, Executor, LocalExecutor
 from eq_env.core.experiments import (
     Condition,
     EpisodeStore,
@@ -65,7 +66,6 @@ from eq_env.core.experiments import (
     paired_difference,
     run_all,
     run_key,
-    worker_pool,
 )
 from eq_env.core.policy import format_policy_spec, parse_policy_spec
 from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
@@ -249,19 +249,21 @@ def _taxonomy_record(condition: Condition, seed: int, episode_dir: Path) -> dict
     }
 
 
-def _taxonomy(conds: Sequence[Condition], seed: int, out: Path, jobs: int) -> list[dict[str, Any]]:
-    """Error-taxonomy counts per condition on ``seed``, cached in ``taxonomy.jsonl`` (resumable)."""
+def _taxonomy(conds: Sequence[Condition], seed: int, out: Path, executor: Executor) -> list[dict[str, Any]]:
+    """Error-taxonomy counts per condition on ``seed``, cached in ``taxonomy.jsonl`` (resumable). Scripted
+    conditions go to ``executor`` (they play their episodes again); LLM ones are counted here, from the
+    episodes this process saved."""
     store = ResultsStore(out / "taxonomy.jsonl")
     done = store.load()
     unique = {c.key: c for c in conds}
     todo = [c for k, c in unique.items() if run_key(c, seed) not in done]
     if todo:
-        if jobs > 1 and len(todo) > 1 and not any(_is_llm(c) for c in todo):
-            # as the core's run_all does: workers die with the parent, and an interrupt cancels what waits
-            with worker_pool(jobs) as pool:
-                futures = [pool.submit(_taxonomy_record, c, seed, out / "episodes") for c in todo]
-                for future in as_completed(futures):
-                    record = future.result()
+        if not executor.runs_inline(len(todo)) and not any(_is_llm(c) for c in todo):
+            # as the core's run_all does: this process alone writes the records, as each arrives
+            calls: list[Call] = [((c, seed, out / "episodes"), {}) for c in todo]
+            names = [f"taxonomy of {run_key(c, seed)}" for c in todo]
+            with contextlib.closing(executor.map_unordered(_taxonomy_record, calls, names)) as finished:
+                for record in finished:
                     store.append(record)
                     done[record["key"]] = record
         else:
@@ -295,10 +297,15 @@ def plan_lengths(sizes: Sequence[int], modes: Sequence[str], puzzles: int) -> li
     return rows
 
 
-def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None) -> dict[str, Any]:
+def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None,
+              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
     """Run every condition (resuming from ``out/results.jsonl``) and write the files the module docstring
     lists. Returns the rows of each table, the time taken and, under ``failed``, the runs with failed
-    episodes (LLM policies): (key, failed, episodes)."""
+    episodes (LLM policies): (key, failed, episodes).
+
+    ``executor``: where the runs and the taxonomy's counts go (default: ``opts.jobs`` local worker
+    processes; a :class:`~eq_env.core.executors.RayExecutor` for a Ray cluster): the tables are the same
+    bytes on every backend. LLM runs stay in this process on every backend (one answer per state)."""
     opts = opts or ReproduceOptions()
     started = time.perf_counter()
     conds = conditions(opts)  # checks every policy spec before --out is made: a refused run leaves nothing
@@ -306,8 +313,10 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = opts.seed_list
+    executor = executor or LocalExecutor(opts.jobs)
     records = run_all(conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
-                      progress=progress, desc="reproduce einstein-puzzle", concurrency=opts.concurrency)  # fmt: skip
+                      progress=progress, desc="reproduce einstein-puzzle", concurrency=opts.concurrency,
+                      executor=executor)  # fmt: skip
     results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     policies = {c.labels: c.policy("player_0") for c in conds}
 
@@ -329,7 +338,7 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
         files += ["table_plans.csv", "table_plans.md"]
     taxonomy: list[dict[str, Any]] = []
     if taxonomy_counts() is not None:
-        taxonomy = _taxonomy(conds, seeds[0], out, opts.jobs)
+        taxonomy = _taxonomy(conds, seeds[0], out, executor)
         columns = ["player", "verifier", "comm_mode", "n"]
         columns += sorted({k for row in taxonomy for k in row} - set(columns))
         write_csv(out / "taxonomy.csv", taxonomy, columns)
@@ -752,7 +761,16 @@ def _verifiers(text: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of ``eq-env reproduce --env einstein-puzzle``."""
-    from eq_env.core.cli import add_flag_groups, episodes_arg, int_in, jobs_arg, number_type, out_dir, seed_arg
+    from eq_env.core.cli import (
+        add_backend_flags,
+        add_flag_groups,
+        episodes_arg,
+        int_in,
+        jobs_arg,
+        number_type,
+        out_dir,
+        seed_arg,
+    )
     from eq_env.core.cli import seeds_arg as seeds_type
     from eq_env.core.experiments import ENGINES
     from eq_env.core.spec import registered_envs
@@ -796,7 +814,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan-puzzles", type=int_in(0, 300), default=300,
                         help="suite puzzles per n for the oracle's plan lengths (default 300; 0: skip)")  # fmt: skip
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="aec or batch (auto: whatever fits)")
-    parser.add_argument("--jobs", type=jobs_arg, default=2, help="worker processes (default 2)")
+    parser.add_argument("--jobs", type=jobs_arg, help="worker processes (default 2); with --backend ray, the CPUs "
+                        "of the Ray instance started here")  # fmt: skip
+    add_backend_flags(parser)
     add_flag_groups(parser, "OUT/llm_cache", ["player"])
 
 
@@ -808,7 +828,7 @@ def options_from_args(args: argparse.Namespace) -> ReproduceOptions:
         episodes=args.episodes, seeds=args.seeds, first_seed=args.first_seed, sizes=tuple(args.sizes),
         comm_modes=tuple(args.comm_modes), players=tuple(args.players), verifiers=tuple(args.verifiers),
         epsilon=args.epsilon, k=args.k, puzzles=args.puzzles, llm=fill_spec("llm", args) if "llm" in args.players
-        else "llm", jobs=args.jobs, concurrency=getattr(args, "concurrency", 8), plan_puzzles=args.plan_puzzles,
+        else "llm", jobs=args.jobs or 2, concurrency=getattr(args, "concurrency", 8), plan_puzzles=args.plan_puzzles,
         engine=args.engine,
     )  # fmt: skip
 
@@ -831,17 +851,18 @@ def _dry_run(opts: ReproduceOptions) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``eq-env reproduce --env einstein-puzzle``: run, print the tables, say what was written."""
-    from eq_env.core.cli import configure_flag_groups, failures
+    from eq_env.core.cli import configure_flag_groups, executor_of, failures
 
     if args.puzzles == "suite" and max(args.sizes) > 8:
         print("eq-env reproduce: error: argument --n: the suite has puzzles of 4 to 8 objects; use --puzzles "
               "generated for more", file=sys.stderr)  # fmt: skip
         return 2
     opts = options_from_args(args)
+    executor = executor_of(args, default_jobs=opts.jobs)
     if getattr(args, "dry_run", False):
         return _dry_run(opts)
     configure_flag_groups(args, args.out / "llm_cache")
-    result = reproduce(args.out, opts, progress=None)
+    result = reproduce(args.out, opts, progress=None, executor=executor)
     print((args.out / "table_success.md").read_text())
     print(f"wrote {', '.join(result['files'])} to {args.out} in {result['seconds']:.1f} s")
     return failures(args.command, result["failed"], getattr(args, "cache", None))
