@@ -1,4 +1,4 @@
-"""The executors (:mod:`eq_env.core.executors`) and the sweep's ``--backend`` flags, without Ray.
+"""The executors (:mod:`eq_env.core.executors`) and the experiment commands' ``--backend`` flags, without Ray.
 
 What needs Ray — a sweep on a two-node local Ray cluster equal to the local one, a node killed mid-sweep —
 is in ``tests/ray/`` (run by ``.ci/ray``). Here: the local executor, the one-line refusals of the flags,
@@ -104,10 +104,106 @@ def test_importing_the_package_and_its_help_import_no_ray() -> None:
         "import sys, contextlib\n"
         "import eq_env\n"
         "from eq_env.cli import main\n"
-        "for argv in ([], ['--help'], ['sweep', '--help']):\n"
+        "for argv in ([], ['--help'], ['sweep', '--help'], ['reproduce', '--help'], ['frontier', '--help'],\n"
+        "             ['free-text', '--help']):\n"
         "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
         "        main(argv)\n"
         "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith('ray.')))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.strip().replace("'", '"')) == []
+
+
+# every experiment command with a backend: (argv without --out, the flags), tiny
+COMMANDS = {
+    "reproduce": ["reproduce", "--seeds", "1", "--episodes", "5"],
+    "reproduce einstein-puzzle": [
+        "reproduce",
+        "--env",
+        "einstein-puzzle",
+        "--seeds",
+        "1",
+        "--episodes",
+        "2",
+        "--n",
+        "4",
+        "--plan-puzzles",
+        "0",
+    ],
+    "reproduce belief-coordination": [
+        "reproduce",
+        "--env",
+        "belief-coordination",
+        "--seeds",
+        "1",
+        "--n-executors",
+        "3",
+        "--questions",
+        "10",
+        "--train-steps",
+        "1",
+    ],
+    "frontier": ["frontier", "--no-ppo", "--qs", "0,1", "--episodes", "20"],
+    "free-text": ["free-text", "--qs", "0,1", "--q", "1", "--seeds", "1", "--episodes", "20"],
+}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--ray-address", "127.0.0.1:6379"], "--ray-address goes with --backend ray"),
+        (["--backend", "ray", "--ray-address", "h:1", "--jobs", "2"], "a cluster's (--ray-address) are its own"),
+        (["--backend", "ray", "--ray-address", "not an address"], "expected HOST:PORT"),
+    ],
+)
+def test_every_command_refuses_bad_backend_flags_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, flags: list[str], message: str
+) -> None:
+    if "belief" in command:
+        pytest.importorskip("torch")
+    out = tmp_path / "out"
+    try:
+        status = main([*COMMANDS[command], "--out", str(out), *flags])
+    except SystemExit as exit_:
+        status = exit_.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and message in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["reproduce", "frontier", "free-text"])
+def test_every_command_without_ray_says_which_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    monkeypatch.setattr(executors.importlib.util, "find_spec", lambda name: None)
+    out = tmp_path / "out"
+    assert main([*COMMANDS[command], "--out", str(out), "--backend", "ray"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'eq-env[ray]'" in err, err
+    assert not out.exists()
+
+
+def test_the_frontier_resumes_from_its_points(tmp_path: Path) -> None:
+    """A driver killed mid-run (here: the record file cut after two points, the last line torn) is resumed
+    by the same command: the missing points only, the same tables as one uninterrupted run."""
+    argv = ["frontier", "--no-ppo", "--qs", "0,0.5,1", "--episodes", "40"]
+    assert main([*argv, "--out", str(tmp_path / "whole"), "--jobs", "2"]) == 0
+    points = (tmp_path / "whole" / "points.jsonl").read_text().splitlines(keepends=True)
+    assert len(points) == 15  # five scenarios x three qs
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "points.jsonl").write_text("".join(points[:2]) + points[2][:10])
+    assert main([*argv, "--out", str(cut)]) == 0
+    for name in ("frontier.csv", "frontier_summary.csv", "frontier.md"):
+        assert (cut / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    again = (cut / "points.jsonl").read_text().splitlines(keepends=True)
+    assert again[:2] == points[:2] and sorted(again) == sorted(points)
+
+
+@pytest.mark.parametrize("command", ["noisy-audits", "inspection", "sensitivity", "claim-schemas", "repeated"])
+def test_the_commands_without_a_backend_say_why(capsys: pytest.CaptureFixture[str], command: str) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "it takes no --backend" in text and "--backend " not in text.replace("no --backend", ""), text
