@@ -210,10 +210,19 @@ def _train(args: argparse.Namespace) -> int:
 def _train_rllib(args: argparse.Namespace) -> int:
     from baselines.rllib import run_from_args
 
-    sb3_only = [flag for flag, given in (("--role", args.role is not None), ("--algo", args.algo != "ppo"),
-                                         ("--opponent", args.opponent is not None)) if given]  # fmt: skip
+    given = {
+        "--role": args.role is not None,
+        "--algo": args.algo != "ppo",
+        "--opponent": args.opponent is not None,
+        "--reward-mode": args.reward_mode != "individual",
+        "--audit-intensities": args.audit_intensities is not None,
+    }
+    sb3_only = [flag for flag, was_given in given.items() if was_given]
     if sb3_only:
-        raise ValueError(f"{', '.join(sb3_only)} go(es) with --backend sb3: --backend rllib trains both roles with PPO")
+        raise ValueError(
+            f"{', '.join(sb3_only)} go(es) with --backend sb3: --backend rllib trains both roles "
+            "with PPO, each on its own payoff, at the configuration's q"
+        )
     return run_from_args("exchange-audit", args, config_from_args(args, ExchangeAuditConfig))
 
 
