@@ -18,6 +18,7 @@ Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1``
 
 from baselines.einstein_puzzle.noisy import Noisy
 from baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
+from baselines.rllib import rllib_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.einstein_puzzle.spec import ID
 
@@ -30,3 +31,6 @@ for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Plan
         _seat = type(f"{_cls.__name__}", (_cls,), {"role": _role, "__doc__": _cls.__doc__,
                                                    "__module__": _cls.__module__})  # fmt: skip
         register_policy(_name, _role, _seat, env=ID)
+
+for _role in ("player_0", "player_1"):  # a seat of a checkpoint of eq-env train --env einstein-puzzle
+    register_policy("rllib", _role, rllib_policy_for(_role), env=ID)

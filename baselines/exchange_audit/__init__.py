@@ -26,6 +26,7 @@ from baselines.exchange_audit.scripted import (
     StrategicProposer,
     TextReaderValidator,
 )
+from baselines.rllib import rllib_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
 
@@ -49,5 +50,7 @@ for _name, _role, _factory in (
     ("block", "validator", AlwaysBlock),
     ("sb3", "proposer", sb3_proposer),
     ("sb3", "validator", sb3_validator),
+    ("rllib", "proposer", rllib_policy_for("proposer")),
+    ("rllib", "validator", rllib_policy_for("validator")),
 ):
     register_policy(_name, _role, _factory, env=ID)

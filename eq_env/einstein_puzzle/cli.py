@@ -207,7 +207,42 @@ def _reproduce(args: argparse.Namespace) -> int:
     return reproduce.run(args)
 
 
+def _train_arguments(parser: argparse.ArgumentParser) -> None:
+    from baselines.rllib import add_rllib_flags
+    from eq_env.core.cli import add_config_flags, seed_arg
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+
+    parser.add_argument("--backend", choices=("rllib",), default="rllib",
+                        help="rllib: both players at once, one PPO module shared by the two seats")  # fmt: skip
+    parser.add_argument("--out", type=out_dir, required=True, help="directory for the checkpoint and its reports")
+    parser.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+    parser.add_argument("--eval-seeds", type=list_of(seed_arg, "seeds", distinct=True), default="1000,1001,1002",
+                        help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
+    parser.add_argument("--eval-episodes", type=int_in(1, 1_000_000), default=100,
+                        help="episodes per evaluation seed (default 100)")  # fmt: skip
+    add_config_flags(parser, EinsteinPuzzleConfig)
+    add_rllib_flags(parser)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from baselines.rllib import run_from_args
+    from eq_env.core.cli import config_from_args
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+
+    return run_from_args("einstein-puzzle", args, config_from_args(args, EinsteinPuzzleConfig))
+
+
 COMMANDS = (
+    Command(
+        "train",
+        "train both players with RLlib (with --env einstein-puzzle)",
+        _train_arguments,
+        _train,
+        "Train both seats at once with RLlib's multi-agent PPO (one module shared by the two symmetric seats, "
+        "masked actions) on Ray; save the checkpoint, a learning curve and the metrics on held-out seeds into "
+        "--out. The checkpoint is then the policy spec 'rllib:path=OUT' of either seat.",
+        "nothing was saved",
+    ),
     Command(
         "einstein",
         "the Einstein puzzle's tools: plan, demos, play",

@@ -146,7 +146,10 @@ def _reproduce(args: argparse.Namespace) -> int:
 # train, selfplay
 # ---------------------------------------------------------------------------
 def _train_arguments(tr: argparse.ArgumentParser) -> None:
-    tr.add_argument("--role", choices=("proposer", "validator"), required=True)
+    tr.add_argument("--backend", choices=("sb3", "rllib"), default="sb3",
+                    help="sb3: one role against a fixed other (default); rllib: both roles at once, RLlib's "
+                         "multi-agent PPO (pip install 'eq-env[rllib]')")  # fmt: skip
+    tr.add_argument("--role", choices=("proposer", "validator"), help="the role to train (sb3; required there)")
     tr.add_argument("--algo", choices=("ppo", "maskable_ppo", "dqn"), default="ppo")
     tr.add_argument("--timesteps", type=timesteps_arg, default=50_000,
                     help="environment steps (= episodes) to train on, at least 64")  # fmt: skip
@@ -168,6 +171,9 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
                     help="step the environments as single views in SB3's DummyVecEnv instead of the native "
                          "vectorised environment (the same episodes, slower)")  # fmt: skip
     add_config_flags(tr, ExchangeAuditConfig)
+    from baselines.rllib import add_rllib_flags
+
+    add_rllib_flags(tr)
 
 
 def _positive_int(text: str) -> int:
@@ -181,6 +187,12 @@ def _positive_int(text: str) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.backend == "rllib":
+        return _train_rllib(args)
+    if args.role is None:
+        raise ValueError("--role is required with --backend sb3 (--backend rllib trains both roles)")
+    if args.ray_address is not None:
+        raise ValueError("--ray-address goes with --backend rllib")
     from baselines.exchange_audit.rl import train
 
     config = config_from_args(args, ExchangeAuditConfig)
@@ -198,6 +210,25 @@ def _train(args: argparse.Namespace) -> int:
           "each:\n")  # fmt: skip
     print(result.table())
     return 0
+
+
+def _train_rllib(args: argparse.Namespace) -> int:
+    from baselines.rllib import run_from_args
+
+    given = {
+        "--role": args.role is not None,
+        "--algo": args.algo != "ppo",
+        "--opponent": args.opponent is not None,
+        "--reward-mode": args.reward_mode != "individual",
+        "--audit-intensities": args.audit_intensities is not None,
+    }
+    sb3_only = [flag for flag, was_given in given.items() if was_given]
+    if sb3_only:
+        raise ValueError(
+            f"{', '.join(sb3_only)} go(es) with --backend sb3: --backend rllib trains both roles "
+            "with PPO, each on its own payoff, at the configuration's q"
+        )
+    return run_from_args("exchange-audit", args, config_from_args(args, ExchangeAuditConfig))
 
 
 def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
@@ -705,12 +736,13 @@ COMMANDS = (
     ),
     Command(
         "train",
-        "train a proposer or validator with Stable-Baselines3 and evaluate it",
+        "train a proposer or validator with Stable-Baselines3 (or both with RLlib) and evaluate it",
         _train_arguments,
         _train,
         "Train one role on its single-agent view against a fixed policy for the other role; save the model, its "
         "configuration and a learning curve into --out; print its metrics on held-out seeds. The saved model is "
-        "then the policy spec 'sb3:path=OUT'.",
+        "then the policy spec 'sb3:path=OUT'. With --backend rllib: both roles at once (a PPO module each, "
+        "RLlib multi-agent, on Ray), saved as the policy spec 'rllib:path=OUT' of either role.",
     ),
     Command(
         "selfplay",

@@ -1,0 +1,342 @@
+"""Multi-agent training of any game with RLlib (PPO, new API stack), and its checkpoints as policies.
+
+:func:`train` trains every role of a game at once in RLlib's ``PettingZooEnv`` around the game's
+numeric adapter (:mod:`eq_env.core.numeric`; the game's ``numeric`` module): one PPO module per role,
+or one shared by symmetric roles (the Einstein puzzle's two seats). It writes into a directory:
+
+* ``checkpoint/`` (RLlib's), ``policy.json`` (game, configuration, role → module, seed, iterations);
+* ``learning_curve.csv`` and ``learning_curve.png`` (mean episode return of each module per iteration);
+* ``eval.json`` (the runner's metrics on held-out seeds, every role played by its trained module).
+
+A checkpoint is a policy like any other: the spec ``rllib:path=DIR`` for any of the game's roles
+(registered with the game's baselines), acting on the most likely action.
+
+Ray is imported only when training or loading (``pip install 'eq-env[rllib]'``); RLlib's own logs go
+to ``DIR/ray_logs``, never ``~/ray_results``. Training runs on a Ray instance started for it on this
+machine, or on the cluster at ``ray_address`` (its env runners go wherever Ray places them).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eq_env.core.numeric import NumericAdapter, NumericAECEnv
+
+__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train"]
+
+EVAL_SEEDS = (1000, 1001, 1002)  # held out: RLlib seeds its environments from the training seed
+NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric"}
+RLLIB_ENV = "eq_env_numeric"
+
+
+def rllib_missing() -> str | None:
+    """What to install for RLlib training, one line, or None (looked up without importing Ray)."""
+    try:
+        found = importlib.util.find_spec("ray.rllib") is not None
+    except (ModuleNotFoundError, ValueError):  # no ray at all
+        found = False
+    if not found:
+        return "--backend rllib needs RLlib, which is not installed: pip install 'eq-env[rllib]'"
+    return None
+
+
+def adapter(env: Any) -> NumericAdapter:
+    """The numeric adapter of the game ``env`` (an id, short name or spec)."""
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    if spec.name not in NUMERIC:
+        raise ValueError(f"{spec.name} has no numeric adapter for RLlib yet; games with one: {', '.join(NUMERIC)}")
+    return importlib.import_module(NUMERIC[spec.name]).ADAPTER  # type: ignore[no-any-return]
+
+
+def _make_env(env_config: Mapping[str, Any]) -> Any:
+    """RLlib's environment creator: runs in each env runner, so it imports the game there (an id string
+    alone is unknown to a fresh Ray worker)."""
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
+
+    import eq_env  # noqa: F401 - registers the games
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env_config["env"])
+    return PettingZooEnv(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])))
+
+
+def _module_of(modules: Mapping[str, str], agent_id: str, *args: Any, **kwargs: Any) -> str:
+    return modules[agent_id]
+
+
+@dataclass
+class RLlibResult:
+    path: Path
+    env: str
+    iterations: int
+    seconds: float
+    curve: list[dict[str, float]]
+    evaluation: dict[str, tuple[float, float]]
+
+    def table(self) -> str:
+        from eq_env.core.report import no_negative_zeros
+        from eq_env.core.runner import format_metrics_table
+
+        return no_negative_zeros(format_metrics_table(self.evaluation))
+
+
+def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: int, env_runners: int,
+                envs_per_runner: int, batch: int) -> Any:  # fmt: skip
+    from ray.rllib.algorithms.ppo import PPOConfig  # type: ignore[import-not-found]
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec  # type: ignore[import-not-found]
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec  # type: ignore[import-not-found]
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import (  # type: ignore[import-not-found]
+        ActionMaskingTorchRLModule,
+    )
+
+    numeric = adapter(spec.id)
+    specs = {}
+    for role, module in numeric.modules.items():
+        masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observations"}
+        specs[module] = RLModuleSpec(module_class=ActionMaskingTorchRLModule if masked else None,
+                                     model_config={"fcnet_hiddens": [64, 64]})  # fmt: skip
+    return (
+        PPOConfig()
+        .environment(RLLIB_ENV, env_config={"env": spec.id, "config": config.to_dict()})
+        .multi_agent(policies=set(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .env_runners(num_env_runners=env_runners, num_envs_per_env_runner=envs_per_runner, num_cpus_per_env_runner=1)
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=batch,
+            minibatch_size=max(32, batch // 4),
+            num_epochs=5,
+            lr=5e-4,
+            entropy_coeff=0.01,
+        )
+        .debugging(seed=seed, log_level="ERROR")
+    )
+
+
+def _build(ppo: Any, logs: Path) -> Any:
+    """The algorithm, its trial directory under ``logs``: RLlib has no option for it and would make one in
+    ``~/ray_results`` (``ray.train.constants.DEFAULT_STORAGE_PATH``, read when the algorithm is built)."""
+    from ray.tune.trainable import trainable  # type: ignore[import-not-found]
+
+    logs.mkdir(exist_ok=True)
+    default, trainable.DEFAULT_STORAGE_PATH = trainable.DEFAULT_STORAGE_PATH, str(logs)
+    try:
+        return ppo.build_algo()
+    finally:
+        trainable.DEFAULT_STORAGE_PATH = default
+
+
+def _curve_row(iteration: int, result: Mapping[str, Any], seconds: float, modules: Sequence[str]) -> dict[str, float]:
+    runners = result.get("env_runners", {})
+    returns = runners.get("module_episode_returns_mean", {})
+    row = {"iteration": float(iteration), "env_steps": float(runners.get("num_env_steps_sampled_lifetime", np.nan)),
+           "seconds": round(seconds, 3)}  # fmt: skip
+    for module in modules:
+        row[f"return_{module}"] = float(returns.get(module, np.nan))
+    return row
+
+
+def _write_curve(out: Path, curve: list[dict[str, float]], modules: Sequence[str], title: str) -> None:
+    from eq_env.core.report import plot_lines, write_csv
+
+    columns = ["iteration", "env_steps", "seconds", *(f"return_{m}" for m in modules)]
+    write_csv(out / "learning_curve.csv", curve, columns)
+    if curve:
+        series = [{"label": m, "x": [r["iteration"] for r in curve], "y": [r[f"return_{m}"] for r in curve],
+                   "style": {"fmt": "-o"}} for m in modules]  # fmt: skip
+        panel = {"ylabel": "mean episode return", "series": series}
+        plot_lines(out / "learning_curve.png", [panel], xlabel="iteration", title=title)
+
+
+def train(
+    env: Any,
+    out: str | Path,
+    *,
+    iterations: int = 15,
+    seed: int = 0,
+    config: Any = None,
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
+    env_runners: int = 1,
+    envs_per_runner: int = 32,
+    batch: int = 2000,
+    eval_seeds: Sequence[int] = EVAL_SEEDS,
+    eval_episodes: int = 500,
+    progress: bool | None = None,
+) -> RLlibResult:
+    """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring)."""
+    missing = rllib_missing()
+    if missing:
+        raise ValueError(missing)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    from eq_env.core.executors import RayExecutor
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    numeric = adapter(spec.id)
+    config = config if config is not None else spec.config()
+    agent_modules = {agent: numeric.modules[role] for agent, role in spec.agent_roles(config).items()}
+    modules = sorted(set(agent_modules.values()))
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    curve: list[dict[str, float]] = []
+    with RayExecutor(ray_address, num_cpus=num_cpus)._connected():
+        from ray.tune.registry import register_env  # type: ignore[import-not-found]
+
+        register_env(RLLIB_ENV, _make_env)
+        ppo = _ppo_config(spec, config, agent_modules, seed=seed, env_runners=env_runners,
+                          envs_per_runner=envs_per_runner, batch=batch)  # fmt: skip
+        algo = _build(ppo, out / "ray_logs")
+        started = time.perf_counter()
+        try:
+            for i in range(1, iterations + 1):
+                curve.append(_curve_row(i, algo.train(), time.perf_counter() - started, modules))
+                if progress is not False:
+                    shown = ", ".join(f"{m} {curve[-1][f'return_{m}']:.3f}" for m in modules)
+                    print(f"iteration {i}/{iterations}: {shown} ({curve[-1]['seconds']:.1f} s)", flush=True)
+            seconds = time.perf_counter() - started
+            algo.save_to_path(str(out / "checkpoint"))
+        finally:
+            algo.stop()
+    meta = {"env": spec.id, "config": config.to_dict(), "modules": dict(numeric.modules), "seed": seed,
+            "iterations": iterations, "seconds": seconds, "algo": "ppo", "library": "rllib"}  # fmt: skip
+    (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
+    _write_curve(out, curve, modules, f"{spec.name}: RLlib PPO, seed {seed}")
+    summary = evaluate(out, eval_seeds=eval_seeds, eval_episodes=eval_episodes, progress=progress)
+    return RLlibResult(out, spec.id, iterations, seconds, curve, summary)
+
+
+def evaluate(out: Path, *, eval_seeds: Sequence[int] = EVAL_SEEDS, eval_episodes: int = 500,
+             progress: bool | None = None) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """The runner's metrics on held-out seeds with every role played by its trained module; ``eval.json``."""
+    from eq_env.core.report import json_number
+    from eq_env.core.runner import evaluate as run_evaluation
+    from eq_env.core.spec import env_spec
+
+    meta = json.loads((out / "policy.json").read_text())
+    spec = env_spec(meta["env"])
+    config = spec.config.from_dict(meta["config"])
+    policies = {role: RLlibPolicy(out, role) for role in spec.roles}
+    ev = run_evaluation(spec.id, config, policies, episodes=eval_episodes, seeds=list(eval_seeds), progress=progress)
+    summary = ev.summary
+    (out / "eval.json").write_text(json.dumps({
+        "seeds": list(eval_seeds), "episodes": eval_episodes,
+        "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
+    }, indent=2) + "\n")  # fmt: skip
+    return summary
+
+
+class RLlibPolicy:
+    """One role of a game played by its module of an RLlib checkpoint written by :func:`train`.
+
+    Args:
+        path: the directory :func:`train` wrote (``checkpoint/`` and ``policy.json``).
+        role: the role to play (its module: ``policy.json``'s ``modules``).
+    """
+
+    def __init__(self, path: str | Path, role: str) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "policy.json"
+        if not meta_path.exists() or json.loads(meta_path.read_text()).get("library") != "rllib":
+            raise ValueError(f"{self.path} is not an RLlib training: no policy.json of one (train one with "
+                             "eq-env train --backend rllib)")  # fmt: skip
+        missing = rllib_missing()
+        if missing:
+            raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
+        self.meta = json.loads(meta_path.read_text())
+        if role not in self.meta["modules"]:
+            roles = ", ".join(self.meta["modules"])
+            raise ValueError(f"{self.path} has no module for role {role!r}; its roles: {roles}")
+        self.role = role
+        self.module_id = self.meta["modules"][role]
+        self.adapter = adapter(self.meta["env"])
+        import torch
+        from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
+
+        torch.set_num_threads(1)
+        where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
+        self.module = RLModule.from_checkpoint(str(where))
+        self.module.eval()
+        self._dist = self.module.get_inference_action_dist_cls()
+
+    def __repr__(self) -> str:
+        return f"RLlibPolicy({str(self.path)!r}, role={self.role!r})"
+
+    def reset(self, seed: int | None = None) -> None:
+        pass  # deterministic: the most likely action
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        import torch
+
+        numeric = self.adapter.observe(self.role, observation)
+        if isinstance(numeric, Mapping):
+            obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in numeric.items()}
+        else:
+            obs = torch.from_numpy(np.array(numeric, np.float32))[None]
+        with torch.no_grad():
+            logits = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
+            action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
+        return self.adapter.env_action(self.role, action, observation)
+
+
+def rllib_policy_for(role: str) -> Any:
+    """The policy factory ``rllib:path=DIR`` of ``role`` (registered by each game's baselines)."""
+
+    def factory(path: str) -> RLlibPolicy:
+        return RLlibPolicy(path, role)
+
+    factory.__doc__ = f"The {role} of an RLlib training (eq-env train --backend rllib), loaded from its directory."
+    return factory
+
+
+# ---------------------------------------------------------------------------
+# eq-env train --backend rllib (each game's train command)
+# ---------------------------------------------------------------------------
+def add_rllib_flags(parser: Any) -> None:
+    """``--iterations``, ``--env-runners``, ``--envs-per-runner``, ``--ray-address`` of ``--backend rllib``."""
+    from eq_env.core.cli import int_in, ray_address_arg
+    from eq_env.core.spec import registered_envs
+
+    names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
+    parser.add_argument("--env", choices=names, metavar="NAME", help="the game (its short name or id)")
+    group = parser.add_argument_group("with --backend rllib (every role at once; pip install 'eq-env[rllib]')")
+    group.add_argument("--iterations", type=int_in(1, 100_000), default=15, help="PPO iterations (default 15)")
+    group.add_argument("--env-runners", type=int_in(0, 1024), default=1,
+                       help="Ray actors stepping environments (default 1; 0: in the driver)")  # fmt: skip
+    group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=32,
+                       help="environments each runner steps together (default 32)")  # fmt: skip
+    group.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
+                       help="join the Ray cluster at HOST:PORT (its head), or auto; default: a Ray instance on "
+                            "this machine for the command")  # fmt: skip
+
+
+def run_from_args(env: str, args: Any, config: Any) -> int:
+    """``eq-env train --backend rllib``: train, print the curve's ends, the policy spec and the evaluation."""
+    missing = rllib_missing()
+    if missing:
+        raise ValueError(missing)
+    result = train(env, args.out, iterations=args.iterations, seed=args.seed, config=config,
+                   ray_address=args.ray_address, env_runners=args.env_runners, envs_per_runner=args.envs_per_runner,
+                   eval_seeds=args.eval_seeds, eval_episodes=args.eval_episodes, progress=None)  # fmt: skip
+    meta = json.loads((result.path / "policy.json").read_text())
+    print(f"trained {', '.join(meta['modules'])} with RLlib PPO for {result.iterations} iterations in "
+          f"{result.seconds:.1f} s; saved to {result.path} (learning_curve.csv/.png, eval.json)")  # fmt: skip
+    for role in meta["modules"]:
+        print(f"use it anywhere a policy goes: --{role} rllib:path={result.path}")
+    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
+          "each:\n")  # fmt: skip
+    print(result.table())
+    return 0

@@ -1,0 +1,78 @@
+"""The exchange–audit game with numbers only, for multi-agent RL (RLlib): a :class:`NumericAdapter`.
+
+=========  ===========================================  ===============================================
+role       numeric observation                          numeric action
+=========  ===========================================  ===============================================
+proposer   its features, ``Box(16)`` (:mod:`.features`)  the artifact space, ``MultiDiscrete`` (648
+                                                        artifacts for the paper's claim schema)
+validator  its features, ``Box(20)``                    ``Discrete(2)``: 0 block, 1 approve (an approval
+                                                        the action mask forbids is played as a block)
+=========  ===========================================  ===============================================
+
+The features and artifacts are those the SB3 views (:mod:`.views`) train on, so a policy reads the
+game the same way whichever library trained it. ``numeric_env(config)`` is the PettingZoo AEC
+environment RLlib's ``PettingZooEnv`` wraps: one turn of the proposer, then one of the validator, each
+rewarded with its own payoff (``reward_mode="individual"``: independent learners of the two roles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from eq_env.core.numeric import NumericAdapter, NumericAECEnv
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.features import (
+    PROPOSER_FEATURES,
+    VALIDATOR_FEATURES,
+    artifact_nvec,
+    artifact_submission,
+    proposer_features,
+    validator_features,
+)
+from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
+from eq_env.exchange_audit.spec import ID
+from eq_env.exchange_audit.views import FEATURE_BOUND
+
+__all__ = ["ADAPTER", "numeric_env"]
+
+_SIZES = {"proposer": len(PROPOSER_FEATURES), "validator": len(VALIDATOR_FEATURES)}
+
+
+def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
+    return spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(_SIZES[role],), dtype=np.float32)
+
+
+def _action_space(role: str, config: Any) -> spaces.Space[Any]:
+    if role == "proposer":
+        return spaces.MultiDiscrete(list(artifact_nvec(config.claim_schema)))
+    return spaces.Discrete(2)
+
+
+def _observe(role: str, observation: Mapping[str, Any]) -> np.ndarray:
+    if role == "proposer":
+        return proposer_features(decode_proposer_observation(observation)).astype(np.float32)
+    return validator_features(decode_validator_observation(observation)).astype(np.float32)
+
+
+def _env_action(role: str, action: Any, observation: Mapping[str, Any]) -> Any:
+    if role == "proposer":
+        view = decode_proposer_observation(observation)
+        choices = np.asarray(action, np.int64).reshape(-1)
+        return encode_submission(artifact_submission(view, choices), view.public.claim_schema)
+    decision = int(np.asarray(action).reshape(-1)[0])
+    return decision if observation["action_mask"][decision] else 0
+
+
+ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
+                         observe=_observe, env_action=_env_action,
+                         modules={"proposer": "proposer", "validator": "validator"},
+                         env_options={"reward_mode": "individual"})  # fmt: skip
+
+
+def numeric_env(config: ExchangeAuditConfig | None = None) -> NumericAECEnv:
+    """The game under ``config`` (default: the paper's), each agent with numbers only (see the module docstring)."""
+    return NumericAECEnv(ADAPTER, config or ExchangeAuditConfig())

@@ -1,0 +1,107 @@
+"""The games' numeric adapters (what RLlib trains on), without Ray: spaces, round trips, the CLI's refusal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test
+
+from eq_env.core.numeric import NumericAECEnv
+from eq_env.core.spec import env_spec
+from eq_env.einstein_puzzle.numeric import numeric_env as einstein_env
+from eq_env.exchange_audit.numeric import numeric_env as exchange_env
+
+GAMES = {"exchange-audit": exchange_env, "einstein-puzzle": einstein_env}
+
+
+def _play(env: NumericAECEnv, seed: int, episodes: int) -> tuple[list[float], list[object]]:
+    """Random numeric actions (legal ones where there is a mask); every observation checked against its space."""
+    rng = np.random.default_rng(seed)
+    returns: list[float] = []
+    sent: list[object] = []
+    env.reset(seed=seed)
+    for _ in range(episodes):
+        total = 0.0
+        for agent in env.agent_iter():
+            obs, reward, terminated, truncated, _ = env.last()
+            total += reward
+            assert env.observation_space(agent).contains(obs), agent
+            if terminated or truncated:
+                env.step(None)
+                continue
+            space = env.action_space(agent)
+            if isinstance(obs, dict):
+                action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+            else:
+                action = space.sample() if not hasattr(space, "n") else int(rng.integers(space.n))
+            sent.append(env.adapter.env_action(env.roles[agent], action, env.env.observe(agent)))
+            env.step(action)
+        returns.append(total)
+        env.reset()
+    return returns, sent
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_spaces_hold_every_observation_and_are_the_same_objects(name: str) -> None:
+    env = GAMES[name]()
+    _play(env, seed=0, episodes=3)
+    for agent in env.possible_agents:
+        assert env.observation_space(agent) is env.observation_space(agent)
+        assert env.action_space(agent) is env.action_space(agent)
+
+
+def test_exchange_audit_passes_pettingzoo_api_test() -> None:
+    api_test(exchange_env(), num_cycles=20)
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_numeric_actions_play_as_the_game_plays_their_translation(name: str) -> None:
+    """The numeric environment and the raw one, given the translated actions, play the same episodes."""
+    numeric = GAMES[name]()
+    returns, sent = _play(numeric, seed=3, episodes=4)
+    spec = env_spec(numeric.adapter.env)
+    raw = spec.module().raw_env(config=numeric.config, **numeric.adapter.env_options)
+    raw.reset(seed=3)
+    replay = iter(sent)
+    raw_returns = []
+    for _ in range(4):
+        total = 0.0
+        for _agent in raw.agent_iter():
+            _, reward, terminated, truncated, _ = raw.last()
+            total += reward
+            raw.step(None if terminated or truncated else next(replay))
+        raw_returns.append(total)
+        raw.reset()
+    assert raw_returns == returns
+
+
+def test_exchange_audit_validator_approval_outside_the_mask_is_a_block() -> None:
+    env = exchange_env()
+    env.reset(seed=0)
+    obs = {"action_mask": np.array([1, 0], np.int8)}
+    assert env.adapter.env_action("validator", 1, obs) == 0
+
+
+def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from baselines.rllib import rllib_missing
+
+    if rllib_missing() is None:
+        pytest.skip("RLlib is installed here: the refusal is for environments without it")
+    for argv in (["train", "--backend", "rllib"], ["train", "--env", "einstein-puzzle"]):
+        done = subprocess.run([sys.executable, "-m", "eq_env.cli", *argv, "--out", str(tmp_path / "o")],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode != 0
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and "pip install 'eq-env[rllib]'" in lines[0], done.stderr
+        assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_rllib_policies_are_registered_for_every_role() -> None:
+    from eq_env.core.policy import make_policy
+
+    for env, role in (("exchange-audit", "proposer"), ("exchange-audit", "validator"), ("einstein-puzzle", "player_1")):
+        with pytest.raises(ValueError, match="not an RLlib training"):
+            make_policy("rllib:path=/nonexistent", role, env)
