@@ -182,7 +182,7 @@ def train(
         raise ValueError(missing)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-    from eq_env.core.executors import RayExecutor
+    from eq_env.core.executors import ray_connected
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env)
@@ -193,7 +193,7 @@ def train(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     curve: list[dict[str, float]] = []
-    with RayExecutor(ray_address, num_cpus=num_cpus)._connected():
+    with ray_connected(ray_address, num_cpus=num_cpus):
         from ray.tune.registry import register_env  # type: ignore[import-not-found]
 
         register_env(RLLIB_ENV, _make_env)
