@@ -2,7 +2,8 @@
 
 :func:`train` trains every role of a game at once in RLlib's ``PettingZooEnv`` around the game's
 numeric adapter (:mod:`eq_env.core.numeric`; the game's ``numeric`` module): one PPO module per role,
-or one shared by symmetric roles (the Einstein puzzle's two seats). It writes into a directory:
+or one shared by symmetric roles (the Einstein puzzle's two seats, belief coordination's executors). It
+writes into a directory:
 
 * ``checkpoint/`` (RLlib's), ``policy.json`` (game, configuration, role → module, seed, iterations);
 * ``learning_curve.csv`` and ``learning_curve.png`` (mean episode return of each module per iteration);
@@ -35,7 +36,8 @@ from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 __all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train"]
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: RLlib seeds its environments from the training seed
-NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric"}
+NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
+           "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
 
 
