@@ -2,7 +2,8 @@
 
 :func:`train` trains every role of a game at once in RLlib's ``PettingZooEnv`` around the game's
 numeric adapter (:mod:`eq_env.core.numeric`; the game's ``numeric`` module): one PPO module per role,
-or one shared by symmetric roles (the Einstein puzzle's two seats). It writes into a directory:
+or one shared by symmetric roles (the Einstein puzzle's two seats, belief coordination's executors). It
+writes into a directory:
 
 * ``checkpoint/`` (RLlib's), ``policy.json`` (game, configuration, role → module, seed, iterations);
 * ``learning_curve.csv`` and ``learning_curve.png`` (mean episode return of each module per iteration);
@@ -35,7 +36,8 @@ from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 __all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train"]
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: RLlib seeds its environments from the training seed
-NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric"}
+NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
+           "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
 
 
@@ -182,7 +184,7 @@ def train(
         raise ValueError(missing)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-    from eq_env.core.executors import RayExecutor
+    from eq_env.core.executors import ray_connected
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env)
@@ -193,7 +195,7 @@ def train(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     curve: list[dict[str, float]] = []
-    with RayExecutor(ray_address, num_cpus=num_cpus)._connected():
+    with ray_connected(ray_address, num_cpus=num_cpus):
         from ray.tune.registry import register_env  # type: ignore[import-not-found]
 
         register_env(RLLIB_ENV, _make_env)

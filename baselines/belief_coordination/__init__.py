@@ -10,6 +10,7 @@ name           role          policy
 ``majority``   coordinator   :class:`MajorityCoordinator`: the most common number
 ``first``      coordinator   :class:`FirstCoordinator`: executor 0's answer (single-agent baseline)
 ``random``     coordinator   :class:`RandomCoordinator`: a random executor's number
+``rllib``      both          an RLlib training's module (``rllib:path=DIR``; eq-env train --backend rllib)
 =============  ============  ===================================================================
 """
 
@@ -21,6 +22,7 @@ from baselines.belief_coordination.scripted import (
     RandomExecutor,
     ScheduleExecutors,
 )
+from baselines.rllib import rllib_policy_for
 from eq_env.belief_coordination.spec import ID
 from eq_env.core.policy import REQUIRED, register_policy
 
@@ -45,3 +47,5 @@ for _name, _cls in (
     ("random", RandomCoordinator),
 ):
     register_policy(_name, _cls.role, _cls, env=ID)
+for _role in ("executor", "coordinator"):
+    register_policy("rllib", _role, rllib_policy_for(_role), env=ID)

@@ -4,6 +4,8 @@
   (:mod:`eq_env.belief_coordination.reproduce`).
 * ``eq-env train --env belief-coordination --out DIR``: train ECON once, save it (a policy:
   ``econ:path=DIR``), write its learning curve, and compare it with the baselines on held-out questions.
+  With ``--backend rllib``: the executors (one shared module choosing grid points) and the coordinator
+  with RLlib's multi-agent PPO on Ray (``baselines/rllib.py``; a policy: ``rllib:path=DIR``).
 
 (``eq-env play --env belief-coordination`` plays questions with any policies and prints the metrics.)
 """
@@ -75,22 +77,46 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from eq_env.core.spec import registered_envs
+    from baselines.rllib import add_rllib_flags
+    from eq_env.core.cli import list_of, seed_arg
 
-    names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
-    parser.add_argument("--env", choices=names, metavar="NAME", help="the game (belief-coordination here)")
-    parser.add_argument("--out", type=out_dir, required=True, help="directory for the trained ECON (econ:path=DIR)")
+    parser.add_argument("--backend", choices=("econ", "rllib"), default="econ",
+                        help="econ: ECON's belief networks + QMIX mixer, compared with the baselines (default); "
+                             "rllib: RLlib's multi-agent PPO, one module shared by the executors (grid points) and "
+                             "one for the coordinator (pip install 'eq-env[rllib]')")  # fmt: skip
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        required=True,
+        help="directory for the trained ECON (econ:path=DIR) or RLlib checkpoint (rllib:path=DIR)",
+    )
     parser.add_argument("--n-executors", type=int_in(1, 16), default=3, help="executors N (default 3)")
-    parser.add_argument("--steps", type=int_in(1, 1_000_000), default=1500, help="gradient steps (default 1500)")
     parser.add_argument("--seed", type=int_in(0, 2**31 - 1), default=0, help="training seed (default 0)")
     parser.add_argument("--null", action="store_true", help="train on the null instrument (T and p cannot matter)")
-    parser.add_argument("--eval-questions", type=int_in(10, 100_000), default=2000,
-                        help="held-out questions of the comparison (default 2000)")  # fmt: skip
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress bar (default: on a terminal)")  # fmt: skip
+    econ = parser.add_argument_group("with --backend econ")
+    econ.add_argument("--steps", type=int_in(1, 1_000_000), default=None, help="gradient steps (default 1500)")
+    econ.add_argument("--eval-questions", type=int_in(10, 100_000), default=None,
+                      help="held-out questions of the comparison (default 2000)")  # fmt: skip
+    econ.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="a progress bar (default: on a terminal)")  # fmt: skip
+    parser.add_argument(
+        "--eval-seeds",
+        type=list_of(seed_arg, "seeds", distinct=True),
+        default="1000,1001,1002",
+        help="with --backend rllib: held-out seeds of the evaluation (default 1000,1001,1002)",
+    )
+    parser.add_argument("--eval-episodes", type=int_in(1, 1_000_000), default=500,
+                        help="with --backend rllib: episodes per evaluation seed (default 500)")  # fmt: skip
+    add_rllib_flags(parser)
 
 
 def _train(args: argparse.Namespace) -> int:
+    if args.backend == "rllib":
+        return _train_rllib(args)
+    if args.ray_address is not None:
+        raise ValueError("--ray-address goes with --backend rllib")
+    args.steps = 1500 if args.steps is None else args.steps
+    args.eval_questions = 2000 if args.eval_questions is None else args.eval_questions
     from eq_env.belief_coordination.reproduce import need_torch
 
     need_torch()
@@ -141,6 +167,19 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_rllib(args: argparse.Namespace) -> int:
+    from baselines.rllib import run_from_args
+    from eq_env.belief_coordination.config import BeliefCoordinationConfig
+
+    econ_only = [flag for flag, value in (("--steps", args.steps), ("--eval-questions", args.eval_questions))
+                 if value is not None]  # fmt: skip
+    if econ_only:
+        raise ValueError(f"{', '.join(econ_only)} go(es) with --backend econ: --backend rllib trains for --iterations "
+                         "and evaluates on --eval-seeds x --eval-episodes")  # fmt: skip
+    config = BeliefCoordinationConfig(n_executors=args.n_executors, action_space="grid", sensitive=not args.null)
+    return run_from_args("belief-coordination", args, config)
+
+
 COMMANDS = (
     Command(
         "reproduce",
@@ -151,7 +190,8 @@ COMMANDS = (
     ),
     Command(
         "train",
-        "train ECON (belief networks + QMIX mixer) and compare it with the baselines",
+        "train ECON (belief networks + QMIX mixer) and compare it with the baselines; or, with --backend rllib, "
+        "every role with RLlib's multi-agent PPO",
         _train_arguments,
         _train,
     ),

@@ -55,6 +55,7 @@ __all__ = [
     "RayExecutor",
     "RunLostError",
     "executor_from_args",
+    "ray_connected",
     "ray_missing",
 ]
 
@@ -137,24 +138,14 @@ class RayExecutor(Executor):
 
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"`` for the one this
     machine belongs to); None starts a Ray instance on this machine for the iteration, with ``num_cpus``
-    CPUs (default: Ray's count), on the loopback address, no dashboard, in a short temporary directory
-    (Ray's socket paths must fit the 107-byte limit of AF_UNIX paths), removed afterwards.
-    ``max_retries``: how often Ray resubmits a task lost with its worker or node. Usage statistics are off
-    (``RAY_USAGE_STATS_ENABLED=0`` unless set). Each task asks for one CPU.
+    CPUs (default: Ray's count); both as :func:`ray_connected` does. ``max_retries``: how often Ray
+    resubmits a task lost with its worker or node. Each task asks for one CPU.
     """
 
     name = "ray"
 
     def __init__(self, address: str | None = None, *, num_cpus: int | None = None, max_retries: int = 3) -> None:
-        missing = ray_missing()
-        if missing:
-            raise ValueError(missing)
-        if address is not None and not address.strip():
-            raise ValueError("the Ray address is empty; give HOST:PORT of the cluster's head, or auto")
-        if address is not None and num_cpus is not None:
-            raise ValueError("a Ray cluster's nodes decide its CPUs: give no CPU count (--jobs) with a Ray address")
-        if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
-            raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
+        _check_ray(address, num_cpus)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
         self.address = address
@@ -164,42 +155,10 @@ class RayExecutor(Executor):
     def describe(self) -> str:
         return f"ray (cluster at {self.address})" if self.address else "ray (local instance)"
 
-    @contextlib.contextmanager
-    def _connected(self) -> Iterator[Any]:
-        """Ray, initialised for this driver (joined or started), shut down when the block is left; a driver
-        already connected (``ray.is_initialized()``) is used as it is and left connected."""
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        import ray
-
-        if ray.is_initialized():
-            yield ray
-            return
-        temp_dir = None
-        options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
-        if self.address is not None:
-            options["address"] = self.address  # never num_cpus here: joining a cluster refuses it
-        else:
-            temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
-            # on the loopback address: a Ray instance of one command is nobody else's to join
-            options.update(num_cpus=self.num_cpus, include_dashboard=False, _temp_dir=temp_dir,
-                           _node_ip_address="127.0.0.1")  # fmt: skip
-        try:
-            ray.init(**options)
-        except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
-            if temp_dir:
-                shutil.rmtree(temp_dir, ignore_errors=True)
-            raise ValueError(f"cannot join the Ray cluster at {self.address}: {_first_line(err)}") from None
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-            if temp_dir:
-                shutil.rmtree(temp_dir, ignore_errors=True)
-
     def map_unordered(
         self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
     ) -> Generator[T, None, None]:
-        with self._connected() as ray:
+        with ray_connected(self.address, num_cpus=self.num_cpus) as ray:
             from ray import exceptions as rex
 
             lost = (rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError, rex.OwnerDiedError)
@@ -226,6 +185,62 @@ class RayExecutor(Executor):
                 for ref in pending:  # left early: what still runs is of no use to anyone
                     with contextlib.suppress(Exception):
                         ray.cancel(ref, force=True)
+
+
+@contextlib.contextmanager
+def ray_connected(address: str | None = None, *, num_cpus: int | None = None) -> Iterator[Any]:
+    """The ``ray`` module, initialised for this driver for the ``with`` block, shut down when it is left.
+
+    ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
+    instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
+    dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
+    paths), removed afterwards. Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A
+    driver already connected (``ray.is_initialized()``) is used as it is and left connected.
+
+    The start-up of :class:`RayExecutor` and of RLlib training (``baselines/rllib.py``). Refusals (Ray not
+    installed, an empty address, ``num_cpus`` with an address, no cluster at the address) are one-line
+    ValueErrors.
+    """
+    _check_ray(address, num_cpus)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    temp_dir = None
+    options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+    if address is not None:
+        options["address"] = address  # never num_cpus here: joining a cluster refuses it
+    else:
+        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
+        # on the loopback address: a Ray instance of one command is nobody else's to join
+        options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
+                       _node_ip_address="127.0.0.1")  # fmt: skip
+    try:
+        ray.init(**options)
+    except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        raise ValueError(f"cannot join the Ray cluster at {address}: {_first_line(err)}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _check_ray(address: str | None, num_cpus: int | None) -> None:
+    missing = ray_missing()
+    if missing:
+        raise ValueError(missing)
+    if address is not None and not address.strip():
+        raise ValueError("the Ray address is empty; give HOST:PORT of the cluster's head, or auto")
+    if address is not None and num_cpus is not None:
+        raise ValueError("a Ray cluster's nodes decide its CPUs: give no CPU count (--jobs) with a Ray address")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:

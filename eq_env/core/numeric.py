@@ -37,6 +37,9 @@ class NumericAdapter:
         modules: role → the name of the policy that plays it; symmetric roles share one (trained once,
             on both roles' experience).
         env_options: keywords of the game's ``raw_env`` besides the configuration (e.g. a reward mode).
+        idle: (role, the environment's observation) → whether the agent only waits this turn (its action
+            ignored by the game); :class:`NumericAECEnv` plays such turns itself (``None``), so a learner
+            sees only the turns where its action matters. None: every turn counts.
     """
 
     env: str
@@ -46,6 +49,7 @@ class NumericAdapter:
     env_action: Callable[[str, Any, Mapping[str, Any]], Any]
     modules: Mapping[str, str]
     env_options: Mapping[str, Any] = field(default_factory=dict)
+    idle: Callable[[str, Mapping[str, Any]], bool] | None = None
 
 
 class NumericAECEnv(AECEnv):  # type: ignore[misc]
@@ -88,6 +92,7 @@ class NumericAECEnv(AECEnv):  # type: ignore[misc]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.env.reset(seed=seed, options=options)
+        self._skip_idle()
         self._sync()
 
     def observe(self, agent: str) -> Any:
@@ -99,7 +104,21 @@ class NumericAECEnv(AECEnv):  # type: ignore[misc]
             self.env.step(None)
         else:
             self.env.step(self.adapter.env_action(self.roles[agent], action, self.env.observe(agent)))
+        self._skip_idle()
         self._sync()
+
+    def _skip_idle(self) -> None:
+        """Play the turns of agents that only wait (``adapter.idle``) with ``None``, as the game allows: the
+        agent selected next acts, or is done. Rewards stay the game's (belief coordination pays only at the
+        end, when every agent is done)."""
+        idle, env = self.adapter.idle, self.env
+        if idle is None:
+            return
+        while env.agents:
+            agent = env.agent_selection
+            if env.terminations[agent] or env.truncations[agent] or not idle(self.roles[agent], env.observe(agent)):
+                return
+            env.step(None)
 
     def render(self) -> Any:
         return self.env.render()

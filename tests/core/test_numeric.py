@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test
 
+from eq_env.belief_coordination.config import BeliefCoordinationConfig
+from eq_env.belief_coordination.numeric import numeric_env as belief_env
 from eq_env.core.numeric import NumericAECEnv
 from eq_env.core.spec import env_spec
 from eq_env.einstein_puzzle.numeric import numeric_env as einstein_env
 from eq_env.exchange_audit.numeric import numeric_env as exchange_env
 
-GAMES = {"exchange-audit": exchange_env, "einstein-puzzle": einstein_env}
+GAMES = {"exchange-audit": exchange_env, "einstein-puzzle": einstein_env, "belief-coordination": belief_env}
 
 
 def _play(env: NumericAECEnv, seed: int, episodes: int) -> tuple[list[float], list[object]]:
@@ -72,7 +74,8 @@ def test_numeric_actions_play_as_the_game_plays_their_translation(name: str) -> 
         for _agent in raw.agent_iter():
             _, reward, terminated, truncated, _ = raw.last()
             total += reward
-            raw.step(None if terminated or truncated else next(replay))
+            idle = numeric.adapter.idle is not None and numeric.adapter.idle(numeric.roles[_agent], raw.observe(_agent))
+            raw.step(None if terminated or truncated or idle else next(replay))
         raw_returns.append(total)
         raw.reset()
     assert raw_returns == returns
@@ -85,12 +88,38 @@ def test_exchange_audit_validator_approval_outside_the_mask_is_a_block() -> None
     assert env.adapter.env_action("validator", 1, obs) == 0
 
 
+def test_belief_coordination_agents_act_only_in_their_phase() -> None:
+    """Executors choose grid points (one turn each per round), the coordinator commits (one turn), and every
+    agent is paid the shared reward at the end; a Box configuration is refused."""
+    config = BeliefCoordinationConfig(n_executors=3, rounds=2, action_space="grid")
+    env = belief_env(config)
+    assert env.action_space("executor_0").n == config.grid_size == 30
+    assert env.action_space("coordinator").n == 3
+    assert env.observation_space("coordinator").shape == (10,)
+    env.reset(seed=1)
+    acted, paid = [], {}
+    for agent in env.agent_iter():
+        _, reward, terminated, _, _ = env.last()
+        if terminated:
+            paid[agent] = reward
+            env.step(None)
+            continue
+        acted.append(agent)
+        env.step(7 if agent != "coordinator" else 2)
+    assert acted == ["executor_0", "executor_1", "executor_2"] * 2 + ["coordinator"]
+    assert set(paid) == set(env.possible_agents) and len(set(paid.values())) == 1
+    assert env.env.unwrapped.committed == 2 and env.env.unwrapped.temperatures[0] == [config.grid_point(7)[0]] * 3
+    with pytest.raises(ValueError, match="action_space='grid'"):
+        belief_env(BeliefCoordinationConfig(action_space="box"))
+
+
 def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from baselines.rllib import rllib_missing
 
     if rllib_missing() is None:
         pytest.skip("RLlib is installed here: the refusal is for environments without it")
-    for argv in (["train", "--backend", "rllib"], ["train", "--env", "einstein-puzzle"]):
+    for argv in (["train", "--backend", "rllib"], ["train", "--env", "einstein-puzzle"],
+                 ["train", "--env", "belief-coordination", "--backend", "rllib"]):  # fmt: skip
         done = subprocess.run([sys.executable, "-m", "eq_env.cli", *argv, "--out", str(tmp_path / "o")],
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode != 0
@@ -102,6 +131,7 @@ def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:
 def test_rllib_policies_are_registered_for_every_role() -> None:
     from eq_env.core.policy import make_policy
 
-    for env, role in (("exchange-audit", "proposer"), ("exchange-audit", "validator"), ("einstein-puzzle", "player_1")):
+    for env, role in (("exchange-audit", "proposer"), ("exchange-audit", "validator"), ("einstein-puzzle", "player_1"),
+                      ("belief-coordination", "executor"), ("belief-coordination", "coordinator")):  # fmt: skip
         with pytest.raises(ValueError, match="not an RLlib training"):
             make_policy("rllib:path=/nonexistent", role, env)
