@@ -31,6 +31,7 @@ from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
 
 __all__ = [
+    "SCRIPTED",
     "AlwaysApprove",
     "AlwaysBlock",
     "HonestProposer",
@@ -40,7 +41,9 @@ __all__ = [
     "TextReaderValidator",
 ]
 
-for _name, _role, _factory in (
+# The scripted policies, by name and role: the repeated game registers the same ones (baselines/exchange_audit/
+# repeated.py), so a policy added here plays both games.
+SCRIPTED: tuple[tuple[str, str, type], ...] = (
     ("honest", "proposer", HonestProposer),
     ("silent", "proposer", SilentProposer),
     ("strategic", "proposer", StrategicProposer),
@@ -48,6 +51,10 @@ for _name, _role, _factory in (
     ("text_reader", "validator", TextReaderValidator),
     ("approve", "validator", AlwaysApprove),
     ("block", "validator", AlwaysBlock),
+)
+
+for _name, _role, _factory in (
+    *SCRIPTED,
     ("sb3", "proposer", sb3_proposer),
     ("sb3", "validator", sb3_validator),
     ("rllib", "proposer", rllib_policy_for("proposer")),

@@ -19,25 +19,9 @@ name             role        policy
 ===============  ==========  ======================================================
 """
 
-from baselines.exchange_audit.scripted import (
-    AlwaysApprove,
-    AlwaysBlock,
-    HonestProposer,
-    RuleValidator,
-    SilentProposer,
-    StrategicProposer,
-    TextReaderValidator,
-)
+from baselines.exchange_audit import SCRIPTED
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.repeated.spec import ID
 
-for _name, _role, _factory in (
-    ("honest", "proposer", HonestProposer),
-    ("silent", "proposer", SilentProposer),
-    ("strategic", "proposer", StrategicProposer),
-    ("rule", "validator", RuleValidator),
-    ("approve", "validator", AlwaysApprove),
-    ("block", "validator", AlwaysBlock),
-    ("text_reader", "validator", TextReaderValidator),
-):
+for _name, _role, _factory in SCRIPTED:
     register_policy(_name, _role, _factory, env=ID)

@@ -206,12 +206,13 @@ first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
+from eq_env.core.config import GameConfig
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
     N_AUDIT_UNIFORMS,
@@ -219,6 +220,7 @@ from eq_env.exchange_audit.game import (
     Decision,
     DrawStream,
     EpisodeDraws,
+    EpisodeOutcome,
     ExchangeAuditGame,
     Intent,
     Payoffs,
@@ -301,46 +303,136 @@ def _unknown_agent(agent: Any) -> UnknownAgentError:
     return UnknownAgentError(f"unknown agent {agent!r}; agents: {PROPOSER}, {VALIDATOR}")
 
 
-class _Episode:
-    """What the AEC and parallel adapters share: the game, its spaces and its randomness."""
+# The private position, the head of every state() vector (its Box bounds, entry by entry).
+_POSITION_LOW = (0, 0, 0, 0, 0, -3, 0, 0)
+_POSITION_HIGH = (1, 1, 3, 1.5, 4, 3, 3, 1)
+_NO_EXTRA: Mapping[str, Any] = {}
+ConfigT = TypeVar("ConfigT", bound=GameConfig)
+GameT = TypeVar("GameT")
 
-    def __init__(self, config: ExchangeAuditConfig, reward_mode: str, render_mode: str | None) -> None:
+
+class _EpisodeBase(Generic[ConfigT, GameT]):
+    """What the AEC and parallel adapters share: the game, its spaces and its randomness.
+
+    A subclass sets up ``game`` (a one-shot or repeated game), ``stage`` (the one-shot game being played:
+    the game itself, or the repeated game's current round), the observation and state spaces and its draws,
+    and plays ``reset``, ``observe``, ``decide``, ``ended``, ``final_info`` and ``_render_text``.
+    """
+
+    config: ConfigT
+    game: GameT
+    stage: ExchangeAuditGame
+    observation_spaces: dict[str, spaces.Space]
+    state_space: spaces.Box
+
+    def __init__(self, config: ConfigT, reward_mode: str, render_mode: str | None) -> None:
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.config = config
         self.reward_mode = reward_mode
-        self.codec = ExchangeAuditSpaces(config)
-        self.observation_spaces = {
-            PROPOSER: self.codec.proposer_observation,
-            VALIDATOR: self.codec.validator_observation,
-        }
-        self.action_spaces = {PROPOSER: self.codec.proposer_action, VALIDATOR: self.codec.validator_action}
-        self.state_space = spaces.Box(
-            low=np.array([0, 0, 0, 0, 0, -3, 0, 0], dtype=np.float64),
-            high=np.array([1, 1, 3, 1.5, 4, 3, 3, 1], dtype=np.float64),
-            dtype=np.float64,
-        )
-        self.game = ExchangeAuditGame(config)
-        self._claim_keys = max(0, len(self.codec.pool) - (N_AUDIT_UNIFORMS - 1))  # claim keys per episode
-        self.draws = DrawStream(None)
         self.episode_index = -1
-        self._public_vector = np.zeros(0)
+        # Observations built for the current phase, by agent (the one-shot episode's; the repeated
+        # game's episode builds every observation on demand and leaves it empty).
         self._cache: dict[str, tuple[Phase, dict[str, Any]]] = {}
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+    def _set_codec(self, codec: ExchangeAuditSpaces) -> None:
+        self.codec = codec
+        self.action_spaces = {PROPOSER: codec.proposer_action, VALIDATOR: codec.validator_action}
+        self._claim_keys = max(0, len(codec.pool) - (N_AUDIT_UNIFORMS - 1))  # claim keys per episode (round)
+
+    @staticmethod
+    def _episode_option(seed: int | None, options: dict[str, Any] | None) -> int | None:
+        """Check reset's arguments; the episode ``options`` asks for, if any."""
         if seed is not None and (
             isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
         ):  # numpy would take True as 1 and fail on 1.5 with its own words
             raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
         _check_options(options)
-        index = None
-        if options and "episode" in options:
-            index = options["episode"]
-            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
-                raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
-            index = int(index)
+        if not options or "episode" not in options:
+            return None
+        index = options["episode"]
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
+            raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
+        return int(index)
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def propose(self, action: Any) -> None:
+        self.stage.submit(self.codec.decode_proposer_action(action, PROPOSER))
+
+    def decide(self, action: Any) -> Payoffs:
+        """The validator's decision: the payoffs of the game (the round) it ends."""
+        raise NotImplementedError
+
+    def ended(self) -> tuple[bool, bool]:
+        """After :meth:`decide`: whether the episode is over, (terminated, truncated)."""
+        raise NotImplementedError
+
+    def rewards(self, result: Payoffs) -> dict[str, float]:
+        if self.reward_mode == "welfare":
+            welfare = result.welfare
+            return {PROPOSER: welfare, VALIDATOR: welfare}
+        return {PROPOSER: result.proposer, VALIDATOR: result.validator}
+
+    def final_info(self) -> dict[str, Any]:
+        """The info both agents receive when the validator has decided."""
+        raise NotImplementedError
+
+    def _state_extra(self) -> tuple[float, ...]:
+        """What ``state()`` holds after the private position."""
+        return ()
+
+    def state_vector(self) -> np.ndarray:
+        s = self.stage.state
+        if s is None:
+            raise RuntimeError("state() before reset()")
+        values = [s.ambiguous, s.intent, s.risk_limit, s.delta_limit, s.true_risk, s.true_net_delta, s.hedge_size,
+                  s.compliant, *self._state_extra()]  # fmt: skip
+        return np.clip(np.array(values, dtype=np.float64), self.state_space.low, self.state_space.high)
+
+    def _render_text(self) -> str:
+        raise NotImplementedError
+
+    def render(self, render_mode: str | None) -> str | None:
+        if render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        text = self._render_text()
+        if render_mode == "human":
+            print(text, end="")
+            return None
+        return text
+
+
+class _Episode(_EpisodeBase[ExchangeAuditConfig, ExchangeAuditGame]):
+    """The one-shot game's episode: one proposal, observations built once per phase."""
+
+    def __init__(self, config: ExchangeAuditConfig, reward_mode: str, render_mode: str | None) -> None:
+        super().__init__(config, reward_mode, render_mode)
+        self._set_codec(ExchangeAuditSpaces(config))
+        self.observation_spaces = {
+            PROPOSER: self.codec.proposer_observation,
+            VALIDATOR: self.codec.validator_observation,
+        }
+        self.state_space = spaces.Box(
+            low=np.array(_POSITION_LOW, dtype=np.float64),
+            high=np.array(_POSITION_HIGH, dtype=np.float64),
+            dtype=np.float64,
+        )
+        self.game = self.stage = ExchangeAuditGame(config)
+        self.draws = DrawStream(None)
+        self._public_vector = np.zeros(0)
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        index = self._episode_option(seed, options)
         if seed is not None and index is None:
             self.draws = DrawStream(seed)  # episode 0 of that seed
         elif index is not None:
@@ -409,101 +501,80 @@ class _Episode:
             self._public_vector = self._public_vector.copy()  # (an unpickled array may not own its data)
             self._public_vector.flags.writeable = False
 
-    def propose(self, action: Any) -> None:
-        self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
-
     def decide(self, action: Any) -> Payoffs:
         mask = self.observe(VALIDATOR)["action_mask"]
         return self.game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
 
-    def rewards(self, result: Payoffs) -> dict[str, float]:
-        if self.reward_mode == "welfare":
-            welfare = result.welfare
-            return {PROPOSER: welfare, VALIDATOR: welfare}
-        return {PROPOSER: result.proposer, VALIDATOR: result.validator}
+    def ended(self) -> tuple[bool, bool]:
+        return _TERMINATED  # (one proposal per episode)
 
     def final_info(self) -> dict[str, Any]:
         out = self.game.outcome
         assert out is not None
-        s, sub, audit = out.state, out.submission, out.audit
-        return {
-            "episode": self.episode_index,
-            "welfare": out.payoffs.welfare,
-            "proposer_payoff": out.payoffs.proposer,
-            "validator_payoff": out.payoffs.validator,
-            "proposer_action": _ACTION_NAMES[sub.action],
-            "decision": _DECISION_NAMES[out.decision],
-            "approved": out.approved,
-            "compliant": s.compliant,
-            "ambiguous": s.ambiguous,
-            "words": sub.artifact.words,
-            "audit": {
-                "audited": audit.audited,
-                "outcome": _OUTCOME_NAMES[audit.outcome],
-                "checked": list(audit.checked),
-                "failed": list(audit.failed),
-                "revealed_compliant": audit.revealed_compliant,
-            },
-            "state": {
-                "intent": _INTENT_NAMES[s.intent],
-                "risk_limit": s.risk_limit,
-                "delta_limit": s.delta_limit,
-                "true_risk": s.true_risk,
-                "true_net_delta": s.true_net_delta,
-                "hedge_size": s.hedge_size,
-            },
-        }
+        return _outcome_info(self.episode_index, out)
 
-    def state_vector(self) -> np.ndarray:
-        s = self.game.state
-        if s is None:
-            raise RuntimeError("state() before reset()")
-        return np.clip(
-            np.array(
-                [
-                    s.ambiguous,
-                    s.intent,
-                    s.risk_limit,
-                    s.delta_limit,
-                    s.true_risk,
-                    s.true_net_delta,
-                    s.hedge_size,
-                    s.compliant,
-                ],
-                dtype=np.float64,
-            ),
-            self.state_space.low,
-            self.state_space.high,
-        )
-
-    def render(self, render_mode: str | None) -> str | None:
-        if render_mode is None:
-            import gymnasium
-
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
-            return None
-        text = render_episode(self.game, self.episode_index)
-        if render_mode == "human":
-            print(text, end="")
-            return None
-        return text
+    def _render_text(self) -> str:
+        return render_episode(self.game, self.episode_index)
 
 
-class _Adapter:
-    """The surface both PettingZoo adapters share: construction, spaces, the game, state and rendering."""
+_TERMINATED = (True, False)
+
+
+def _outcome_info(episode: int, out: EpisodeOutcome, extra: Mapping[str, Any] = _NO_EXTRA) -> dict[str, Any]:
+    """The info of a finished one-shot game (``extra`` goes after ``"episode"``)."""
+    s, sub, audit = out.state, out.submission, out.audit
+    return {
+        "episode": episode,
+        **extra,
+        "welfare": out.payoffs.welfare,
+        "proposer_payoff": out.payoffs.proposer,
+        "validator_payoff": out.payoffs.validator,
+        "proposer_action": _ACTION_NAMES[sub.action],
+        "decision": _DECISION_NAMES[out.decision],
+        "approved": out.approved,
+        "compliant": s.compliant,
+        "ambiguous": s.ambiguous,
+        "words": sub.artifact.words,
+        "audit": {
+            "audited": audit.audited,
+            "outcome": _OUTCOME_NAMES[audit.outcome],
+            "checked": list(audit.checked),
+            "failed": list(audit.failed),
+            "revealed_compliant": audit.revealed_compliant,
+        },
+        "state": {
+            "intent": _INTENT_NAMES[s.intent],
+            "risk_limit": s.risk_limit,
+            "delta_limit": s.delta_limit,
+            "true_risk": s.true_risk,
+            "true_net_delta": s.true_net_delta,
+            "hedge_size": s.hedge_size,
+        },
+    }
+
+
+class _Adapter(Generic[ConfigT, GameT]):
+    """The surface both PettingZoo adapters share: construction, spaces, the game, state and rendering.
+
+    A subclass names its configuration class (its ``resolve`` reads the constructor's arguments) and its
+    episode class (which plays the game); the repeated game's adapters are such subclasses.
+    """
 
     metadata = METADATA
+    _config_class: type[ConfigT]
+    _episode_class: type[_EpisodeBase[ConfigT, GameT]]
 
     def __init__(
         self,
-        config: ExchangeAuditConfig | None = None,
+        config: ConfigT | None = None,
         *,
         preset: str | None = None,
         reward_mode: str = "welfare",
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
+        config = self._config_class.resolve(config, preset, overrides)
+        self._episode = self._episode_class(config, reward_mode, render_mode)
         self.config = self._episode.config
         self.codec = self._episode.codec
         self.render_mode = render_mode
@@ -525,8 +596,9 @@ class _Adapter:
             raise _unknown_agent(agent) from None
 
     @property
-    def game(self) -> ExchangeAuditGame:
-        """The pure game behind the adapter (its state, submission, audit, outcome)."""
+    def game(self) -> GameT:
+        """The pure game behind the adapter (one-shot: its state, submission, audit, outcome; repeated: its
+        rounds, record and current stage game)."""
         return self._episode.game
 
     @property
@@ -536,7 +608,8 @@ class _Adapter:
 
     def state(self) -> np.ndarray:
         """The private position: ambiguous, intent, risk limit, delta limit, true risk,
-        true net delta, hedge size, compliant (for centralised critics)."""
+        true net delta, hedge size, compliant (for centralised critics); the repeated game's
+        then holds the round, q_t, clean and failed audits."""
         return self._episode.state_vector()
 
     def render(self) -> str | None:
@@ -546,8 +619,8 @@ class _Adapter:
         pass
 
 
-class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
-    """The exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
+class _AECAdapter(_Adapter[ConfigT, GameT], AECEnv):
+    """The AEC adapter of a game: the proposer, then the validator, in every episode (round)."""
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._episode.reset(seed, options)
@@ -563,7 +636,7 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def observe(self, agent: str) -> dict[str, Any]:
         episode = self._episode
         cached = episode._cache.get(agent)  # (the cached path of _Episode.observe, inline)
-        if cached is not None and cached[0] is episode.game.phase:
+        if cached is not None and cached[0] is episode.stage.phase:
             return dict(cached[1])
         return dict(episode.observe(agent))
 
@@ -607,6 +680,9 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
         for a in self.rewards:
             self.rewards[a] = 0
 
+    def _proposed(self) -> None:
+        """After the proposer's step, before the validator's (the repeated game clears last round's rewards)."""
+
     def step(self, action: Any) -> None:
         if not hasattr(self, "agent_selection"):
             raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
@@ -616,32 +692,32 @@ class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        self._cumulative_rewards[agent] = 0.0
+        episode = self._episode
         if agent == PROPOSER:
-            self._episode.propose(action)
+            episode.propose(action)  # (refuses a bad action before anything changes)
+            self._cumulative_rewards[agent] = 0.0
+            self._proposed()
             self.agent_selection = VALIDATOR
         else:
-            result = self._episode.decide(action)
-            self.rewards = self._episode.rewards(result)
-            info = self._episode.final_info()
+            result = episode.decide(action)
+            self._cumulative_rewards[agent] = 0.0
+            self.rewards = episode.rewards(result)
+            info = episode.final_info()
             # each agent its own copy (the first takes the original, which nothing else holds)
             self.infos = {a: info if i == 0 else _copy_info(info) for i, a in enumerate(self.agents)}
-            self.terminations = {a: True for a in self.agents}
+            terminated, truncated = episode.ended()
+            if terminated:
+                self.terminations = {a: True for a in self.agents}
+            elif truncated:
+                self.truncations = {a: True for a in self.agents}
             self.agent_selection = PROPOSER
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
 
-class ExchangeAuditParallelEnv(_Adapter, ParallelEnv):
-    """The exchange–audit game under PettingZoo's parallel API.
-
-    Each episode takes two parallel steps. In the first (``phase`` 0) only
-    ``proposer_0``'s action is read; in the second (``phase`` 1) only
-    ``validator_0``'s. The other agent's entry may be omitted or anything
-    (it is ignored), so generic parallel loops that send every agent an
-    action work unchanged. Rewards arrive on the second step.
-    """
+class _ParallelAdapter(_Adapter[ConfigT, GameT], ParallelEnv):
+    """The parallel adapter of a game: two steps per episode (round), the proposer's then the validator's."""
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
@@ -656,33 +732,55 @@ class ExchangeAuditParallelEnv(_Adapter, ParallelEnv):
     def step(
         self, actions: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
+        episode = self._episode
+        phase = episode.stage.phase
         if not self.agents:
-            if self.game.phase is Phase.DONE and self._episode.episode_index >= 0:
+            if phase is Phase.DONE and episode.episode_index >= 0:
                 raise RuntimeError("step() after the episode ended; call reset()")
             raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
-        phase = self.game.phase
         acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
         if acting not in actions:
             raise ActionError(f"phase {phase.name}: actions must include {acting!r}, got keys {sorted(actions)}")
         if phase is Phase.PROPOSAL:
-            self._episode.propose(actions[PROPOSER])
+            episode.propose(actions[PROPOSER])
             rewards = {a: 0.0 for a in self.agents}
-            done = False
+            terminated = truncated = False
             infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         else:
-            result = self._episode.decide(actions[VALIDATOR])
-            rewards = self._episode.rewards(result)
-            done = True
-            info = self._episode.final_info()
+            result = episode.decide(actions[VALIDATOR])
+            rewards = episode.rewards(result)
+            terminated, truncated = episode.ended()
+            info = episode.final_info()
             infos = {a: _copy_info(info) for a in self.agents}
         observations = self._observations()
-        terminations = {a: done for a in self.agents}
-        truncations = {a: False for a in self.agents}
-        if done:
+        terminations = {a: terminated for a in self.agents}
+        truncations = {a: truncated for a in self.agents}
+        if terminated or truncated:
             self.agents = []
         if self.render_mode == "human":
             self.render()
         return observations, rewards, terminations, truncations, infos
+
+
+class raw_env(_AECAdapter[ExchangeAuditConfig, ExchangeAuditGame]):  # noqa: N801 - PettingZoo's naming convention
+    """The exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
+
+    _config_class = ExchangeAuditConfig
+    _episode_class = _Episode
+
+
+class ExchangeAuditParallelEnv(_ParallelAdapter[ExchangeAuditConfig, ExchangeAuditGame]):
+    """The exchange–audit game under PettingZoo's parallel API.
+
+    Each episode takes two parallel steps. In the first (``phase`` 0) only
+    ``proposer_0``'s action is read; in the second (``phase`` 1) only
+    ``validator_0``'s. The other agent's entry may be omitted or anything
+    (it is ignored), so generic parallel loops that send every agent an
+    action work unchanged. Rewards arrive on the second step.
+    """
+
+    _config_class = ExchangeAuditConfig
+    _episode_class = _Episode
 
 
 def _copy_info(info: dict[str, Any]) -> dict[str, Any]:

@@ -447,10 +447,9 @@ class ExchangeAuditSpaces:
             return obs
         sub, audit, p = view.submission, view.audit, view.submission.proposal
         deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
-        if not self.paper:
-            return self._schema_validator_observation(ambiguous, view, phase, pub, read_only=False)
-        codes, values = _encode_claims(sub.artifact.claims)
-        return {
+        claims = sub.artifact.claims
+        codes, values = _encode_claims(claims) if self.paper else encode_claims(claims, self.schema)
+        obs = {
             "phase": np.int64(phase),
             "action_mask": FULL_MASK if deciding else BLOCK_ONLY_MASK,
             "proposer_action": np.int64(sub.action),
@@ -462,12 +461,15 @@ class ExchangeAuditSpaces:
             "token_count": np.int64(sub.artifact.tokens),
             "text": sub.artifact.text,
             "audit_outcome": np.int64(audit.outcome),
-            "audit_checked": np.array([c in audit.checked for c in CHECKABLE_CLAIMS], dtype=np.int8),
-            "audit_failed": np.array([c in audit.failed for c in CHECKABLE_CLAIMS], dtype=np.int8),
+            "audit_checked": np.array([c in audit.checked for c in self.pool], dtype=np.int8),
+            "audit_failed": np.array([c in audit.failed for c in self.pool], dtype=np.int8),
             "revealed_compliance": np.int64(_tri(audit.revealed_compliant)),
             "ambiguous": np.int64(ambiguous),
             "public": pub,
         }
+        if not self.paper:
+            obs["claim_schema"] = self.schema.name
+        return obs
 
     # The environment's own builders: the same observations as the encoders above, with every array
     # read-only; arrays that take few values (codes, masks, audit flags) are built once and shared.
@@ -493,8 +495,12 @@ class ExchangeAuditSpaces:
     ) -> dict[str, Any]:
         """:meth:`encode_validator_observation` after a submission, with read-only arrays (``public_vector``
         must be read-only)."""
-        if not self.paper:
-            return self._schema_validator_observation(ambiguous, view, phase, public_vector, read_only=True)
+        if not self.paper:  # (another schema has no fast path: the builder above, its arrays frozen)
+            obs = self.encode_validator_observation(view.public, ambiguous, view, phase, public_vector)
+            for value in obs.values():
+                if isinstance(value, np.ndarray):
+                    value.flags.writeable = False
+            return obs
         sub, audit, p = view.submission, view.audit, view.submission.proposal
         artifact = sub.artifact
         deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
@@ -520,38 +526,6 @@ class ExchangeAuditSpaces:
             "ambiguous": _INT64[ambiguous],
             "public": public_vector,
         }
-
-    def _schema_validator_observation(
-        self, ambiguous: bool, view: ValidatorView, phase: Phase, public_vector: np.ndarray, read_only: bool
-    ) -> dict[str, Any]:
-        """The validator's observation after a submission under a claim schema other than the paper's."""
-        sub, audit, p = view.submission, view.audit, view.submission.proposal
-        deciding = sub.action is ProposerAction.REQUEST_APPROVAL and phase is Phase.DECISION
-        codes, values = encode_claims(sub.artifact.claims, self.schema)
-        obs: dict[str, Any] = {
-            "phase": np.int64(phase),
-            "action_mask": FULL_MASK if deciding else BLOCK_ONLY_MASK,
-            "proposer_action": np.int64(sub.action),
-            "reported_intent": np.int64(p.intent),
-            "reported_numbers": _numbers(p.risk, p.net_delta, p.hedge_size),
-            "claims": codes,
-            "claim_values": values,
-            "word_count": np.int64(sub.artifact.words),
-            "token_count": np.int64(sub.artifact.tokens),
-            "text": sub.artifact.text,
-            "audit_outcome": np.int64(audit.outcome),
-            "audit_checked": np.array([c in audit.checked for c in self.pool], dtype=np.int8),
-            "audit_failed": np.array([c in audit.failed for c in self.pool], dtype=np.int8),
-            "revealed_compliance": np.int64(_tri(audit.revealed_compliant)),
-            "ambiguous": np.int64(ambiguous),
-            "public": public_vector,
-            "claim_schema": self.schema.name,
-        }
-        if read_only:
-            for value in obs.values():
-                if isinstance(value, np.ndarray):
-                    value.flags.writeable = False
-        return obs
 
     # -- actions ---------------------------------------------------------------
     def decode_proposer_action(self, action: Any, agent: str = "proposer_0") -> Submission:

@@ -113,26 +113,23 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.exchange_audit.env import (
+    _POSITION_HIGH,
+    _POSITION_LOW,
     PROPOSER,
+    RENDER_MODES,
     ROLES,
     SEED_STREAMS,
     VALIDATOR,
     UnknownAgentError,
-    _check_options,
+    _AECAdapter,
+    _EpisodeBase,
+    _outcome_info,
+    _ParallelAdapter,
     _unknown_agent,
 )
-from eq_env.exchange_audit.game import (
-    N_AUDIT_UNIFORMS,
-    AuditOutcome,
-    Decision,
-    Intent,
-    Payoffs,
-    Phase,
-    ProposerAction,
-)
+from eq_env.exchange_audit.game import Decision, Payoffs
 from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.repeated.game import (
     FOREVER,
@@ -146,7 +143,6 @@ from eq_env.exchange_audit.repeated.game import (
 from eq_env.exchange_audit.spaces import (
     BLOCK_ONLY_MASK,
     FULL_MASK,
-    ActionError,
     BoundedBox,
     ExchangeAuditSpaces,
     FastDict,
@@ -172,18 +168,12 @@ HISTORY_FIELDS = (
 )  # fmt: skip
 _HISTORY_LOW = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1], dtype=np.float64)
 _HISTORY_HIGH = np.array([MAX_ROUNDS] * 2 + [1, 1] + [MAX_ROUNDS] * 5 + [1, 1, 3, 2], dtype=np.float64)
-REWARD_MODES = ("welfare", "individual")
-RENDER_MODES = ("ansi", "human")
 METADATA: dict[str, Any] = {
     "name": "exchange_audit_repeated_v0",
     "render_modes": list(RENDER_MODES),
     "is_parallelizable": False,  # the validator observes the proposal: use parallel_env()
     "render_fps": 1,
 }
-_ACTION_NAMES = tuple(m.name for m in ProposerAction)
-_DECISION_NAMES = tuple(m.name for m in Decision)
-_OUTCOME_NAMES = tuple(m.name for m in AuditOutcome)
-_INTENT_NAMES = tuple(m.name for m in Intent)
 _VERDICT_NAMES = tuple(m.name for m in Verdict)
 
 
@@ -220,48 +210,31 @@ def decode_history(observation: Any) -> dict[str, Any]:
             for name, v in zip(HISTORY_FIELDS, values, strict=True)}  # fmt: skip
 
 
-class _Episode:
-    """What the AEC and parallel adapters share: the game, its spaces and its randomness."""
+class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
+    """The repeated game's episode: its rounds, their draws and continuation coins; observations built on
+    demand (they carry the record)."""
 
     def __init__(self, config: RepeatedConfig, reward_mode: str, render_mode: str | None) -> None:
-        if reward_mode not in REWARD_MODES:
-            raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
-        self.config = config
-        self.reward_mode = reward_mode
-        self.codec = ExchangeAuditSpaces(config.stage)  # (no space depends on q: one codec for every round)
-        self._claim_keys = max(0, len(self.codec.pool) - (N_AUDIT_UNIFORMS - 1))  # (a schema's pool beyond four)
+        super().__init__(config, reward_mode, render_mode)
+        self._set_codec(ExchangeAuditSpaces(config.stage))  # (no space depends on q: one codec for every round)
         history = BoundedBox(_HISTORY_LOW, _HISTORY_HIGH, dtype=np.float64)
         self.observation_spaces = {
             agent: FastDict(OrderedDict({**space.spaces, "history": history}))
             for agent, space in ((PROPOSER, self.codec.proposer_observation),
                                  (VALIDATOR, self.codec.validator_observation))
         }  # fmt: skip
-        self.action_spaces = {PROPOSER: self.codec.proposer_action, VALIDATOR: self.codec.validator_action}
         self.state_space = spaces.Box(
-            low=np.array([0, 0, 0, 0, 0, -3, 0, 0, 0, 0, 0, 0], dtype=np.float64),
-            high=np.array([1, 1, 3, 1.5, 4, 3, 3, 1, MAX_ROUNDS, 1, MAX_ROUNDS, MAX_ROUNDS], dtype=np.float64),
+            low=np.array([*_POSITION_LOW, 0, 0, 0, 0], dtype=np.float64),
+            high=np.array([*_POSITION_HIGH, MAX_ROUNDS, 1, MAX_ROUNDS, MAX_ROUNDS], dtype=np.float64),
             dtype=np.float64,
         )
         self.game = RepeatedGame(config)
+        self.stage = self.game.stage  # (one stage game, reconfigured round by round)
         self.draws = RoundDraws(None, config.rounds)
-        self.episode_index = -1
-        self.episodes_started = 0  # (episode_index + 1 while playing in order)
 
     # -- episodes and rounds ----------------------------------------------------------------------
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
-        if seed is not None and (
-            isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0
-        ):
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        _check_options(options)
-        index = None
-        if options and "episode" in options:
-            index = options["episode"]
-            if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
-                raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
-            index = int(index)
+        index = self._episode_option(seed, options)
         if seed is not None:
             self.draws = RoundDraws(int(seed), self.config.rounds)
             self.episode_index = 0 if index is None else index
@@ -277,19 +250,19 @@ class _Episode:
         game.start_round(self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits,
                                           self._claim_keys))  # fmt: skip
 
-    def propose(self, action: Any) -> None:
-        self.game.submit(self.codec.decode_proposer_action(action, PROPOSER))
-
-    def decide(self, action: Any) -> tuple[Payoffs, bool]:
-        """The validator's decision: the round's payoffs and whether another round follows (then started)."""
+    def decide(self, action: Any) -> Payoffs:
+        """The validator's decision: the round's payoffs; the next round, if one follows, is started."""
         game = self.game
         mask = FULL_MASK if Decision.APPROVE in game.stage.legal_decisions else BLOCK_ONLY_MASK
         result = game.decide(self.codec.decode_validator_action(action, mask, VALIDATOR))
         coin = self.draws.coin(self.episode_index, game.round + 1) if game.needs_coin else None
-        going_on = game.end_round(coin)
-        if going_on:
+        if game.end_round(coin):
             self._start_round()
-        return result, going_on
+        return result
+
+    def ended(self) -> tuple[bool, bool]:
+        game = self.game
+        return game.over and not game.truncated, game.over and game.truncated
 
     # -- observations -------------------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, Any]:
@@ -309,68 +282,25 @@ class _Episode:
         obs["history"] = history_vector(self.game)
         return obs
 
-    def rewards(self, result: Payoffs) -> dict[str, float]:
-        if self.reward_mode == "welfare":
-            welfare = result.welfare
-            return {PROPOSER: welfare, VALIDATOR: welfare}
-        return {PROPOSER: result.proposer, VALIDATOR: result.validator}
-
-    def round_info(self) -> dict[str, Any]:
+    def final_info(self) -> dict[str, Any]:
         """The last finished round, as the one-shot game's final info plus the repeated game's."""
         record = self.game.history[-1]
-        out, rep = record.outcome, self.game.reputation
-        s, sub, audit = out.state, out.submission, out.audit
-        return {
-            "episode": self.episode_index,
-            "round": record.round,
-            "q": record.q,
-            "verdict": _VERDICT_NAMES[record.verdict],
-            "clean_audits": rep.clean,
-            "failed_audits": rep.failed,
-            "welfare": out.payoffs.welfare,
-            "proposer_payoff": out.payoffs.proposer,
-            "validator_payoff": out.payoffs.validator,
-            "proposer_action": _ACTION_NAMES[sub.action],
-            "decision": _DECISION_NAMES[out.decision],
-            "approved": out.approved,
-            "compliant": s.compliant,
-            "ambiguous": s.ambiguous,
-            "words": sub.artifact.words,
-            "audit": {
-                "audited": audit.audited,
-                "outcome": _OUTCOME_NAMES[audit.outcome],
-                "checked": list(audit.checked),
-                "failed": list(audit.failed),
-                "revealed_compliant": audit.revealed_compliant,
-            },
-            "state": {
-                "intent": _INTENT_NAMES[s.intent],
-                "risk_limit": s.risk_limit,
-                "delta_limit": s.delta_limit,
-                "true_risk": s.true_risk,
-                "true_net_delta": s.true_net_delta,
-                "hedge_size": s.hedge_size,
-            },
-        }
-
-    def state_vector(self) -> np.ndarray:
-        s = self.game.stage.state
-        if s is None:
-            raise RuntimeError("state() before reset()")
         rep = self.game.reputation
-        values = [s.ambiguous, s.intent, s.risk_limit, s.delta_limit, s.true_risk, s.true_net_delta, s.hedge_size,
-                  s.compliant, self.game.round, self.game.q, rep.clean, rep.failed]  # fmt: skip
-        return np.clip(np.array(values, dtype=np.float64), self.state_space.low, self.state_space.high)
+        extra = {"round": record.round, "q": record.q, "verdict": _VERDICT_NAMES[record.verdict],
+                 "clean_audits": rep.clean, "failed_audits": rep.failed}  # fmt: skip
+        return _outcome_info(self.episode_index, record.outcome, extra)
+
+    def _state_extra(self) -> tuple[float, ...]:
+        rep = self.game.reputation
+        return self.game.round, self.game.q, rep.clean, rep.failed
 
     def render(self, render_mode: str | None) -> str | None:
-        if render_mode is None:
-            import gymnasium
+        if render_mode is not None and self.game.stage.state is None:
+            return "(no episode yet: call reset())\n"  # (returned, in "human" mode too)
+        return super().render(render_mode)
 
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
-            return None
+    def _render_text(self) -> str:
         game = self.game
-        if game.stage.state is None:
-            return "(no episode yet: call reset())\n"
         rep = game.history[-1].reputation if game.over and game.history else game.reputation
         t = game.history[-1].round if game.over and game.history else game.round
         q = game.history[-1].q if game.over and game.history else game.q
@@ -380,169 +310,24 @@ class _Episode:
         if game.over:
             total = sum(r.payoffs.welfare for r in game.history)
             text += f"episode over after {len(game.history)} round(s): welfare {total:.3f}\n"
-        if render_mode == "human":
-            print(text, end="")
-            return None
         return text
 
 
-class _Adapter:
-    """The surface both PettingZoo adapters share: construction, spaces, the game, state and rendering."""
-
-    metadata = METADATA
-
-    def __init__(
-        self,
-        config: RepeatedConfig | None = None,
-        *,
-        preset: str | None = None,
-        reward_mode: str = "welfare",
-        render_mode: str | None = None,
-        **overrides: Any,
-    ) -> None:
-        self._episode = _Episode(resolve_config(config, preset, overrides), reward_mode, render_mode)
-        self.config = self._episode.config
-        self.codec = self._episode.codec
-        self.render_mode = render_mode
-        self.reward_mode = reward_mode
-        self.possible_agents = [PROPOSER, VALIDATOR]
-        self.agents: list[str] = []
-        self.state_space = self._episode.state_space
-
-    def observation_space(self, agent: str) -> spaces.Space:
-        try:
-            return self._episode.observation_spaces[agent]
-        except (KeyError, TypeError):
-            raise _unknown_agent(agent) from None
-
-    def action_space(self, agent: str) -> spaces.Space:
-        try:
-            return self._episode.action_spaces[agent]
-        except (KeyError, TypeError):
-            raise _unknown_agent(agent) from None
-
-    @property
-    def game(self) -> RepeatedGame:
-        """The pure game behind the adapter (its rounds, record and current stage game)."""
-        return self._episode.game
-
-    @property
-    def episode_index(self) -> int:
-        return self._episode.episode_index
-
-    def state(self) -> np.ndarray:
-        """The round's private position (as the one-shot game's state) and round, q_t, clean and failed audits."""
-        return self._episode.state_vector()
-
-    def render(self) -> str | None:
-        return self._episode.render(self.render_mode)
-
-    def close(self) -> None:
-        pass
-
-
-class raw_env(_Adapter, AECEnv):  # noqa: N801 - PettingZoo's naming convention
+class raw_env(_AECAdapter[RepeatedConfig, RepeatedGame]):  # noqa: N801 - PettingZoo's naming convention
     """The repeated exchange–audit game as a PettingZoo AEC environment (see the module docstring)."""
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self._episode.reset(seed, options)
-        agents = self.agents = self.possible_agents[:]
-        self.rewards = dict.fromkeys(agents, 0.0)
-        self._cumulative_rewards = dict.fromkeys(agents, 0.0)
-        self.terminations = dict.fromkeys(agents, False)
-        self.truncations = dict.fromkeys(agents, False)
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in agents}
-        self.agent_selection = PROPOSER
-        self._skip_agent_selection = None
+    metadata = METADATA
+    _config_class = RepeatedConfig
+    _episode_class = _Episode
 
-    def observe(self, agent: str) -> dict[str, Any]:
-        return self._episode.observe(agent)
-
-    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if not hasattr(self, "agent_selection"):
-            raise RuntimeError("call reset() before last()")
-        if not self.agents:
-            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
-        return super().last(observe)
-
-    def step(self, action: Any) -> None:
-        if not hasattr(self, "agent_selection"):
-            raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
-        if not self.agents:
-            raise RuntimeError("step() after the episode ended; call reset()")
-        agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
-            return
-        if agent == PROPOSER:
-            self._episode.propose(action)  # (refuses a bad action before anything changes)
-            self._cumulative_rewards[agent] = 0.0
-            self._clear_rewards()  # (last round's rewards are paid already)
-            self.agent_selection = VALIDATOR
-        else:
-            result, going_on = self._episode.decide(action)
-            self._cumulative_rewards[agent] = 0.0
-            self.rewards = self._episode.rewards(result)
-            info = self._episode.round_info()
-            self.infos = {a: _copy_info(info) for a in self.agents}
-            if not going_on:
-                done = self.terminations if not self._episode.game.truncated else self.truncations
-                for a in self.agents:
-                    done[a] = True
-            self.agent_selection = PROPOSER
-        self._accumulate_rewards()
-        if self.render_mode == "human":
-            self.render()
+    def _proposed(self) -> None:
+        self._clear_rewards()  # (last round's rewards are paid already)
 
 
-class RepeatedParallelEnv(_Adapter, ParallelEnv):
+class RepeatedParallelEnv(_ParallelAdapter[RepeatedConfig, RepeatedGame]):
     """The repeated game under PettingZoo's parallel API: two steps per round (``phase`` 0: only
     ``proposer_0``'s action is read; ``phase`` 1: only ``validator_0``'s), rewards on the second."""
 
-    def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        self._episode.reset(seed, options)
-        self.agents = self.possible_agents[:]
-        return self._observations(), {a: {} for a in self.agents}
-
-    def _observations(self) -> dict[str, Any]:
-        return {a: self._episode.observe(a) for a in self.possible_agents}
-
-    def step(
-        self, actions: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
-        if not self.agents:
-            raise RuntimeError("step() after the episode ended, or before reset(): call reset()")
-        phase = self.game.stage.phase
-        acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
-        if acting not in actions:
-            raise ActionError(f"phase {phase.name}: actions must include {acting!r}, got keys {sorted(actions)}")
-        terminated = truncated = False
-        if phase is Phase.PROPOSAL:
-            self._episode.propose(actions[PROPOSER])
-            rewards = {a: 0.0 for a in self.agents}
-            infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
-        else:
-            result, going_on = self._episode.decide(actions[VALIDATOR])
-            rewards = self._episode.rewards(result)
-            info = self._episode.round_info()
-            infos = {a: _copy_info(info) for a in self.agents}
-            if not going_on:
-                truncated = self.game.truncated
-                terminated = not truncated
-        observations = self._observations()
-        terminations = {a: terminated for a in self.agents}
-        truncations = {a: truncated for a in self.agents}
-        if terminated or truncated:
-            self.agents = []
-        if self.render_mode == "human":
-            self.render()
-        return observations, rewards, terminations, truncations, infos
-
-
-def _copy_info(info: dict[str, Any]) -> dict[str, Any]:
-    out = dict(info)
-    out["audit"] = dict(info["audit"], checked=list(info["audit"]["checked"]), failed=list(info["audit"]["failed"]))
-    out["state"] = dict(info["state"])
-    return out
+    metadata = METADATA
+    _config_class = RepeatedConfig
+    _episode_class = _Episode
