@@ -28,10 +28,10 @@ from eq_env.core.stats import mean_interval
 
 __all__ = [
     "Battery",
+    "BenchModel",
     "BenchTask",
     "Cell",
     "Estimate",
-    "BenchModel",
     "Metric",
     "TaskReport",
     "metric_cells",
