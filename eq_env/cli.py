@@ -26,8 +26,10 @@ INCOMPLETE = core.INCOMPLETE
 def _setup() -> None:
     import eq_env  # noqa: F401 - registers the games
     from agents.cli import LLM_FLAGS
+    from eq_env.bench import COMMAND as BENCH
 
     core.register_flag_group(LLM_FLAGS)
+    core.register_command(BENCH)
 
 
 def build_parser(env: Any = None) -> argparse.ArgumentParser:

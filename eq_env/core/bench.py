@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from eq_env.core.experiments import Condition
@@ -171,10 +172,12 @@ class BenchTask:
 
 @dataclass(frozen=True)
 class Battery:
-    """A named, versioned, ordered set of tasks (``bench-v1``)."""
+    """A named, versioned, ordered set of tasks at one size (``bench-v1``; ``bench-v1-quick``, the same tasks
+    at their ``quick`` sizes)."""
 
     name: str
     tasks: tuple[BenchTask, ...]
+    quick: bool = False
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -217,3 +220,240 @@ def metric_cells(
 ) -> dict[str, Cell]:
     """{metric key: Cell over seeds} of the records ``where`` keeps (see :func:`seed_values`)."""
     return {m.key: Cell.of(seed_values(records, m.key, where=where)) for m in metrics}
+
+
+# ---------------------------------------------------------------------------
+# Running a battery
+# ---------------------------------------------------------------------------
+CARD_VERSION = 1  # card.json's layout
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a battery still has to play for a model: per task, runs left and the estimated cost."""
+
+    rows: tuple[dict[str, Any], ...]  # per task: task, runs, runs_left, episodes_left, requests, tokens, usd
+
+    def total(self, key: str) -> float:
+        return math.fsum(float(r[key]) for r in self.rows)
+
+
+@dataclass(frozen=True)
+class BenchOutcome:
+    """How :func:`run_battery` ended: ``complete`` (every run recorded, the card written) or ``budget``
+    (stopped before a chunk whose estimated cost would exceed ``max_usd``; the runs done are kept)."""
+
+    status: str
+    spent_usd: float
+    runs_played: int
+    runs_left: int
+    next_usd: float = 0.0
+    card: dict[str, Any] | None = None
+    failed: tuple[tuple[str, int, int], ...] = ()
+
+
+def _conditions(battery: Battery, model: BenchModel) -> dict[str, tuple[list[Condition], list[int]]]:
+    out = {}
+    for task in battery.tasks:
+        conds, seeds = list(task.conditions(model, battery.quick)), [int(s) for s in task.seeds(battery.quick)]
+        if not conds or len(seeds) < 2:
+            raise ValueError(f"task {task.name}: expected conditions and at least 2 seeds, got "
+                             f"{len(conds)} conditions and {len(seeds)} seeds")  # fmt: skip
+        out[task.name] = (conds, seeds)
+    return out
+
+
+def _cost(
+    task: BenchTask, conditions: Sequence[Condition], seeds: int, prices: tuple[float, float]
+) -> dict[str, float]:
+    requests = prompt = completion = 0.0
+    for c in conditions:
+        e = task.estimate(c)
+        n = e.requests * c.episodes * seeds
+        requests += n
+        prompt += n * e.prompt_tokens
+        completion += n * e.completion_tokens
+    return {"requests": requests, "prompt_tokens": prompt, "completion_tokens": completion,
+            "usd": (prompt * prices[0] + completion * prices[1]) / 1e6}  # fmt: skip
+
+
+def _finished(store: Any) -> set[str]:
+    return {k for k, r in store.load().items() if not r.get("failed")}
+
+
+def plan(battery: Battery, model: BenchModel, out: Path, prices: tuple[float, float] = (0.0, 0.0)) -> Plan:
+    """``--dry-run``: per task, the runs left (those not recorded in ``out``, or recorded with failed episodes)
+    and what they are estimated to ask: requests, prompt and completion tokens, dollars at ``prices`` (per
+    million prompt and completion tokens). Answers already in the cache would cost nothing: the estimate
+    counts them."""
+    from eq_env.core.experiments import ResultsStore, run_key
+
+    done = _finished(ResultsStore(Path(out) / "results.jsonl"))
+    rows = []
+    for task in battery.tasks:
+        conds, seeds = _conditions(battery, model)[task.name]
+        left = [(c, s) for c in conds for s in seeds if run_key(c, s) not in done]
+        cost = {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "usd": 0.0}
+        for c, _ in left:
+            for k, v in _cost(task, [c], 1, prices).items():
+                cost[k] += v
+        rows.append({"task": task.name, "runs": len(conds) * len(seeds), "runs_left": len(left),
+                     "episodes_left": sum(c.episodes for c, _ in left), **cost})  # fmt: skip
+    return Plan(tuple(rows))
+
+
+def _billed(records: Sequence[Mapping[str, Any]], prices: tuple[float, float]) -> float:
+    """Dollars the requests behind ``records`` were billed (cached answers cost nothing)."""
+    prompt = completion = 0
+    for r in records:
+        for part in (r.get("llm") or {}).values():
+            if isinstance(part, Mapping):
+                t = part.get("transport", {})
+                prompt += t.get("billed_prompt_tokens", 0)
+                completion += t.get("billed_completion_tokens", 0)
+    return (prompt * prices[0] + completion * prices[1]) / 1e6
+
+
+def run_battery(
+    battery: Battery,
+    model: BenchModel,
+    out: Path,
+    *,
+    prices: tuple[float, float] = (0.0, 0.0),
+    max_usd: float | None = None,
+    concurrency: int = 8,
+    progress: bool | None = None,
+    command: str = "",
+) -> BenchOutcome:
+    """Play every run of ``battery`` for ``model`` into ``out`` and write its card; resumable.
+
+    Runs are played task by task, a seed at a time (a *chunk*: every condition of the task on that seed, so
+    the conditions that share answers — the two regimes of a state — are played together), all in one
+    :func:`~eq_env.core.policy.new_run` scope. Each run is recorded in ``out/results.jsonl`` as it finishes;
+    run again, only what is missing is played. With ``max_usd``, a chunk is started only if the dollars
+    billed so far in this call plus the chunk's estimate stay within it; otherwise the call stops there
+    (status ``budget``), and running it again — with a larger budget — goes on from there. The estimate is
+    the task's (:class:`Estimate`), scaled up by how far the bill of the chunks played so far exceeded their
+    estimates: the budget is checked between chunks, so only a chunk whose cost its estimate understates
+    — the first, before there is a bill to calibrate by — can take the bill past ``max_usd``.
+    """
+    from tqdm.auto import tqdm
+
+    from eq_env.core.experiments import ResultsStore, failed_runs, run_all, run_key
+    from eq_env.core.policy import new_run
+
+    out = Path(out)
+    store = ResultsStore(out / "results.jsonl")
+    planned = _conditions(battery, model)
+    done = _finished(store)
+    chunks = []
+    for task in battery.tasks:
+        conds, seeds = planned[task.name]
+        for s in seeds:
+            todo = [c for c in conds if run_key(c, s) not in done]
+            if todo:
+                chunks.append((task, todo, s))
+    total = sum(len(c) * len(planned[t.name][1]) for t, (c, _) in ((t, planned[t.name]) for t in battery.tasks))
+    left = sum(len(todo) for _, todo, _ in chunks)
+    spent, played = 0.0, 0
+    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {model.model}", unit="run",
+               disable=None if progress is None else not progress)  # fmt: skip
+    try:
+        with new_run():
+            estimated = 0.0  # the estimates of the chunks played, to calibrate the next chunk's by the bill
+            for i, (task, todo, seed) in enumerate(chunks):
+                estimate = _cost(task, todo, 1, prices)["usd"]
+                # an estimate that proved low (longer prompts, more re-asks) is scaled up by what the chunks so
+                # far really cost; never down, so cached answers do not make the budget optimistic
+                calibrated = estimate * max(1.0, spent / estimated if estimated > 0 else 1.0)
+                if max_usd is not None and spent + calibrated > max_usd:
+                    return BenchOutcome("budget", spent, played, sum(len(t) for _, t, _ in chunks[i:]), calibrated)
+                bar.set_postfix_str(task.name)
+                played_now = run_all(todo, [seed], store, progress=False, concurrency=concurrency)
+                spent += _billed(played_now, prices)
+                estimated += estimate
+                played += len(todo)
+                bar.update(len(todo))
+    finally:
+        bar.close()
+    latest = store.load()
+    records = {t.name: [latest[run_key(c, s)] for c in planned[t.name][0] for s in planned[t.name][1]]
+               for t in battery.tasks}  # fmt: skip
+    card = make_card(battery, model, planned, records, prices, out)
+    failed = failed_runs([r for rs in records.values() for r in rs])
+    return BenchOutcome("complete", spent, played, 0, card=card, failed=tuple(failed))
+
+
+_LLM_TOTALS = ("episodes", "failed_episodes", "calls", "fallbacks", "reasks", "usage_estimated", "prompt_tokens",
+               "completion_tokens", "cost_usd")  # fmt: skip
+
+
+def _slug(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in name).strip("-")
+
+
+def make_card(
+    battery: Battery,
+    model: BenchModel,
+    planned: Mapping[str, tuple[list[Condition], list[int]]],
+    records: Mapping[str, Sequence[Mapping[str, Any]]],
+    prices: tuple[float, float],
+    out: Path,
+) -> dict[str, Any]:
+    """The model card's data (``card.json``), its figures written under ``out/figures``; nothing in it
+    depends on how the runs were played (no times, no requests, no bills), so a replay from the cache
+    gives the same card byte for byte."""
+    from eq_env import __version__
+    from eq_env.core.experiments import llm_report
+    from eq_env.core.redact import mask_urls
+    from eq_env.core.report import json_number, plot_lines
+
+    tasks = []
+    for task in battery.tasks:
+        conds, seeds = planned[task.name]
+        rs = records[task.name]
+        report = task.report(conds, rs)
+        figure = None
+        if report.figure:
+            figure = f"figures/{_slug(task.name)}.png"
+            plot_lines(Path(out) / figure, **dict(report.figure))
+        totals = dict.fromkeys(_LLM_TOTALS, 0.0)
+        for row in llm_report(conds, rs, prices):
+            for k in _LLM_TOTALS:
+                totals[k] += row.get(k, 0)
+        tasks.append({
+            "name": task.name,
+            "title": task.title,
+            "env": task.env,
+            "seeds": seeds,
+            "runs": len(rs),
+            "prompts": list(task.prompts),
+            "main": {"key": task.main.key, "title": task.main.title, "higher_is_better": task.main.higher_is_better,
+                     "digits": task.main.digits, "cell": _cell_json(report.main)},
+            "metrics": [{"key": m.key, "title": m.title, "higher_is_better": m.higher_is_better, "digits": m.digits}
+                        for m in report.metrics],
+            "rows": [{"label": label, "cells": {k: _cell_json(c) for k, c in cells.items()}}
+                     for label, cells in report.rows],
+            "reference": [{"label": label, "values": dict(values)} for label, values in report.reference],
+            "reference_source": task.reference_source,
+            "notes": list(report.notes),
+            "figure": figure,
+            "llm": {k: json_number(v) for k, v in totals.items()},
+        })  # fmt: skip
+    return {
+        "card": CARD_VERSION,
+        "battery": battery.name,
+        "quick": battery.quick,
+        "eq_env": __version__,
+        "model": model.model,
+        "endpoint": mask_urls(model.base_url) if model.base_url else None,
+        "params": {k: json_number(v) if isinstance(v, float) else v for k, v in sorted(model.params.items())},
+        "prices": list(prices),
+        "tasks": tasks,
+    }
+
+
+def _cell_json(cell: Cell) -> dict[str, Any]:
+    from eq_env.core.report import json_number
+
+    return {k: json_number(v) for k, v in cell.to_dict().items()}

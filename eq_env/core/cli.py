@@ -64,6 +64,7 @@ __all__ = [
     "path_arg",
     "positive_float",
     "ray_address_arg",
+    "register_command",
     "register_flag_group",
     "results_file",
     "seed_arg",
@@ -805,6 +806,14 @@ INTERRUPTED = {  # what an interrupted command kept
 }
 
 
+_COMMANDS: dict[str, Command] = {}  # commands of no one game (``bench``): registered by eq_env.cli
+
+
+def register_command(command: Command) -> None:
+    """Add a command that belongs to no one game (``eq-env bench`` plays them all)."""
+    _COMMANDS[command.name] = command
+
+
 def _shared_command_names() -> dict[str, list[str]]:
     """Command names several games contribute → those games' names."""
     games: dict[str, list[str]] = {}
@@ -828,6 +837,9 @@ def build_parser(game: Any = None, *, env_given: bool = True) -> argparse.Argume
             text = f"{text} ({spec.name}; every game's own with --env NAME: {', '.join(shared[command.name])})"
         cmd = sub.add_parser(command.name, help=text, description=command.description or command.help)
         command.add_arguments(cmd)
+    for command in _COMMANDS.values():
+        command.add_arguments(sub.add_parser(command.name, help=command.help,
+                                             description=command.description or command.help))  # fmt: skip
     _add_sweep(sub, spec)
     _add_rerun(sub)
     pol = sub.add_parser("policies", help="list the available policies and their parameters")
@@ -853,7 +865,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     commands: dict[str, Callable[[argparse.Namespace], int]] = dict(GENERIC)
     interrupted = dict(INTERRUPTED)
-    for command in _game_commands(game).values():
+    for command in (*_game_commands(game).values(), *_COMMANDS.values()):
         commands[command.name] = command.run
         interrupted[command.name] = command.interrupted
     if args.command not in commands:

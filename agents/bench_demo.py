@@ -1,0 +1,64 @@
+"""Scripted models of every game behind one local server, for ``eq-env bench --demo`` and its tests.
+
+:class:`BenchDemoScript` routes each chat request to the game it belongs to (each game's
+``bench_request`` recognises its own prompts) and answers as that game's scripted model of the quality
+the request's model name asks for (each game's ``bench_script(quality)``):
+
+* ``bench-good`` — plays well;
+* ``bench-mediocre`` — clearly worse on every task's main metric;
+* ``bench-hostile`` — malformed and schema-breaking replies, injected instructions, 429s and 5xx, and a
+  fixed subset of prompts always refused, so that some episodes fail and are recorded as failed.
+
+A reply depends on the request alone (never on arrival order), so concurrency cannot change a run. The
+numbers these models produce describe the scripts, not a language model.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agents.fake_server import Reply
+
+__all__ = ["DEMO_ENDPOINT", "DEMO_MODELS", "GAME_SCRIPTS", "BenchDemoScript", "demo_endpoint", "quality_of"]
+
+DEMO_ENDPOINT = "http://eq-env-bench-demo.localhost/v1"  # the server's name in keys and records (its port varies)
+DEMO_MODELS = ("bench-good", "bench-mediocre", "bench-hostile")
+GAME_SCRIPTS = ("agents.exchange_audit.scripts", "agents.einstein_puzzle.scripts", "agents.belief_coordination.scripts")
+
+
+def quality_of(model: str) -> str | None:
+    """``good``, ``mediocre`` or ``hostile`` for a demo model's name; None for any other."""
+    return model.removeprefix("bench-") if model in DEMO_MODELS else None
+
+
+@functools.cache
+def _script(module: str, quality: str) -> Any:
+    return importlib.import_module(module).bench_script(quality)
+
+
+class BenchDemoScript:
+    """``script(request, n) -> Reply``: the demo models of every game (see the module docstring)."""
+
+    def __call__(self, request: dict[str, Any], n: int) -> Reply:
+        quality = quality_of(str(request.get("model")))
+        if quality is None:
+            return Reply(status=404, body={"error": {"message": f"model {request.get('model')!r} is not served "
+                                                     f"here; the demo serves {', '.join(DEMO_MODELS)}"}})  # fmt: skip
+        for module in GAME_SCRIPTS:
+            if importlib.import_module(module).bench_request(request):
+                return _script(module, quality)(request, n)
+        return Reply(status=400, body={"error": {"message": "a prompt of no game this demo knows"}})
+
+
+@contextmanager
+def demo_endpoint() -> Iterator[str]:
+    """The demo server, running, under its fixed name :data:`DEMO_ENDPOINT` (requests to it go to the server)."""
+    from agents.client import alias_endpoint
+    from agents.fake_server import ScriptedLLMServer
+
+    with ScriptedLLMServer(BenchDemoScript(), models=DEMO_MODELS) as server:
+        yield alias_endpoint(DEMO_ENDPOINT, server.url)

@@ -1,0 +1,190 @@
+"""The benchmark machinery (eq_env.core.bench, eq_env.core.card) on a small task of its own: an LLM proposer
+of the exchange–audit game against the local scripted server — recorded, resumed, replayed with no request,
+stopped by a budget, planned, carded and compared. The real battery's tasks are tested in each game's
+folder and end to end in tests/test_bench_cli.py."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.client import LLMClient, configure
+from agents.fake_server import ScriptedLLMServer, honest_script
+from eq_env.core.bench import (
+    Battery,
+    BenchModel,
+    BenchTask,
+    Cell,
+    Estimate,
+    Metric,
+    TaskReport,
+    metric_cells,
+    plan,
+    run_battery,
+    seed_values,
+)
+from eq_env.core.card import compare_cards, load_card, render_leaderboard, write_card
+from eq_env.core.experiments import Condition
+from eq_env.exchange_audit.config import ExchangeAuditConfig
+
+pytestmark = pytest.mark.usefixtures("fast_llm")
+
+WELFARE = Metric("welfare", "welfare")
+APPROVAL = Metric("approval_rate", "approval")
+QS = (0.0, 1.0)
+
+
+def _conditions(model: BenchModel, quick: bool) -> list[Condition]:
+    return [Condition(ExchangeAuditConfig.from_preset("paper").replace(q=q),
+                      {"proposer": model.spec("llm"), "validator": "rule"}, 3 if quick else 4, (("q", q),))
+            for q in QS]  # fmt: skip
+
+
+def _report(conditions: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> TaskReport:
+    rows = tuple((f"q={q:g}", metric_cells(records, (WELFARE, APPROVAL), where=lambda r, q=q: r["labels"]["q"] == q))
+                 for q in QS)  # fmt: skip
+    return TaskReport(
+        metrics=(WELFARE, APPROVAL), rows=rows, main=Cell.of(seed_values(records, "welfare")),
+        reference=(("q=0", {"welfare": "2.9"}),), notes=("a test task",),
+        figure={"panels": [{"ylabel": "welfare", "series": [{"label": "model", "x": list(QS),
+                                                              "y": [rows[0][1]["welfare"].mean, rows[1][1]["welfare"].mean]}]}],
+                "xlabel": "q"},
+    )  # fmt: skip
+
+
+TASK = BenchTask(
+    name="exchange-audit/test-proposer", title="A test task", env="exchange-audit", main=WELFARE,
+    prompts=("exchange-audit proposer v1",), conditions=_conditions, seeds=lambda quick: (0, 1),
+    report=_report, estimate=lambda c: Estimate(1.0, 400.0, 80.0), reference_source="a made-up table",
+)  # fmt: skip
+BATTERY = Battery("test-v1", (TASK,), quick=True)
+
+
+@pytest.fixture
+def server():
+    with ScriptedLLMServer(honest_script) as s:
+        yield s
+
+
+def _model(server: ScriptedLLMServer, name: str = "m") -> BenchModel:
+    return BenchModel(name, server.url, {"temperature": 0.0})
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {n: (out / n).read_bytes() for n in ("card.json", "card.md", "card.html")}
+
+
+@pytest.mark.slow
+def test_a_run_is_recorded_carded_and_resumed(server, tmp_path):
+    out = tmp_path / "a"
+    outcome = run_battery(BATTERY, _model(server), out, progress=False)
+    assert outcome.status == "complete" and outcome.runs_played == 4 and outcome.failed == ()
+    assert len(server.requests) == 3 * 2 * 2  # 3 episodes x 2 q x 2 seeds, one proposer call each
+    write_card(outcome.card, out)
+    card = load_card(out)
+    (task,) = card["tasks"]
+    assert task["name"] == TASK.name and task["seeds"] == [0, 1] and task["runs"] == 4
+    assert math.isfinite(task["main"]["cell"]["mean"]) and task["main"]["cell"]["n"] == 2
+    assert task["llm"]["calls"] == 12 and task["llm"]["failed_episodes"] == 0 and task["llm"]["prompt_tokens"] > 0
+    md = (out / "card.md").read_text()
+    assert "## Summary" in md and "exchange-audit/test-proposer" in md and "2.9" in md and "a made-up table" in md
+    assert (out / "figures" / "exchange-audit-test-proposer.png").stat().st_size > 1000
+    page = (out / "card.html").read_text()
+    # self-contained: the figure embedded, nothing fetched (no script, link, external source or import)
+    assert page.count('src="data:image/png;base64,') == 1 and page.count("src=") == 1
+    assert not any(s in page for s in ("<script", "<link", "href=", "@import", "url("))
+    before = _files(out)
+    again = run_battery(BATTERY, _model(server), out, progress=False)  # everything recorded: nothing played
+    assert again.runs_played == 0 and len(server.requests) == 12
+    write_card(again.card, out)
+    assert _files(out) == before
+
+
+@pytest.mark.slow
+def test_a_replay_asks_nothing_and_gives_the_same_card(server, tmp_path):
+    first = run_battery(BATTERY, _model(server), tmp_path / "a", progress=False)
+    write_card(first.card, tmp_path / "a")
+    asked = len(server.requests)
+    LLMClient.forget()
+    configure(cache="read")
+    replay = run_battery(BATTERY, _model(server), tmp_path / "b", progress=False)
+    write_card(replay.card, tmp_path / "b")
+    assert len(server.requests) == asked
+    assert _files(tmp_path / "b") == _files(tmp_path / "a")
+
+
+@pytest.mark.slow
+def test_the_budget_stops_before_a_chunk_and_a_rerun_goes_on(server, tmp_path):
+    prices = (10.0, 30.0)  # the task's estimate of a chunk: 2 conditions x 3 episodes x (400 x 10 + 80 x 30) / 1e6
+    whole = run_battery(BATTERY, _model(server), tmp_path / "whole", prices=prices, progress=False)
+    write_card(whole.card, tmp_path / "whole")
+    out = tmp_path / "cut"
+    LLMClient.forget()
+    configure(cache_dir=tmp_path / "cut_cache")  # (its own answers: the bill must be real)
+    stopped = run_battery(BATTERY, _model(server), out, prices=prices, max_usd=0.12, progress=False)
+    assert stopped.status == "budget" and stopped.card is None
+    assert stopped.runs_played == 2 and stopped.runs_left == 2
+    # the real prompts are longer than the task's 400 tokens: the first chunk cost more than its $0.0384, and the
+    # second chunk's estimate is scaled by that bill — unscaled, 0.0384 more would have fitted into $0.12
+    assert 0.0384 < stopped.spent_usd and stopped.spent_usd + 0.0384 <= 0.12
+    assert stopped.next_usd == pytest.approx(stopped.spent_usd, rel=0.05)
+    assert plan(BATTERY, _model(server), out, prices).total("runs_left") == 2
+    done = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
+    assert done.status == "complete" and done.runs_played == 2
+    write_card(done.card, out)
+    assert _files(out) == _files(tmp_path / "whole")
+
+
+def test_the_plan_counts_what_is_left_and_its_price(server, tmp_path):
+    p = plan(BATTERY, _model(server), tmp_path / "none", (2.0, 8.0))
+    (row,) = p.rows
+    assert row["runs_left"] == row["runs"] == 4 and row["episodes_left"] == 12
+    assert row["requests"] == 12 and row["prompt_tokens"] == 12 * 400 and row["completion_tokens"] == 12 * 80
+    assert row["usd"] == pytest.approx((12 * 400 * 2 + 12 * 80 * 8) / 1e6)
+    assert server.requests == [] and not (tmp_path / "none").exists()  # nothing called, nothing written
+
+
+@pytest.mark.slow
+def test_the_leaderboard_puts_cards_side_by_side(server, tmp_path):
+    for name in ("m1", "m2"):
+        outcome = run_battery(BATTERY, _model(server, name), tmp_path / name, progress=False)
+        write_card(outcome.card, tmp_path / name)
+    cards = [load_card(tmp_path / n) for n in ("m1", "m2")]
+    wrote = render_leaderboard(cards, ["m1", "m2"], tmp_path / "board")
+    assert wrote == ["leaderboard.md", "leaderboard.html", "leaderboard.png"]
+    md = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "| m1 |" in md.replace("**", "") and "| m2 |" in md.replace("**", "")
+    other = {**cards[1], "battery": "other-v1"}
+    with pytest.raises(ValueError, match="different batteries"):
+        compare_cards([cards[0], other], ["m1", "x"])
+    with pytest.raises(ValueError, match="at least two"):
+        compare_cards(cards[:1], ["m1"])
+
+
+def test_broken_cards_are_refused_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match="no card.json"):
+        load_card(tmp_path)
+    (tmp_path / "card.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        load_card(tmp_path)
+    (tmp_path / "card.json").write_text(json.dumps({"card": 99}))
+    with pytest.raises(ValueError, match="not a model card of this version"):
+        load_card(tmp_path)
+
+
+def test_cells_and_seed_values_leave_undefined_values_out():
+    records = [{"seed": 0, "metrics": {"x": 1.0}}, {"seed": 0, "metrics": {"x": 3.0}}, {"seed": 1, "metrics": {"x": None}},
+               {"seed": 2, "metrics": {}}, {"seed": 3, "metrics": {"x": 4.0}}]  # fmt: skip
+    values = seed_values(records, "x")
+    assert values[0] == 2.0 and math.isnan(values[1]) and math.isnan(values[2]) and values[3] == 4.0
+    cell = Cell.of(values)
+    assert cell.n == 2 and cell.mean == 3.0 and cell.low < 3.0 < cell.high
+    assert Cell.from_dict(json.loads(json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v
+                                                 for k, v in Cell.of([1.0]).to_dict().items()}))).n == 1  # fmt: skip
+    with pytest.raises(ValueError, match="task names repeat"):
+        Battery("x", (TASK, TASK))
