@@ -178,7 +178,8 @@ def test_broken_cards_are_refused_in_one_line(tmp_path):
 
 def test_cells_and_seed_values_leave_undefined_values_out():
     records = [{"seed": 0, "metrics": {"x": 1.0}}, {"seed": 0, "metrics": {"x": 3.0}},
-               {"seed": 1, "metrics": {"x": None}}, {"seed": 2, "metrics": {}}, {"seed": 3, "metrics": {"x": 4.0}}]  # fmt: skip
+               {"seed": 1, "metrics": {"x": None}}, {"seed": 2, "metrics": {}},
+               {"seed": 3, "metrics": {"x": 4.0}}]  # fmt: skip
     values = seed_values(records, "x")
     assert values[0] == 2.0 and math.isnan(values[1]) and math.isnan(values[2]) and values[3] == 4.0
     cell = Cell.of(values)
