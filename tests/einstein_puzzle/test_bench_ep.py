@@ -312,3 +312,27 @@ def test_full_battery_is_far_larger_than_the_quick_one() -> None:
         assert {c.config.comm_mode for c in full} == {"provide_and_seek", "provide_only", "seek_only", "none"}
     total = sum(battery_requests(t, False) for t in TASKS)
     assert 20_000 < total < 30_000  # the docstring's count
+
+
+@pytest.mark.slow
+def test_full_report_pools_over_n_and_draws_its_figure(tmp_path: Path) -> None:
+    from eq_env.core.report import plot_lines
+
+    task = TASKS[0]
+    conditions = task.conditions(BenchModel("m", "http://127.0.0.1:9/v1"), False)
+    rng = np.random.default_rng(0)
+    records = [{"seed": s, "labels": dict(c.labels),
+                "metrics": {"success_rate": float(rng.uniform()), "steps": 10.0, "rejected_placements": 1.0,
+                            "rule_inconsistent": 0.5, "partial_success": 0.9}}
+               for c in conditions for s in SEEDS]  # fmt: skip
+    report = task.report(conditions, records)
+    assert len(report.rows) == 4 * 2 + 4  # a row per comm mode and verifier, and a gain row per comm mode
+    first = dict(report.rows)[row_label("provide_and_seek", "none")]["success_rate"]
+    pooled = [np.mean([r["metrics"]["success_rate"] for r in records if r["seed"] == s
+                       and r["labels"]["row"] == row_label("provide_and_seek", "none")]) for s in SEEDS]  # fmt: skip
+    assert first.mean == pytest.approx(float(np.mean(pooled)))
+    assert report.main.mean == pytest.approx(float(np.mean([r["metrics"]["success_rate"] for r in records])))
+    assert report.figure is not None and len(report.figure["panels"]) == 2
+    assert all(s["x"] == [4, 5, 6, 7, 8] for p in report.figure["panels"] for s in p["series"])
+    plot_lines(tmp_path / "figure.png", **report.figure)
+    assert (tmp_path / "figure.png").stat().st_size > 1000
