@@ -16,16 +16,10 @@ task                              seats
 
 **Sizes** (every condition is played on each of the seeds :data:`SEEDS`, the same in both sizes):
 
-=========  ======================================  =======================================================
-size       both-seats                              with-planner
-=========  ======================================  =======================================================
-quick      n = 4; provide & seek and none;          n = 4; provide & seek; verifier none and reasoning;
-           verifier none and reasoning; 2 episodes  2 episodes per seed (2 conditions, 12 games)
-           per seed (4 conditions, 24 games)
-full       n = 4…8; every comm mode; verifier none  the same 40 conditions (1,200 games)
-           and reasoning; 10 episodes per seed
-           (40 conditions, 1,200 games)
-=========  ======================================  =======================================================
+* **quick** — n = 4, verifier none and reasoning, 2 episodes per condition and seed; both-seats in
+  provide & seek and none (4 conditions, 24 games), with-planner in provide & seek (2 conditions, 12 games);
+* **full** — n = 4…8, every comm mode, verifier none and reasoning, 10 episodes per condition and seed; 40
+  conditions (1,200 games) per task.
 
 The quick battery asks a good model about 260 requests (the estimate below: 204 for both-seats, 60 for
 with-planner; the scripted good model of the tests made 200 and 56), a few minutes against a real
