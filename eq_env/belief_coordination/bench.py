@@ -1,0 +1,405 @@
+"""Belief coordination in ``eq-env bench`` (battery ``bench-v1``): the model as the *answerer*.
+
+One task, ``belief-coordination/answerer``. The model answers every executor request (the question, at the
+executor's temperature T and repetition penalty p) under the non-learned baselines that ECON is measured
+against, on the generated arithmetic word problems (:func:`~eq_env.belief_coordination.questions.generated_question`:
+episode i of seed s is always the same question, difficulty mixed, so every row of a seed sees the same
+questions). N = 3 executors, as in the paper's main setting.
+
+=================  ===============================================================  =================
+row                condition                                                        requests/question
+=================  ===============================================================  =================
+``single``         one executor at (T, p) = (0.7, 1.1); its answer is committed      1
+``fixed``          3 executors at (0.7, 1.1); **the model commits** (the LLM            4
+                   coordinator reads the three replies): ECON's pipeline as its
+                   public code runs at test time — fixed (T, p) — without the
+                   strategy message
+``majority vote``  3 executors at the temperature schedule 0.3, 0.75, 1.2 (p 1.1),    3
+                   majority vote: the review's falsifier F3 baseline
+``debate``         3 executors at (0.7, 1.1), 3 rounds (from round 2 each reads the     9
+                   others' previous replies), majority vote of the last round
+=================  ===============================================================  =================
+
+Sizes: ``--quick`` plays 8 questions per seed on seeds 0, 1, 2 (24 questions a row); the full battery 100
+questions per seed on seeds 0–4 (500 a row). By the table that is 17 requests a question: **408 requests**
+quick and **8,500** full. Fewer reach the endpoint: the rows share their common samples (the request of
+executor i at (0.7, 1.1) in round 1 of question q is the same request, keyed by (seed, episode, executor,
+round), in ``single``, ``fixed`` and ``debate``), so the model is asked 13 a question (312 quick, 6,500 full),
+plus the retries.
+
+Metrics (per question, mean over the row's questions, then over seeds with a 95% t interval):
+
+* ``accuracy`` ↑ — **the main metric** (the task's number is the mean accuracy over the four rows): the
+  committed answer equals the question's;
+* ``reward`` ↑ — ECON's shared reward 0.5·TS + 0.3·AL + 0.2·CC;
+* ``tokens`` ↓ — prompt and completion tokens of every request of the question (executors, all rounds,
+  and the model as coordinator), as the endpoint reports them;
+* ``no_answer`` ↓ — share of the executors' final replies with no number;
+* ``gain_vs_single`` ↑ — accuracy minus the ``single`` row's on the same seed (questions in common);
+* ``tokens_vs_debate`` ↓ — tokens divided by the ``debate`` row's on the same seed.
+
+An executor request the endpoint cannot answer after the client's retries fails its episode (recorded
+under the run's ``failed``, played again when the bench is resumed): an outage is not scored as a wrong
+answer. A reply without a number is the model's: it counts in ``no_answer`` and can make a wrong commit.
+
+**Reference numbers** (the paper, arXiv 2506.08292, as the spec ``belief_coordination.md`` states its
+claims): ECON with learned beliefs is +10.9 points of accuracy over single-agent baselines and uses 21.4%
+fewer tokens than a three-round debate. They sit beside the ``fixed`` row (ECON's pipeline with its beliefs
+fixed), as ``gain_vs_single`` +0.109 and ``tokens_vs_debate`` 0.786. They are comparable in direction only:
+the paper's model, benchmarks (GSM8K, MATH...) and learned (T, p) differ from these generated questions and
+non-learned baselines; a baseline that reaches the claimed gain by itself is falsifier F3's evidence that the
+learned equilibrium is not what produces it. The paper gives no absolute accuracy to compare with.
+
+**The model in the executor seat.** The executors' answers come from the environment's answerer, which a
+:class:`~eq_env.core.experiments.Condition` cannot name (it holds a configuration and policy specs), so the
+executor policy :class:`BenchExecutor` (registered here as ``llm`` for the executor role) carries the model:
+it asks :class:`agents.belief_coordination.answerer.LLMAnswerer` (same prompt ``executor_v1``, same
+sampling, same sample keys, same cache as ``eq-env reproduce --answerer llm``) for exactly the request the
+environment is about to make, and hands the answer to the environment when it steps. The coordinator of
+``fixed`` is :class:`agents.belief_coordination.coordinator.LLMCoordinator` (``model.spec("llm")``). The
+executors' specs take the model, the endpoint and ``max_tokens`` from the bench's LLM flags, not
+``temperature`` or ``seed``: T is the condition's, and each request's seed is fixed by its sample key.
+
+**The estimate** (:func:`estimate`, per question): requests as in the table; prompt tokens by rendering the
+real prompts (``executor_v1``, ``coordinator_v1``) on episode 0 of seed 0 with a typical reply
+(:data:`TYPICAL_REPLY`, a short step-by-step solution ending ``#### N``) in the debate and coordinator
+prompts, four characters a token; completion tokens the typical reply's length. It counts the shared samples
+in every row, so it over-estimates the requests by about a quarter (17 vs 13 a question).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from eq_env.belief_coordination.answerers import Answer, AnswerRequest, round_requests
+from eq_env.belief_coordination.config import BeliefCoordinationConfig
+from eq_env.belief_coordination.questions import generated_question
+from eq_env.belief_coordination.spec import ID
+from eq_env.core.bench import BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.experiments import Condition
+from eq_env.core.policy import (
+    REQUIRED,
+    PolicyError,
+    PolicySetupError,
+    format_policy_spec,
+    parse_policy_spec,
+    register_policy,
+)
+
+__all__ = [
+    "BASE",
+    "DEBATE_ROUNDS",
+    "METRICS",
+    "N_EXECUTORS",
+    "ROWS",
+    "SCHEDULE",
+    "TASKS",
+    "TYPICAL_REPLY",
+    "BenchExecutor",
+    "conditions",
+    "estimate",
+    "questions",
+    "report",
+    "seeds",
+]
+
+TASK = "belief-coordination/answerer"
+N_EXECUTORS = 3
+BASE = (0.7, 1.1)  # the fixed baselines' (T, p), as eq-env reproduce's
+SCHEDULE = (0.3, 1.2)  # majority vote's temperature schedule, as eq-env reproduce's (F3)
+DEBATE_ROUNDS = 3
+QUICK = ((0, 1, 2), 8)  # (seeds, questions per seed)
+FULL = ((0, 1, 2, 3, 4), 100)
+ROWS = ("single", "fixed", "majority vote", "debate")
+
+METRICS = (
+    Metric("accuracy", "accuracy"),
+    Metric("reward", "reward"),
+    Metric("tokens", "tokens / question", higher_is_better=False, digits=0),
+    Metric("no_answer", "no answer", higher_is_better=False),
+    Metric("gain_vs_single", "accuracy − single"),
+    Metric("tokens_vs_debate", "tokens ÷ debate's", higher_is_better=False),
+)
+MAIN = METRICS[0]
+PROMPTS = ("belief-coordination executor v1", "belief-coordination coordinator v1")
+
+# What a model typically writes for a generated question (the estimate's reply and the debate/coordinator
+# prompts' replies): a few short steps and the final line.
+TYPICAL_REPLY = (
+    "Start with 55 books.\nGrace takes 10: 55 - 10 = 45.\nHe buys more until he has 6 times as many: "
+    "45 x 6 = 270.\nHe wins 134: 270 + 134 = 404.\nThe collection doubles: 404 x 2 = 808.\nHe wins 472: "
+    "808 + 472 = 1280.\nEach book becomes 9: 1280 x 9 = 11520.\nHe keeps one of 2 equal piles: "
+    "11520 / 2 = 5760.\n#### 5760"
+)
+
+
+# ---------------------------------------------------------------------------
+# The model as the executors' answerer
+# ---------------------------------------------------------------------------
+class _Prepared:
+    """The environment's answerer during a bench run: it returns the answers :class:`BenchExecutor` obtained
+    for exactly the requests the environment makes (keyed by their sample key)."""
+
+    name = "llm"
+
+    def __init__(self) -> None:
+        self.answers: dict[tuple[int, int, int, int], tuple[AnswerRequest, Answer]] = {}
+
+    def put(self, request: AnswerRequest, answer: Answer) -> None:
+        episode = request.sample_key[:2]
+        # (a failed episode leaves its other executors' answers behind: drop them when the next one starts)
+        self.answers = {k: v for k, v in self.answers.items() if k[:2] == episode}
+        self.answers[request.sample_key] = (request, answer)
+
+    def answer(self, requests: Sequence[AnswerRequest]) -> list[Answer]:
+        out = []
+        for request in requests:
+            request_seen, answer = self.answers.pop(request.sample_key, (None, None))
+            if request_seen != request or answer is None:
+                raise RuntimeError(f"no prepared answer for executor {request.executor}'s request in round "
+                                   f"{request.round} (the bench executor asked another one): a bug")  # fmt: skip
+            out.append(answer)
+        return out
+
+
+class BenchExecutor:
+    """An executor at a fixed (T, p) whose answers come from a model (see the module docstring).
+
+    Executor i of N samples at ``temperature``, or, with ``t_high``, at the i-th of N temperatures evenly spaced
+    over [temperature, t_high] (the majority-vote schedule), at penalty ``penalty``; the model is asked
+    through :class:`~agents.belief_coordination.answerer.LLMAnswerer` (``penalty_mode``: how p is sent).
+    """
+
+    role: ClassVar[str] = "executor"
+    RUNTIME_PARAMETERS: ClassVar[tuple[str, ...]] = ("concurrency",)
+
+    def __init__(
+        self,
+        model: str = REQUIRED,
+        base_url: str | None = None,
+        temperature: float = BASE[0],
+        penalty: float = BASE[1],
+        t_high: float | None = None,
+        max_tokens: int = 512,
+        penalty_mode: str = "frequency",
+        prompt_version: str = "v1",
+        concurrency: int = 8,
+    ) -> None:
+        from agents.belief_coordination.answerer import LLMAnswerer
+
+        for name, value in (("temperature", temperature), ("penalty", penalty), ("t_high", t_high)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+        self.temperature, self.penalty = float(temperature), float(penalty)
+        self.t_high = None if t_high is None else float(t_high)
+        self.answerer = LLMAnswerer(str(model), base_url, penalty=penalty_mode, max_tokens=max_tokens,
+                                    prompt_version=prompt_version, concurrency=concurrency)  # fmt: skip
+
+    @classmethod
+    def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """Keyed by the endpoint the policy will really talk to (credentials masked), as the LLM policies are."""
+        from agents.client import register_endpoint, resolve_base_url
+
+        return {**params, "base_url": register_endpoint(resolve_base_url(params.get("base_url")))}
+
+    def __repr__(self) -> str:
+        schedule = "" if self.t_high is None else f"..{self.t_high:g}"
+        return f"BenchExecutor({self.answerer.model!r}, T={self.temperature:g}{schedule}, p={self.penalty:g})"
+
+    def reset(self, seed: int | None = None) -> None:
+        """Nothing to seed: each request's sample is fixed by its sample key."""
+
+    async def check(self) -> None:
+        await self.answerer.check()
+
+    async def aclose(self) -> None:
+        await self.answerer.aclose()
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        raise TypeError("BenchExecutor acts with the environment (aact_privileged): play it with eq_env's runners")
+
+    def sampling(self, index: int, n: int) -> tuple[float, float]:
+        """(T, p) of executor ``index`` of ``n``."""
+        if self.t_high is None:
+            return self.temperature, self.penalty
+        temps = np.linspace(self.temperature, self.t_high, n) if n > 1 else [(self.temperature + self.t_high) / 2]
+        return float(temps[index]), self.penalty
+
+    async def aact_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[Any, dict[str, Any]]:
+        from agents.client import NotRecordedError
+        from baselines.belief_coordination.scripted import as_action
+
+        game, agent = env.unwrapped, env.agent_selection
+        index, n = int(agent.rpartition("_")[2]), game.config.n_executors
+        action = as_action(observation, *self.sampling(index, n))
+        t, p = game.executor_parameters(agent, action)  # exactly the (T, p) the environment will send
+        previous = game.replies[-1] if game.replies else None
+        request = round_requests(game.question, [(t, p)] * n, previous, game.draws, game.stream_seed,
+                                 game.episode, game.round)[index]  # fmt: skip
+        try:
+            (answer,) = await self.answerer.aanswer([request])
+        except NotRecordedError as err:  # a replay of another run: nothing of this one can be played
+            raise PolicySetupError(str(err)) from None
+        info = {k: v for k, v in answer.info.items() if k not in ("sampling", "seed", "error", "failed")}
+        info["decisions"] = 1
+        if answer.failed:  # the endpoint's failure, not the model's answer: the episode fails (played on resume)
+            raise PolicyError(f"{agent}: {answer.info.get('error')}", info)
+        if not isinstance(game.answerer, _Prepared):
+            game.answerer = _Prepared()
+        game.answerer.put(request, answer)
+        return action, info
+
+
+register_policy("llm", "executor", BenchExecutor, env=ID)
+
+
+# ---------------------------------------------------------------------------
+# The battery
+# ---------------------------------------------------------------------------
+def seeds(quick: bool) -> tuple[int, ...]:
+    return (QUICK if quick else FULL)[0]
+
+
+def questions(quick: bool) -> int:
+    """Questions per seed (episodes of every condition)."""
+    return (QUICK if quick else FULL)[1]
+
+
+def _executor_spec(model: BenchModel, **sampling: Any) -> str:
+    kwargs: dict[str, Any] = {"model": model.model}
+    if model.base_url is not None:
+        kwargs["base_url"] = model.base_url
+    if "max_tokens" in model.params:
+        kwargs["max_tokens"] = model.params["max_tokens"]
+    return format_policy_spec("llm", {**kwargs, **sampling})
+
+
+def conditions(model: BenchModel, quick: bool) -> list[Condition]:
+    """The four rows of the module docstring, in :data:`ROWS` order."""
+    episodes = questions(quick)
+    base = {"temperature": BASE[0], "penalty": BASE[1]}
+    plan = (
+        ("single", 1, 1, _executor_spec(model, **base), "first"),
+        ("fixed", N_EXECUTORS, 1, _executor_spec(model, **base), model.spec("llm")),
+        ("majority vote", N_EXECUTORS, 1,
+         _executor_spec(model, temperature=SCHEDULE[0], t_high=SCHEDULE[1], penalty=BASE[1]), "majority"),
+        ("debate", N_EXECUTORS, DEBATE_ROUNDS, _executor_spec(model, **base), "majority"),
+    )  # fmt: skip
+    return [
+        Condition(BeliefCoordinationConfig(n_executors=n, rounds=rounds), {"executor": executor, "coordinator": coord},
+                  episodes, labels=(("task", TASK), ("row", row), ("executors", n), ("rounds", rounds)))
+        for row, n, rounds, executor, coord in plan
+    ]  # fmt: skip
+
+
+def _by_seed(records: Sequence[Mapping[str, Any]], key: str) -> dict[int, float]:
+    """{seed: metric ``key``} of one row's records (NaN where a run has no value)."""
+    values = seed_values(records, key)
+    return dict(zip(sorted({int(r["seed"]) for r in records}), values, strict=True))
+
+
+def _relative(rows: Mapping[str, Sequence[Mapping[str, Any]]], row: str, key: str, to: str, ratio: bool) -> Cell:
+    """Per seed, ``key`` of ``row`` minus (or divided by) that of row ``to``; a Cell over the seeds."""
+    mine, theirs = _by_seed(rows[row], key), _by_seed(rows[to], key)
+    values = []
+    for seed, value in mine.items():
+        other = theirs.get(seed, math.nan)
+        values.append(value / other if ratio and other > 0 else math.nan if ratio else value - other)
+    return Cell.of(values)
+
+
+def report(conds: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> TaskReport:
+    """The table: one row per condition (:data:`ROWS`), cells over seeds; main: accuracy over the rows."""
+    per = len(records) // max(len(conds), 1)
+    if per * len(conds) != len(records) or per == 0:
+        raise ValueError(f"{TASK}: {len(records)} records for {len(conds)} conditions (expected a multiple)")
+    rows: dict[str, list[Mapping[str, Any]]] = {}
+    for i, c in enumerate(conds):
+        rows.setdefault(str(c.label("row")), []).extend(records[i * per : (i + 1) * per])
+    table = []
+    for row, rs in rows.items():
+        cells = metric_cells(rs, METRICS[:4])
+        if "single" in rows:
+            cells["gain_vs_single"] = _relative(rows, row, "accuracy", "single", ratio=False)
+        if "debate" in rows:
+            cells["tokens_vs_debate"] = _relative(rows, row, "tokens", "debate", ratio=True)
+        table.append((row, cells))
+    main = Cell.of(seed_values(records, MAIN.key))  # per seed, the mean over the rows
+    reference = (("fixed", {"gain_vs_single": "+0.109", "tokens_vs_debate": "0.786"}),)
+    failed = sum(len(r.get("failed") or ()) for r in records)
+    notes = [
+        "The model answers every executor request; in `fixed` it also commits (the LLM coordinator); the other "
+        "rows commit by majority vote (`single`: its one answer).",
+        "Reference: ECON (learned beliefs) in the paper (arXiv 2506.08292): +10.9 points over single-agent "
+        "baselines and 21.4% fewer tokens than a three-round debate, on GSM8K/MATH with other models — "
+        "comparable in direction only; the paper gives no absolute accuracy.",
+        "Rows share their common samples (common random numbers): executor i at (0.7, 1.1) in round 1 is one "
+        "request for `single`, `fixed` and `debate`.",
+    ]
+    if failed:
+        notes.append(f"{failed} episode(s) failed (the endpoint gave no answer after the retries): left out of "
+                     "the cells, played again when the bench is resumed.")  # fmt: skip
+    return TaskReport(METRICS, tuple(table), main, reference, _figure(table), tuple(notes))
+
+
+def _figure(table: Sequence[tuple[str, Mapping[str, Cell]]]) -> dict[str, Any]:
+    def series(key: str) -> dict[str, Any]:
+        cells = [cells[key] for _, cells in table]
+        return {"label": "", "x": list(range(len(cells))), "y": [c.mean for c in cells],
+                "yerr": [0.0 if math.isnan(c.high) else (c.high - c.low) / 2 for c in cells],
+                "style": {"fmt": "o"}}  # fmt: skip
+
+    return {
+        "panels": [{"ylabel": "accuracy", "series": [series("accuracy")]},
+                   {"ylabel": "tokens per question", "series": [series("tokens")]}],
+        "xlabel": "condition",
+        "xticklabels": [row for row, _ in table],
+        "title": "Belief coordination: the model as answerer",
+    }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# The estimate
+# ---------------------------------------------------------------------------
+def _tokens(messages: Sequence[Mapping[str, str]]) -> float:
+    return sum(len(m["content"]) for m in messages) / 4
+
+
+def estimate(condition: Condition) -> Estimate:
+    """Requests and tokens per request of one question of ``condition`` (module docstring)."""
+    from agents.belief_coordination.answerer import executor_messages
+    from agents.belief_coordination.coordinator import coordinator_messages
+
+    config: BeliefCoordinationConfig = condition.config
+    n, rounds = config.n_executors, config.rounds
+    question = generated_question(0, 0, config.difficulty)
+    base = AnswerRequest(question, BASE[0], BASE[1], 0)
+    first = _tokens(executor_messages(base))
+    later = _tokens(executor_messages(AnswerRequest(question, BASE[0], BASE[1], 0, 1, (TYPICAL_REPLY,) * (n - 1))))
+    requests, prompt = n * rounds, n * first + n * (rounds - 1) * later
+    if parse_policy_spec(condition.policy("coordinator"))[0] == "llm":  # the model commits: one request more
+        requests += 1
+        prompt += _tokens(coordinator_messages(question.text, "", n, "v1", [TYPICAL_REPLY] * n, [5760.0] * n))
+    return Estimate(float(requests), prompt / requests, len(TYPICAL_REPLY) / 4)
+
+
+TASKS: tuple[BenchTask, ...] = (
+    BenchTask(
+        name=TASK,
+        title="Belief coordination: the model as answerer (fixed, majority vote, debate)",
+        env="belief-coordination",
+        main=MAIN,
+        prompts=PROMPTS,
+        conditions=conditions,
+        seeds=seeds,
+        report=report,
+        estimate=estimate,
+        reference_source="From Debate to Equilibrium: Belief-Driven Multi-Agent LLM Reasoning via Bayesian Nash "
+        "Equilibrium (ECON, ICML 2025, arXiv 2506.08292): its claimed results, +10.9% over single-agent baselines "
+        "and 21.4% fewer tokens than a three-round debate",
+    ),
+)
