@@ -5,6 +5,8 @@ name        role          policy
 ==========  ============  ======================================================================
 ``llm``     coordinator   :class:`~agents.belief_coordination.coordinator.LLMCoordinator`: commits one
                           executor's answer (majority vote when the model's reply is of no use)
+``llm``     executor      :class:`~agents.belief_coordination.executor.LLMExecutor`: samples at a fixed
+                          (T, p), its answers from a model (``eq-env bench``)
 ==========  ============  ======================================================================
 
 The executors' answers come from an *answerer*, not a policy (the executors' policies choose
@@ -15,13 +17,15 @@ server (:mod:`.scripts`) live here too.
 
 from agents.belief_coordination.answerer import LLMAnswerer
 from agents.belief_coordination.coordinator import ID, LLMCoordinator
+from agents.belief_coordination.executor import LLMExecutor
 from eq_env.core.policy import register_policy
 from eq_env.core.spec import registered_envs
 
-__all__ = ["LLMAnswerer", "LLMCoordinator"]
+__all__ = ["LLMAnswerer", "LLMCoordinator", "LLMExecutor"]
 
 try:
     register_policy("llm", "coordinator", LLMCoordinator, env=ID)
+    register_policy("llm", "executor", LLMExecutor, env=ID)
 except ValueError:
     if any(spec.id == ID for spec in registered_envs()):
         raise  # the game is there: a real error (its roles, say)
