@@ -443,6 +443,8 @@ def _validator_requests(condition: Condition) -> float:
     and injecting proposers' honest requests are the honest proposer's, word for word (only their lies are new)."""
     if condition.label("gate") == "ungated":
         return 0.0
+    if parse_policy_spec(condition.policy("proposer"))[0] == "llm":
+        return 1.0  # a proposer that would have to be asked to be measured: at most one request an episode
     share = _asking_share(condition.config, condition.policy("proposer"))
     if condition.label("proposer") in ("strategic", "injecting"):
         share -= _asking_share(condition.config, PROPOSERS["honest"])

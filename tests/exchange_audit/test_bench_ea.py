@@ -250,6 +250,20 @@ def test_the_estimate_of_a_scripted_condition_is_zero() -> None:
     assert bench.estimate(cond).requests == 0.0
 
 
+def test_the_validator_estimate_counts_only_new_prompts() -> None:
+    est = {c.label("row"): bench.estimate(c).requests for c in bench.validator_conditions(MODEL, True)}
+    assert est["ungated, honest"] == est["ungated, strategic"] == est["ungated, injecting"] == 0.0
+    # the honest proposer asks for its compliant trades; the liars add exactly their lies (the rest)
+    assert 0.5 < est["gated, honest"] < 0.9
+    assert est["gated, strategic"] == est["gated, injecting"] == pytest.approx(1.0 - est["gated, honest"])
+
+
+def test_a_report_of_records_that_do_not_fit_the_conditions_is_refused() -> None:
+    conds = bench.proposer_conditions(MODEL, True)
+    with pytest.raises(ValueError, match="do not split evenly over 7 conditions"):
+        bench.proposer_report(conds, [{"seed": 0, "metrics": {}}] * 8)
+
+
 # ---------------------------------------------------------------------------
 # The scripted models (fast)
 # ---------------------------------------------------------------------------
