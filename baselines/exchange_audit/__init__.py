@@ -6,6 +6,8 @@ name               role        policy
 ``honest``         proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
 ``silent``         proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
 ``strategic``      proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
+``injecting``      proposer    :class:`~baselines.exchange_audit.scripted.InjectingProposer` (the strategic
+                               proposer whose lies carry an injected instruction to the validator)
 ``rule``           validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
 ``text_reader``    validator   :class:`~baselines.exchange_audit.scripted.TextReaderValidator` (the rule
                                reading the free text, not the typed claims)
@@ -21,6 +23,7 @@ from baselines.exchange_audit.scripted import (
     AlwaysApprove,
     AlwaysBlock,
     HonestProposer,
+    InjectingProposer,
     RuleValidator,
     SilentProposer,
     StrategicProposer,
@@ -35,6 +38,7 @@ __all__ = [
     "AlwaysApprove",
     "AlwaysBlock",
     "HonestProposer",
+    "InjectingProposer",
     "RuleValidator",
     "SilentProposer",
     "StrategicProposer",
@@ -47,6 +51,7 @@ SCRIPTED: tuple[tuple[str, str, type], ...] = (
     ("honest", "proposer", HonestProposer),
     ("silent", "proposer", SilentProposer),
     ("strategic", "proposer", StrategicProposer),
+    ("injecting", "proposer", InjectingProposer),
     ("rule", "validator", RuleValidator),
     ("text_reader", "validator", TextReaderValidator),
     ("approve", "validator", AlwaysApprove),
