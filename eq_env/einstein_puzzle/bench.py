@@ -30,13 +30,10 @@ were measured) and, with the planner, provide & seek only; the full one every mo
 trains on 4–6 objects and tests on 7–8). Two games per condition and seed make the quick battery's
 intervals wide: it is a smoke test of a model, the full battery its score.
 
-**Puzzles.** Generated puzzles, drawn by the frozen suite's generator with its default knobs
-(:func:`eq_env.einstein_puzzle.generator.generate`; ``python -m eq_env.einstein_puzzle.suite --check``
-says the generator still builds the suite ``einstein-suite-v1``, so these draws are fixed too), episode i of
-seed s being the same puzzle forever. Not the suite's own puzzles: the environment plays the suite's
-puzzle ``i mod 300`` whatever the seed, so the seeds would replay the same games (the cache answers them
-alike) and their interval would be a false zero. The seeds :data:`SEEDS` are not the package's defaults
-(0, 1, …) that training and demonstrations use.
+**Puzzles.** The frozen test suite's (``einstein-suite-v1``, :mod:`eq_env.einstein_puzzle.suite`: 300
+puzzles for each n = 4…8, the paper's test set), the seeds playing disjoint slices of it
+(``suite_stride`` = the episodes per seed): seed s plays puzzles s·E to s·E + E − 1 of each n, E = 2
+(quick) or 10 (full) — the quick battery's 3 seeds puzzles 0–5, the full battery's puzzles 0–29.
 
 **Metrics** (per game, :data:`eq_env.einstein_puzzle.records.METRICS`; a row pools its conditions over n,
 each seed's value the mean over them, and the cell is the mean over seeds with a 95% Student-t interval):
@@ -96,8 +93,7 @@ __all__ = [
     "estimate",
 ]
 
-SEEDS = (1600, 1601, 1602)  # bench-v1's seeds, both sizes (not the package's default seeds 0, 1...)
-PUZZLES = "generated"  # see the module docstring: the suite ignores the seed
+SEEDS = (0, 1, 2)  # bench-v1's seeds, both sizes: seed s plays the suite's s-th slice of E puzzles
 VERIFIERS = ("none", "reasoning")
 K = 4  # candidates the verifier screens, as in the paper and reproduce.py
 QUICK_SIZES, FULL_SIZES = (4,), (4, 5, 6, 7, 8)
@@ -166,8 +162,8 @@ def _conditions(task: str, model: BenchModel, quick: bool) -> list[Condition]:
             for n in QUICK_SIZES if quick else FULL_SIZES:
                 labels = (("task", task), ("row", row_label(mode, verifier)), ("comm_mode", mode),
                           ("verifier", verifier), ("n", n))  # fmt: skip
-                out.append(Condition(EinsteinPuzzleConfig(n=n, comm_mode=mode, puzzles=PUZZLES), seats, episodes,
-                                     labels))  # fmt: skip
+                config = EinsteinPuzzleConfig(n=n, comm_mode=mode, puzzles="suite", suite_stride=episodes)
+                out.append(Condition(config, seats, episodes, labels))
     return out
 
 
@@ -233,8 +229,9 @@ def _report(task: str, conditions: Sequence[Condition], records: Sequence[Mappin
     seat = ("the model in both seats" if task == "both-seats" else
             "the model as player_0 (bottom row, moves first), the planner as player_1")  # fmt: skip
     notes = [
-        f"{seat}; n = {', '.join(map(str, sizes))}; {conditions[0].episodes} generated puzzles per condition and "
-        f"seed (the suite's generator; seeds {', '.join(map(str, SEEDS[: len(records) // len(conditions)]))}).",
+        f"{seat}; n = {', '.join(map(str, sizes))}; {conditions[0].episodes} puzzles of the frozen test suite per "
+        f"condition and seed, each seed its own slice "
+        f"(seeds {', '.join(map(str, SEEDS[: len(records) // len(conditions)]))}).",
         "A row pools its conditions over n; the gain rows are the per-seed difference in success rate, with "
         "the reasoning verifier (k = 4 candidates) minus without.",
     ]

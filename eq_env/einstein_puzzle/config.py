@@ -8,7 +8,7 @@ manual's table all come from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from eq_env.core.config import GameConfig, choice, number
 from eq_env.einstein_puzzle.generator import MAX_OBJECTS, MIN_OBJECTS
@@ -29,6 +29,8 @@ class EinsteinPuzzleConfig(GameConfig):
                                    integer=True, none="auto")  # fmt: skip
     puzzles: str = choice("generated", ("generated", "suite"),
                           "generated: a new puzzle per episode; suite: the suite's puzzle i mod 300")  # fmt: skip
+    suite_stride: int = number(0, 0, 300, "suite puzzles: episode i of seed s plays puzzle (s·stride + i) mod 300 "
+                               "(0: i mod 300 whatever the seed)", integer=True)  # fmt: skip
     private_share: float = number(2 / 3, 0.0, 1.0, "share of relations held by one player only (generated puzzles)")
     max_depth: int | None = number(None, 1, MAX_OBJECTS - 1, "cap on the constraint tree's depth (generated puzzles)",
                                    integer=True, none="any")  # fmt: skip
@@ -40,6 +42,17 @@ class EinsteinPuzzleConfig(GameConfig):
     def validate(self) -> None:
         if self.puzzles == "suite" and not 4 <= self.n <= 8:
             raise ValueError(f"puzzles='suite' has puzzles of 4 to 8 objects, got n={self.n}")
+        if self.suite_stride and self.puzzles != "suite":
+            raise ValueError(f"suite_stride={self.suite_stride} applies to puzzles='suite' only, got puzzles="
+                             f"{self.puzzles!r}")  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields; ``suite_stride`` (added after results were first keyed) only when set, so a configuration
+        without it keys its results as before it existed."""
+        data = super().to_dict()
+        if not data["suite_stride"]:
+            del data["suite_stride"]
+        return data
 
     @property
     def step_limit(self) -> int:

@@ -66,7 +66,8 @@ compose by XOR: row∘column = diagonal, …; `rules.Knowledge`).
 Puzzles: `puzzles="generated"` (default) draws episode i of seed s with
 `generator.generate(n, generator.puzzle_rng(s, i), private_share=…,
 max_depth=…)`; `puzzles="suite"` plays the frozen test suite's puzzle
-`i mod 300` of n objects (`suite.load_suite(n)`; the seed is ignored).
+`i mod 300` of n objects (`suite.load_suite(n)`; the seed is ignored), or with `suite_stride=k` puzzle
+`(s·k + i) mod 300` of seed s (seeds then play disjoint slices of the suite when k ≥ the episodes per seed).
 
 ## Turns and communication modes
 
@@ -200,6 +201,8 @@ paper says (each has a test):
 ## Version history
 
 * v0: first version (eq_env 0.1.0).
+* v0, issue 16: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
+  suite (`eq-env bench`).
 """
 
 from __future__ import annotations
@@ -252,12 +255,13 @@ def resolve_config(config: EinsteinPuzzleConfig | None, preset: str | None,
 
 
 def episode_puzzle(config: EinsteinPuzzleConfig, seed: int, episode: int) -> Puzzle:
-    """The puzzle of episode ``episode`` of seed ``seed`` under ``config`` (the suite's ignores the seed)."""
+    """The puzzle of episode ``episode`` of seed ``seed`` under ``config`` (the suite's: puzzle
+    ``(seed·suite_stride + episode) mod 300``, so the seed matters only with a stride)."""
     if config.puzzles == "suite":
         from eq_env.einstein_puzzle import suite  # (the frozen test suite: loaded only when asked for)
 
         puzzles = suite.load_suite(config.n)
-        return puzzles[episode % len(puzzles)]  # type: ignore[no-any-return]
+        return puzzles[(seed * config.suite_stride + episode) % len(puzzles)]  # type: ignore[no-any-return]
     return generate(config.n, puzzle_rng(seed, episode), private_share=config.private_share,
                     max_depth=config.max_depth)  # fmt: skip
 

@@ -275,7 +275,7 @@ def test_conditions_are_the_documented_battery() -> None:
     assert {c.policy("player_0") for c in quick} == {model.spec("llm"), model.spec("llm", verifier="reasoning", k=4)}
     quick_p = planner.conditions(model, True)
     assert len(quick_p) == 2 and all(c.policy("player_1") == "planner" for c in quick_p)
-    assert all(c.config.puzzles == "generated" for c in quick + quick_p)
+    assert all(c.config.puzzles == "suite" and c.config.suite_stride == c.episodes for c in quick + quick_p)
     assert list(both.seeds(True)) == list(both.seeds(False)) == list(SEEDS) and len(SEEDS) >= 2
     # the same inputs, the same battery (keys and all)
     assert [c.key for c in both.conditions(model, True)] == [c.key for c in quick]
@@ -336,3 +336,18 @@ def test_full_report_pools_over_n_and_draws_its_figure(tmp_path: Path) -> None:
     assert all(s["x"] == [4, 5, 6, 7, 8] for p in report.figure["panels"] for s in p["series"])
     plot_lines(tmp_path / "figure.png", **report.figure)
     assert (tmp_path / "figure.png").stat().st_size > 1000
+
+
+def test_suite_stride_gives_each_seed_its_own_slice_of_the_suite():
+    from eq_env.einstein_puzzle import suite
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+    from eq_env.einstein_puzzle.env import episode_puzzle
+
+    puzzles = suite.load_suite(5)
+    plain = EinsteinPuzzleConfig(n=5, puzzles="suite")
+    strided = plain.replace(suite_stride=10)
+    assert episode_puzzle(plain, 3, 1) == episode_puzzle(plain, 0, 1) == puzzles[1]  # no stride: the seed is ignored
+    assert episode_puzzle(strided, 3, 1) == puzzles[31] and episode_puzzle(strided, 29, 12) == puzzles[(290 + 12) % 300]
+    assert "suite_stride" not in plain.to_dict() and strided.to_dict()["suite_stride"] == 10  # keys as before at 0
+    with pytest.raises(ValueError, match="suite_stride=2 applies to puzzles='suite' only"):
+        EinsteinPuzzleConfig(n=5, suite_stride=2)
