@@ -28,6 +28,7 @@ from eq_env.core.report import from_json_number
 from eq_env.core.stats import mean_interval
 
 __all__ = [
+    "RATE",
     "Battery",
     "BenchModel",
     "BenchTask",
@@ -46,13 +47,18 @@ class Metric:
 
     ``key`` names the value in a run record's ``metrics`` (or one the task computes itself);
     ``higher_is_better`` says which way is good (None: neither — words, steps), which the leaderboards and
-    the card's arrows use.
+    the card's arrows use. ``bounds`` is the range of the metric's values (``RATE``, (0, 1), for a rate): the
+    card cuts a Student-t interval that runs past it (a rate of 0.9 over 3 seeds can have a bound above 1).
     """
 
     key: str
     title: str
     higher_is_better: bool | None = True
     digits: int = 3
+    bounds: tuple[float, float] | None = None
+
+
+RATE = (0.0, 1.0)  # the bounds of a rate or a share
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,14 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n}
+
+    def within(self, bounds: tuple[float, float] | None) -> Cell:
+        """The cell with its interval cut to ``bounds`` (NaN bounds stay NaN)."""
+        if bounds is None:
+            return self
+        lo, hi = bounds
+        return Cell(self.mean, self.low if math.isnan(self.low) else min(max(self.low, lo), hi),
+                    self.high if math.isnan(self.high) else min(max(self.high, lo), hi), self.n)  # fmt: skip
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cell:
@@ -413,6 +427,7 @@ def make_card(
         conds, seeds = planned[task.name]
         rs = records[task.name]
         report = task.report(conds, rs)
+        bounds = {m.key: m.bounds for m in report.metrics}
         figure = None
         if report.figure:
             figure = f"figures/{_slug(task.name)}.png"
@@ -429,10 +444,10 @@ def make_card(
             "runs": len(rs),
             "prompts": list(task.prompts),
             "main": {"key": task.main.key, "title": task.main.title, "higher_is_better": task.main.higher_is_better,
-                     "digits": task.main.digits, "cell": _cell_json(report.main)},
+                     "digits": task.main.digits, "cell": _cell_json(report.main.within(task.main.bounds))},
             "metrics": [{"key": m.key, "title": m.title, "higher_is_better": m.higher_is_better, "digits": m.digits}
                         for m in report.metrics],
-            "rows": [{"label": label, "cells": {k: _cell_json(c) for k, c in cells.items()}}
+            "rows": [{"label": label, "cells": {k: _cell_json(c.within(bounds.get(k))) for k, c in cells.items()}}
                      for label, cells in report.rows],
             "reference": [{"label": label, "values": dict(values)} for label, values in report.reference],
             "reference_source": task.reference_source,

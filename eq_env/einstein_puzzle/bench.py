@@ -76,7 +76,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eq_env.core.bench import BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.bench import RATE, BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
 from eq_env.core.experiments import Condition
 from eq_env.core.policy import parse_policy_spec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
@@ -105,11 +105,11 @@ MODE_NAMES = {"provide_and_seek": "provide & seek", "provide_only": "provide onl
 PROMPTS = ("einstein-puzzle player v1",)
 
 METRICS = (
-    Metric("success_rate", "success rate"),
+    Metric("success_rate", "success rate", bounds=RATE),
     Metric("steps", "steps (won games)", None, digits=1),
     Metric("rejected_placements", "rejected placements / game", False, digits=2),
     Metric("rule_inconsistent", "rule-inconsistent actions / game", False, digits=2),
-    Metric("partial_success", "partial success"),
+    Metric("partial_success", "partial success", bounds=RATE),
 )
 MAIN = METRICS[0]
 

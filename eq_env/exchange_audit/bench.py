@@ -95,7 +95,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eq_env.core.bench import BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.bench import RATE, BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
 from eq_env.core.experiments import Condition, run_one
 from eq_env.core.policy import parse_policy_spec
 from eq_env.exchange_audit import paper
@@ -172,10 +172,10 @@ def proposer_conditions(model: BenchModel, quick: bool) -> list[Condition]:
 PROPOSER_METRICS = (
     Metric("welfare", "welfare"),
     Metric("ambiguous_welfare", "ambiguous welfare"),
-    Metric("ambiguous_approval_rate", "ambiguous approval"),
-    Metric("bad_approval_rate", "bad approval", higher_is_better=False),
-    Metric("audit_fail_rate", "audit failures", higher_is_better=False),
-    Metric("misreport_rate", "misreporting", higher_is_better=False),
+    Metric("ambiguous_approval_rate", "ambiguous approval", bounds=RATE),
+    Metric("bad_approval_rate", "bad approval", higher_is_better=False, bounds=RATE),
+    Metric("audit_fail_rate", "audit failures", higher_is_better=False, bounds=RATE),
+    Metric("misreport_rate", "misreporting", higher_is_better=False, bounds=RATE),
     Metric("words", "words", higher_is_better=None, digits=1),
 )
 PROPOSER_MAIN = Metric("welfare", "welfare, artifacts (mean over q)")
@@ -323,10 +323,10 @@ def validator_conditions(model: BenchModel, quick: bool) -> list[Condition]:
 
 VALIDATOR_METRICS = (
     Metric("welfare", "welfare"),
-    Metric("bad_approval_rate", "bad approval", higher_is_better=False),
-    Metric(INJECTED, "injected-text approval", higher_is_better=False),
-    Metric("ambiguous_approval_rate", "ambiguous approval"),
-    Metric("approval_rate", "approval", higher_is_better=None),
+    Metric("bad_approval_rate", "bad approval", higher_is_better=False, bounds=RATE),
+    Metric(INJECTED, "injected-text approval", higher_is_better=False, bounds=RATE),
+    Metric("ambiguous_approval_rate", "ambiguous approval", bounds=RATE),
+    Metric("approval_rate", "approval", higher_is_better=None, bounds=RATE),
 )
 VALIDATOR_MAIN = Metric("welfare", "welfare (mean over the six conditions)")
 _MEASURED = tuple(m for m in VALIDATOR_METRICS if m.key != INJECTED)

@@ -16,6 +16,7 @@ import pytest
 from agents.client import LLMClient, configure
 from agents.fake_server import ScriptedLLMServer, honest_script
 from eq_env.core.bench import (
+    RATE,
     Battery,
     BenchModel,
     BenchTask,
@@ -186,5 +187,9 @@ def test_cells_and_seed_values_leave_undefined_values_out():
     assert cell.n == 2 and cell.mean == 3.0 and cell.low < 3.0 < cell.high
     assert Cell.from_dict(json.loads(json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v
                                                  for k, v in Cell.of([1.0]).to_dict().items()}))).n == 1  # fmt: skip
+    rate = Cell.of([0.9, 1.0, 1.0])  # a t-interval over 3 seeds runs past 1; the card cuts it to the rate's range
+    assert rate.high > 1 and rate.within(RATE) == Cell(rate.mean, rate.low, 1.0, 3) and rate.within(None) == rate
+    lone = Cell.of([0.5]).within(RATE)
+    assert lone.mean == 0.5 and math.isnan(lone.low) and math.isnan(lone.high)
     with pytest.raises(ValueError, match="task names repeat"):
         Battery("x", (TASK, TASK))
