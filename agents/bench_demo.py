@@ -9,8 +9,9 @@ the request's model name asks for (each game's ``bench_script(quality)``):
 * ``bench-hostile`` — malformed and schema-breaking replies, injected instructions, 429s and 5xx, and a
   fixed subset of prompts always refused, so that some episodes fail and are recorded as failed.
 
-A reply depends on the request alone (never on arrival order), so concurrency cannot change a run. The
-numbers these models produce describe the scripts, not a language model.
+A reply depends on the request alone (never on arrival order), so concurrency cannot change a run. Every
+error carries ``retry-after-ms: 1``, so the retries cost no time. The numbers these models produce
+describe the scripts, not a language model.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ class BenchDemoScript:
                                                      f"here; the demo serves {', '.join(DEMO_MODELS)}"}})  # fmt: skip
         for module in GAME_SCRIPTS:
             if importlib.import_module(module).bench_request(request):
-                return _script(module, quality)(request, n)
+                reply: Reply = _script(module, quality)(request, n)
+                if reply.status >= 400 and not {"retry-after", "retry-after-ms"} & {k.lower() for k in reply.headers}:
+                    # a scripted error is retried at once: the client's default backoff (0.5 s doubled five times)
+                    # would make the demo wait minutes for outages that are part of its script
+                    reply.headers = {**reply.headers, "retry-after-ms": "1"}
+                return reply
         return Reply(status=400, body={"error": {"message": "a prompt of no game this demo knows"}})
 
 
