@@ -76,7 +76,18 @@ from typing import Any
 from eq_env.belief_coordination.answerers import AnswerRequest
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import generated_question
-from eq_env.core.bench import RATE, BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.bench import (
+    COUNT,
+    RATE,
+    BenchModel,
+    BenchTask,
+    Cell,
+    Estimate,
+    Metric,
+    TaskReport,
+    metric_cells,
+    seed_values,
+)
 from eq_env.core.experiments import Condition
 from eq_env.core.policy import format_policy_spec, parse_policy_spec
 
@@ -108,7 +119,7 @@ ROWS = ("single", "fixed", "majority vote", "debate")
 METRICS = (
     Metric("accuracy", "accuracy", bounds=RATE),
     Metric("reward", "reward"),
-    Metric("tokens", "tokens / question", higher_is_better=False, digits=0),
+    Metric("tokens", "tokens / question", higher_is_better=False, digits=0, bounds=COUNT),
     Metric("no_answer", "no answer", higher_is_better=False, bounds=RATE),
     Metric("gain_vs_single", "accuracy − single"),
     Metric("tokens_vs_debate", "tokens ÷ debate's", higher_is_better=False),

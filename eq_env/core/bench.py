@@ -59,6 +59,7 @@ class Metric:
 
 
 RATE = (0.0, 1.0)  # the bounds of a rate or a share
+COUNT = (0.0, math.inf)  # the bounds of a count, a length or a number of tokens
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def _reference_table(t: Mapping[str, Any]) -> tuple[list[str], list[list[str]]] 
     model = {r["label"]: r["cells"] for r in t["rows"]}
     headers = ["condition"]
     for m in keys:
-        headers += [f"{m['title']} (paper)", f"{m['title']} (model)"]
+        headers += [f"{m['title']} (reference)", f"{m['title']} (model)"]
     rows = []
     for ref in t["reference"]:
         row = [ref["label"]]
@@ -140,7 +140,7 @@ def render_card_markdown(card: Mapping[str, Any]) -> str:
         out += [markdown_table(headers, rows), ""]
         ref = _reference_table(t)
         if ref:
-            out += [f"The paper's numbers beside the model's ({t['reference_source'] or 'see the task'}):", "",
+            out += [f"Reference numbers beside the model's ({t['reference_source'] or 'see the task'}):", "",
                     markdown_table(*ref), ""]  # fmt: skip
         out += [f"- {note}" for note in t["notes"]] + ([""] if t["notes"] else [])
         if t["figure"]:
@@ -188,7 +188,7 @@ def render_card_html(card: Mapping[str, Any], root: Path) -> str:
         ref = _reference_table(t)
         if ref:
             source = html.escape(t["reference_source"] or "see the task")
-            parts.append(f"<p>The paper's numbers beside the model's ({source}):</p>")
+            parts.append(f"<p>Reference numbers beside the model's ({source}):</p>")
             parts.append(_html_table(*ref))
         if t["notes"]:
             parts.append("<ul class=note>" + "".join(f"<li>{html.escape(n)}</li>" for n in t["notes"]) + "</ul>")

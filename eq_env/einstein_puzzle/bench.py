@@ -76,7 +76,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eq_env.core.bench import RATE, BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.bench import (
+    COUNT,
+    RATE,
+    BenchModel,
+    BenchTask,
+    Cell,
+    Estimate,
+    Metric,
+    TaskReport,
+    metric_cells,
+    seed_values,
+)
 from eq_env.core.experiments import Condition
 from eq_env.core.policy import parse_policy_spec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
@@ -106,9 +117,9 @@ PROMPTS = ("einstein-puzzle player v1",)
 
 METRICS = (
     Metric("success_rate", "success rate", bounds=RATE),
-    Metric("steps", "steps (won games)", None, digits=1),
-    Metric("rejected_placements", "rejected placements / game", False, digits=2),
-    Metric("rule_inconsistent", "rule-inconsistent actions / game", False, digits=2),
+    Metric("steps", "steps (won games)", None, digits=1, bounds=COUNT),
+    Metric("rejected_placements", "rejected placements / game", False, digits=2, bounds=COUNT),
+    Metric("rule_inconsistent", "rule-inconsistent actions / game", False, digits=2, bounds=COUNT),
     Metric("partial_success", "partial success", bounds=RATE),
 )
 MAIN = METRICS[0]

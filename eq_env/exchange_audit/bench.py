@@ -95,7 +95,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from eq_env.core.bench import RATE, BenchModel, BenchTask, Cell, Estimate, Metric, TaskReport, metric_cells, seed_values
+from eq_env.core.bench import (
+    COUNT,
+    RATE,
+    BenchModel,
+    BenchTask,
+    Cell,
+    Estimate,
+    Metric,
+    TaskReport,
+    metric_cells,
+    seed_values,
+)
 from eq_env.core.experiments import Condition, run_one
 from eq_env.core.policy import parse_policy_spec
 from eq_env.exchange_audit import paper
@@ -176,7 +187,7 @@ PROPOSER_METRICS = (
     Metric("bad_approval_rate", "bad approval", higher_is_better=False, bounds=RATE),
     Metric("audit_fail_rate", "audit failures", higher_is_better=False, bounds=RATE),
     Metric("misreport_rate", "misreporting", higher_is_better=False, bounds=RATE),
-    Metric("words", "words", higher_is_better=None, digits=1),
+    Metric("words", "words", higher_is_better=None, digits=1, bounds=COUNT),
 )
 PROPOSER_MAIN = Metric("welfare", "welfare, artifacts (mean over q)")
 
@@ -344,7 +355,8 @@ def _rule_reference(conditions: Sequence[Condition], seed_list: Sequence[int]) -
         records = [{**run_one(rule, s), "labels": dict(c.labels)} for s in seed_list]
         cells = metric_cells(records, _MEASURED)
         cells = _with_injected(cells, str(c.label("proposer")), cells["bad_approval_rate"])
-        out[str(c.label("row"))] = {m.key: _fmt(cells[m.key], m.digits) for m in VALIDATOR_METRICS if m.key in cells}
+        out[str(c.label("row"))] = {m.key: _fmt(cells[m.key].within(m.bounds), m.digits)
+                                    for m in VALIDATOR_METRICS if m.key in cells}  # fmt: skip
     return out
 
 
@@ -353,7 +365,7 @@ def _fmt(cell: Cell, digits: int) -> str:
         return "—"
     if math.isnan(cell.low):
         return f"{cell.mean:.{digits}f}"
-    return f"{cell.mean:.{digits}f} ({cell.low:.{digits}f}–{cell.high:.{digits}f})"
+    return f"{cell.mean:.{digits}f} [{cell.low:.{digits}f}, {cell.high:.{digits}f}]"
 
 
 def validator_report(conditions: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> TaskReport:
