@@ -29,7 +29,8 @@ __all__ = [
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.6em 0 1.2em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.best{font-weight:bold}
-.note{color:#555;font-size:.92em}img{max-width:100%;border:1px solid #eee}code{background:#f6f6f6;padding:0 .2em}
+table.meta td{text-align:left}.note{color:#555;font-size:.92em}img{max-width:100%;border:1px solid #eee}
+code{background:#f6f6f6;padding:0 .2em}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}"""
 
 
@@ -155,15 +156,19 @@ def render_card_markdown(card: Mapping[str, Any]) -> str:
 
 
 def _html_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], best: Mapping[tuple[int, int], bool] = {}
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    best: Mapping[tuple[int, int], bool] | None = None,
+    css: str = "",
 ) -> str:
+    best = best or {}
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(f"<td{' class=best' if best.get((i, j)) else ''}>{html.escape(str(c))}</td>"
                          for j, c in enumerate(row)) + "</tr>"
         for i, row in enumerate(rows)
     )  # fmt: skip
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table{f' class={css}' if css else ''}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _img(path: Path, alt: str) -> str:
@@ -179,7 +184,7 @@ def _page(title: str, body: str) -> str:
 def render_card_html(card: Mapping[str, Any], root: Path) -> str:
     """The card as one self-contained HTML page; figures read from ``root`` and embedded."""
     parts = [f"<h1>Model card: <code>{html.escape(card['model'])}</code> on {html.escape(card['battery'])}</h1>",
-             _html_table(["", ""], _header(card)), "<h2>Summary</h2>",
+             _html_table(["", ""], _header(card), css="meta"), "<h2>Summary</h2>",
              "<p class=note>Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is "
              "better, ↓ lower is better.</p>", _html_table(_SUMMARY_HEADERS, _summary_rows(card))]  # fmt: skip
     for t in card["tasks"]:
@@ -277,10 +282,13 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
     for j, t in enumerate(tasks):
         cells = [c["tasks"][j]["main"]["cell"] for c in cards]
         ys = [from_json_number(c["mean"]) for c in cells]
-        errs = [from_json_number(c["high"]) - from_json_number(c["mean"]) for c in cells]
+        # the interval as it is (cut to the metric's range, so not always symmetric); none with one seed
+        below = [y - from_json_number(c["low"]) for y, c in zip(ys, cells, strict=True)]
+        above = [from_json_number(c["high"]) - y for y, c in zip(ys, cells, strict=True)]
+        yerr = [[0.0 if math.isnan(e) else e for e in below], [0.0 if math.isnan(e) else e for e in above]]
         panels.append({"ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}", "series": [
-            {"label": t["name"], "x": list(range(len(cards))), "y": ys,
-             "yerr": [0.0 if math.isnan(e) else e for e in errs], "style": {"fmt": "o"}}]})  # fmt: skip
+            {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr,
+             "style": {"fmt": "o"}}]})  # fmt: skip
     plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=[c["model"] for c in cards])
     body = "\n".join([
         "<h1>Leaderboard</h1>", f"<p>{html.escape(intro)}</p>", _html_table(headers, rows, best),
