@@ -22,7 +22,7 @@ from eq_env.bench import battery
 from eq_env.cli import INCOMPLETE, main
 
 pytestmark = pytest.mark.usefixtures("fast_llm")
-FAST = ["--max-retries", "1", "--backoff", "0.01", "--timeout", "5"]
+FAST = ["--timeout", "5"]  # (the default retries: every scripted error asks to be retried within 1 ms)
 CARD = ("card.json", "card.md", "card.html")
 
 
@@ -162,3 +162,18 @@ def test_bad_flags_get_one_line(argv, message, tmp_path, capsys):
     status = main(["bench", "--out", str(tmp_path / "o"), *argv])
     err = capsys.readouterr().err
     assert status == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def _table(text: str, header: str) -> str:
+    start = text.index(header)
+    return text[start : text.index("\n\n", start)]
+
+
+@pytest.mark.slow
+def test_the_readmes_card_summary_and_leaderboard_are_what_the_demo_prints(runs, tmp_path):
+    from eq_env.core.card import load_card, render_leaderboard
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert _table((runs["good"] / "card.md").read_text(), "| task | main metric") in readme
+    render_leaderboard([load_card(runs[m]) for m in ("good", "mediocre", "hostile")], ["a", "b", "c"], tmp_path)
+    assert _table((tmp_path / "leaderboard.md").read_text(), "| model |") in readme
