@@ -43,6 +43,7 @@ import importlib.util
 import logging
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -153,7 +154,7 @@ class RayExecutor(Executor):
         self.max_retries = max_retries
 
     def describe(self) -> str:
-        return f"ray (cluster at {self.address})" if self.address else "ray (local instance)"
+        return f"ray (cluster at {_shown(self.address)})" if self.address else "ray (local instance)"
 
     def map_unordered(
         self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
@@ -202,6 +203,8 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ValueErrors.
     """
     _check_ray(address, num_cpus)
+    if address is not None:
+        _probe(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
@@ -222,7 +225,7 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
-        raise ValueError(f"cannot join the Ray cluster at {address}: {_first_line(err)}") from None
+        raise ValueError(f"cannot join the Ray cluster at {_shown(address or 'auto')}: {_first_line(err)}") from None
     try:
         yield ray
     finally:
@@ -243,6 +246,32 @@ def _check_ray(address: str | None, num_cpus: int | None) -> None:
         raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
 
 
+PROBE_TIMEOUT = 5.0  # seconds for a cluster's head to accept a connection
+
+
+def _shown(address: str) -> str:
+    """An address as it may be printed: without user information (``ray://USER:SECRET@HOST:PORT``)."""
+    if "@" not in address:
+        return address
+    scheme = "ray://" if address.startswith("ray://") else ""
+    return scheme + address.rpartition("@")[2]
+
+
+def _probe(address: str) -> None:
+    """Refuse at once, in one line, an address where nothing listens: Ray itself retries an unreachable
+    head for minutes (a refused port on this machine hung ``ray.init`` for over 300 s)."""
+    target = _shown(address).removeprefix("ray://")
+    host, _, port = target.rpartition(":")
+    if address == "auto" or not host or not port.isdigit():
+        return  # "auto" (Ray looks it up) or a form Ray parses itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT).close()
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise ValueError(f"cannot join the Ray cluster at {target}: nothing answers there ({why}); "
+                         "--ray-address expects HOST:PORT of a running head (ray start --head)") from None  # fmt: skip
+
+
 def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     """A Ray task's body: the package imported first (it registers the games and policies, which a fresh
     worker process does not have), then the call."""
@@ -261,8 +290,8 @@ def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, 
 
     ``local``: a process pool of ``jobs`` workers (``default_jobs`` when not given); ``--ray-address`` is
     refused. ``ray``: a Ray instance started on this machine with ``jobs`` CPUs (Ray's count when not
-    given), or the cluster at ``--ray-address``, whose nodes decide the CPUs (``--jobs`` is refused).
-    Every refusal is a one-line ValueError.
+    given), or the cluster at ``--ray-address``, whose nodes decide the CPUs (``--jobs`` is refused; an
+    address where nothing answers is refused within seconds). Every refusal is a one-line ValueError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -272,4 +301,7 @@ def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, 
         return LocalExecutor(default_jobs if jobs is None else jobs)
     if ray_address is not None and jobs is not None:
         raise ValueError("--jobs sets the CPUs of a Ray instance started here; a cluster's (--ray-address) are its own")
-    return RayExecutor(ray_address, num_cpus=jobs)
+    executor = RayExecutor(ray_address, num_cpus=jobs)
+    if ray_address is not None:
+        _probe(ray_address)  # before the command writes anything
+    return executor

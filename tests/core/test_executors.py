@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,21 @@ def test_the_commands_without_a_backend_say_why(capsys: pytest.CaptureFixture[st
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "it takes no --backend" in text and "--backend " not in text.replace("no --backend", ""), text
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "no-such-host.invalid:6379", "ray://user:s3cret@127.0.0.1:1"])
+def test_an_address_where_nothing_answers_is_refused_at_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], address: str
+) -> None:
+    """Ray retries an unreachable head for minutes (``ray.init`` hung over 300 s on a refused port); the
+    flag is refused in seconds, before anything is written, and a secret in the address is not shown."""
+    monkeypatch.setattr(executors, "ray_missing", lambda: None)  # (refused before Ray is imported)
+    out = tmp_path / "out"
+    start = time.monotonic()
+    status = main(["sweep", "--out", str(out), "--seeds", "1", "--episodes", "5", "--backend", "ray",
+                   "--ray-address", address])  # fmt: skip
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 2 * executors.PROBE_TIMEOUT
+    assert status == 2 and err.count("\n") == 1 and "nothing answers there" in err, err
+    assert "--ray-address expects HOST:PORT" in err and "s3cret" not in err, err
+    assert not out.exists()
