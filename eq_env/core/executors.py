@@ -42,6 +42,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -195,8 +196,10 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
     instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
     dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
-    paths), removed afterwards. Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A
-    driver already connected (``ray.is_initialized()``) is used as it is and left connected.
+    paths), removed afterwards, with a token of its own for Ray's authentication (in the environment, unless
+    ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is written to ``~/.ray``). Usage statistics are
+    off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver already connected (``ray.is_initialized()``) is
+    used as it is and left connected.
 
     The start-up of :class:`RayExecutor` and of RLlib training (``baselines/rllib.py``). Refusals (Ray not
     installed, an empty address, ``num_cpus`` with an address, no cluster at the address) are one-line
@@ -206,32 +209,53 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     if address is not None:
         _probe(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
+    with _token_of_its_own(address is None):  # (Ray reads its auth settings when it is imported)
+        import ray
 
-    if ray.is_initialized():
-        yield ray
+        if ray.is_initialized():
+            yield ray
+            return
+        temp_dir = None
+        options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+        if address is not None:
+            options["address"] = address  # never num_cpus here: joining a cluster refuses it
+        else:
+            temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
+            # on the loopback address: a Ray instance of one command is nobody else's to join
+            options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
+                           _node_ip_address="127.0.0.1")  # fmt: skip
+        try:
+            ray.init(**options)
+        except BaseException as err:
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            if isinstance(err, ConnectionError):  # no cluster at the address (or "auto" with none running)
+                raise ValueError(
+                    f"cannot join the Ray cluster at {_shown(address or 'auto')}: {_first_line(err)}"
+                ) from None
+            raise
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _token_of_its_own(local: bool) -> Iterator[None]:
+    """For a Ray instance started here (``local``) with no token auth configured: a fresh token in this
+    process's environment (which Ray's processes inherit) for the block. Otherwise Ray 2.60 makes one and
+    writes it to ``~/.ray/auth_token``, a secret in the user's home that outlives the command."""
+    if not local or "RAY_AUTH_MODE" in os.environ or "RAY_AUTH_TOKEN" in os.environ:
+        yield  # the user's own settings (e.g. RAY_AUTH_MODE=disabled) stand
         return
-    temp_dir = None
-    options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
-    if address is not None:
-        options["address"] = address  # never num_cpus here: joining a cluster refuses it
-    else:
-        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
-        # on the loopback address: a Ray instance of one command is nobody else's to join
-        options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
-                       _node_ip_address="127.0.0.1")  # fmt: skip
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     try:
-        ray.init(**options)
-    except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-        raise ValueError(f"cannot join the Ray cluster at {_shown(address or 'auto')}: {_first_line(err)}") from None
-    try:
-        yield ray
+        yield
     finally:
-        ray.shutdown()
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+        for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(name, None)
 
 
 def _check_ray(address: str | None, num_cpus: int | None) -> None:

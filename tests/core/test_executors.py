@@ -8,9 +8,11 @@ and that nothing imports Ray unless the Ray backend runs.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -226,3 +228,54 @@ def test_an_address_where_nothing_answers_is_refused_at_once_in_one_line(
     assert status == 2 and err.count("\n") == 1 and "nothing answers there" in err, err
     assert "--ray-address expects HOST:PORT" in err and "s3cret" not in err, err
     assert not out.exists()
+
+
+class _FakeRay(types.ModuleType):
+    """Stands in for ``ray`` (not installed here): records what ``init`` saw, or fails as told."""
+
+    def __init__(self, fail: BaseException | None = None) -> None:
+        super().__init__("ray")
+        self.fail, self.seen, self.shut = fail, {}, False
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **options: object) -> None:
+        self.seen = {**options, **{k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}}
+        if self.fail is not None:
+            raise self.fail
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def _fake_ray(monkeypatch: pytest.MonkeyPatch, fail: BaseException | None = None) -> _FakeRay:
+    fake = _FakeRay(fail)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(executors, "ray_missing", lambda: None)
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return fake
+
+
+def test_a_ray_instance_started_here_has_a_token_of_its_own_and_writes_none_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray 2.60 started with no token configured writes one to ~/.ray/auth_token (a secret left in the home
+    after the command); the instance of a command gets one in the environment, for its lifetime only."""
+    fake = _fake_ray(monkeypatch)
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert fake.seen["RAY_AUTH_MODE"] == "token" and len(str(fake.seen["RAY_AUTH_TOKEN"])) == 64 and fake.shut
+    assert "RAY_AUTH_MODE" not in os.environ and "RAY_AUTH_TOKEN" not in os.environ
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the user's own setting stands
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert fake.seen["RAY_AUTH_MODE"] == "disabled" and fake.seen["RAY_AUTH_TOKEN"] is None
+
+
+def test_a_ray_instance_that_fails_to_start_leaves_no_temporary_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_ray(monkeypatch, fail=RuntimeError("the raylet died"))
+    with pytest.raises(RuntimeError, match="the raylet died"), executors.ray_connected(None, num_cpus=1):
+        pass
+    assert not Path(str(fake.seen["_temp_dir"])).exists()
