@@ -47,6 +47,7 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = [
@@ -196,7 +197,7 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
     instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
     dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
-    paths), removed afterwards, with a token of its own for Ray's authentication (in the environment, unless
+    paths), removed afterwards (after a SIGKILL, by the next start), with a token of its own for Ray's authentication (in the environment, unless
     ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is written to ``~/.ray``). Usage statistics are
     off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver already connected (``ray.is_initialized()``) is
     used as it is and left connected.
@@ -220,7 +221,7 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
         if address is not None:
             options["address"] = address  # never num_cpus here: joining a cluster refuses it
         else:
-            temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
+            temp_dir = _temp_dir()
             # on the loopback address: a Ray instance of one command is nobody else's to join
             options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
                            _node_ip_address="127.0.0.1")  # fmt: skip
@@ -240,6 +241,31 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
             ray.shutdown()
             if temp_dir:
                 shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+TEMP_PREFIX = "eqray"  # + the driver's pid: the temporary directories of the Ray instances of commands
+
+
+def _temp_dir() -> str:
+    """A short directory for a Ray instance started here. A driver killed by SIGKILL cannot remove its own:
+    those of drivers no longer running are removed first."""
+    parent = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    for path in Path(parent).glob(f"{TEMP_PREFIX}*-*"):
+        pid = path.name.removeprefix(TEMP_PREFIX).partition("-")[0]
+        with contextlib.suppress(OSError, ValueError):
+            if path.stat().st_uid == os.getuid() and not _running(int(pid)):
+                shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=parent)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager

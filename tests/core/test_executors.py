@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -279,3 +281,22 @@ def test_a_ray_instance_that_fails_to_start_leaves_no_temporary_directory(monkey
     with pytest.raises(RuntimeError, match="the raylet died"), executors.ray_connected(None, num_cpus=1):
         pass
     assert not Path(str(fake.seen["_temp_dir"])).exists()
+
+
+def test_the_temporary_directory_of_a_killed_driver_is_removed_by_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A driver killed by SIGKILL leaves its Ray instance's directory in /tmp; the next start removes it (and
+    leaves the directory of a driver still running)."""
+    fake = _fake_ray(monkeypatch)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = Path(tempfile.mkdtemp(prefix=f"{executors.TEMP_PREFIX}{int(gone.stdout)}-", dir="/tmp"))
+    live = Path(tempfile.mkdtemp(prefix=f"{executors.TEMP_PREFIX}{os.getppid()}-", dir="/tmp"))
+    try:
+        with executors.ray_connected(None, num_cpus=1):
+            assert Path(str(fake.seen["_temp_dir"])).is_dir()
+        assert not stale.exists() and live.exists() and not Path(str(fake.seen["_temp_dir"])).exists()
+        assert len(str(fake.seen["_temp_dir"])) < 40  # (Ray's socket paths must fit 107 bytes)
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)
