@@ -79,6 +79,8 @@ def test_the_ray_backend_without_ray_says_which_extra_to_install(
     [
         (["--ray-address", "127.0.0.1:6379"], "--ray-address goes with --backend ray"),
         (["--backend", "ray", "--ray-address", "not an address"], "expected HOST:PORT"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:99999"], "a port in 1..65535"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:0"], "a port in 1..65535"),
         (["--backend", "dask"], "invalid choice: 'dask'"),
     ],
 )
