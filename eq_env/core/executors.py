@@ -197,13 +197,14 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
     instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
     dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
-    paths), removed afterwards (after a SIGKILL, by the next start), with a token of its own for Ray's authentication (in the environment, unless
-    ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is written to ``~/.ray``). Usage statistics are
-    off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver already connected (``ray.is_initialized()``) is
-    used as it is and left connected.
+    paths), removed afterwards (after a SIGKILL, by the next start), with a token of its own for Ray's
+    authentication (in the environment, unless ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is
+    written to ``~/.ray``). Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver
+    already connected (``ray.is_initialized()``) is used as it is and left connected.
 
     The start-up of :class:`RayExecutor` and of RLlib training (``baselines/rllib.py``). Refusals (Ray not
-    installed, an empty address, ``num_cpus`` with an address, no cluster at the address) are one-line
+    installed, an empty address, ``num_cpus`` with an address, nothing answering at the address, no cluster
+    there) are one-line
     ValueErrors.
     """
     _check_ray(address, num_cpus)
