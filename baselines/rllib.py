@@ -33,9 +33,10 @@ import numpy as np
 
 from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 
-__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train"]
+__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train",
+           "training_seeds"]  # fmt: skip
 
-EVAL_SEEDS = (1000, 1001, 1002)  # held out: RLlib seeds its environments from the training seed
+EVAL_SEEDS = (1000, 1001, 1002)  # held out: training plays the seeds of training_seeds(seed, ...), refused here
 NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
            "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
@@ -62,16 +63,62 @@ def adapter(env: Any) -> NumericAdapter:
     return importlib.import_module(NUMERIC[spec.name]).ADAPTER  # type: ignore[no-any-return]
 
 
+def training_seeds(seed: int, env_runners: int, envs_per_runner: int) -> range:
+    """The seeds whose episode streams training plays: one per environment, each environment its own.
+
+    A game reset with a seed and then without one plays that seed's episodes in order, as the runner does.
+    RLlib resets environment ``i`` of env runner ``w`` with ``seed + w + i`` (runners from 1; 0 is the
+    driver's), so two runners would replay the same streams; :func:`_stream_seed` moves runner ``w`` to
+    its own block of ``envs_per_runner`` seeds (runner 1 keeps RLlib's).
+    """
+    first = seed if env_runners == 0 else seed + 1
+    return range(first, first + max(env_runners, 1) * envs_per_runner)
+
+
+def _stream_seed(rllib_seed: int, *, seed: int, worker: int, envs_per_runner: int) -> int:
+    """The seed of the environment RLlib resets with ``rllib_seed`` (``seed + worker + i``) in runner ``worker``:
+    ``training_seeds(...)[(worker - 1) * envs_per_runner + i]``."""
+    if worker == 0:
+        return rllib_seed
+    return rllib_seed + (worker - 1) * (envs_per_runner - 1)
+
+
+def _check_held_out(seed: int, env_runners: int, envs_per_runner: int, eval_seeds: Sequence[int]) -> None:
+    trained = training_seeds(seed, env_runners, envs_per_runner)
+    shared = sorted(s for s in set(eval_seeds) if s in trained)
+    if shared:
+        raise ValueError(f"--eval-seeds {','.join(map(str, shared))} would evaluate on training episodes: --seed "
+                         f"{seed} with {max(env_runners, 1)} x {envs_per_runner} environments trains on seeds "
+                         f"{trained.start}-{trained.stop - 1}; choose held-out seeds outside them")  # fmt: skip
+
+
+@functools.cache
+def _seeded_env_class() -> type:
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
+
+    class SeededPettingZooEnv(PettingZooEnv):  # type: ignore[misc]
+        """RLlib's ``PettingZooEnv``, its reset seed moved to the environment's own stream (:func:`_stream_seed`)."""
+
+        def __init__(self, env: NumericAECEnv, stream: Any) -> None:
+            super().__init__(env)
+            self._stream = stream
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+            return super().reset(seed=None if seed is None else self._stream(seed), options=options)
+
+    return SeededPettingZooEnv
+
+
 def _make_env(env_config: Mapping[str, Any]) -> Any:
     """RLlib's environment creator: runs in each env runner, so it imports the game there (an id string
     alone is unknown to a fresh Ray worker)."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
-
     import eq_env  # noqa: F401 - registers the games
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env_config["env"])
-    return PettingZooEnv(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])))
+    stream = functools.partial(_stream_seed, seed=env_config["seed"], worker=getattr(env_config, "worker_index", 0),
+                               envs_per_runner=env_config["envs_per_runner"])  # fmt: skip
+    return _seeded_env_class()(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])), stream)
 
 
 def _module_of(modules: Mapping[str, str], agent_id: str, *args: Any, **kwargs: Any) -> str:
@@ -109,9 +156,10 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
         masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observations"}
         specs[module] = RLModuleSpec(module_class=ActionMaskingTorchRLModule if masked else None,
                                      model_config={"fcnet_hiddens": [64, 64]})  # fmt: skip
+    env_config = {"env": spec.id, "config": config.to_dict(), "seed": seed, "envs_per_runner": envs_per_runner}
     return (
         PPOConfig()
-        .environment(RLLIB_ENV, env_config={"env": spec.id, "config": config.to_dict()})
+        .environment(RLLIB_ENV, env_config=env_config)
         .multi_agent(policies=set(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .env_runners(num_env_runners=env_runners, num_envs_per_env_runner=envs_per_runner, num_cpus_per_env_runner=1)
@@ -178,12 +226,14 @@ def train(
     eval_episodes: int = 500,
     progress: bool | None = None,
 ) -> RLlibResult:
-    """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring)."""
+    """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring);
+    ``eval_seeds`` must lie outside :func:`training_seeds`."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    _check_held_out(seed, env_runners, envs_per_runner, eval_seeds)
     missing = rllib_missing()
     if missing:
         raise ValueError(missing)
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
     from eq_env.core.executors import ray_connected
     from eq_env.core.spec import env_spec
 

@@ -135,3 +135,29 @@ def test_rllib_policies_are_registered_for_every_role() -> None:
                       ("belief-coordination", "executor"), ("belief-coordination", "coordinator")):  # fmt: skip
         with pytest.raises(ValueError, match="not an RLlib training"):
             make_policy("rllib:path=/nonexistent", role, env)
+
+
+def test_rllib_env_runners_play_disjoint_episode_streams() -> None:
+    """RLlib resets environment i of runner w with seed + w + i: two runners would replay 31 of 32 streams. Each
+    environment gets its own seed of training_seeds (runner 1 keeps RLlib's)."""
+    from baselines.rllib import _stream_seed, training_seeds
+
+    seed, runners, envs = 5, 3, 4
+    played = [_stream_seed(seed + w + i, seed=seed, worker=w, envs_per_runner=envs)
+              for w in range(1, runners + 1) for i in range(envs)]  # fmt: skip
+    assert sorted(played) == list(training_seeds(seed, runners, envs)) == list(range(6, 18))
+    assert [_stream_seed(seed + 1 + i, seed=seed, worker=1, envs_per_runner=envs) for i in range(envs)] == [6, 7, 8, 9]
+    assert [_stream_seed(seed + i, seed=seed, worker=0, envs_per_runner=envs) for i in range(envs)] == [5, 6, 7, 8]
+    assert list(training_seeds(seed, 0, envs)) == [5, 6, 7, 8]
+
+
+@pytest.mark.parametrize(("seed", "runners", "envs"), [(998, 1, 32), (0, 0, 1003), (0, 40, 32)])
+def test_rllib_training_refuses_eval_seeds_it_trains_on(tmp_path, seed: int, runners: int, envs: int) -> None:  # type: ignore[no-untyped-def]
+    """The held-out evaluation must not replay training episodes (a seed's stream is the same in both), refused in
+    one line before anything starts, with or without RLlib."""
+    from baselines.rllib import train
+
+    with pytest.raises(ValueError, match=r"^--eval-seeds 1000,1001,1002 would evaluate on training episodes") as err:
+        train("exchange-audit", tmp_path / "o", seed=seed, env_runners=runners, envs_per_runner=envs)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "o").exists()
