@@ -315,6 +315,10 @@ class RLlibPolicy:
         self.role = role
         self.module_id = self.meta["modules"][role]
         self.adapter = adapter(self.meta["env"])
+        from eq_env.core.spec import env_spec
+
+        trained = env_spec(self.meta["env"]).config.from_dict(self.meta["config"])
+        self._shapes = _shapes(self.adapter.observation_space(role, trained))
         import torch
         from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
 
@@ -334,6 +338,10 @@ class RLlibPolicy:
         import torch
 
         numeric = self.adapter.observe(self.role, observation)
+        if _shapes(numeric) != self._shapes:
+            raise ValueError(f"rllib:path={self.path} was trained on another configuration of the game ({self.role}'s "
+                             f"observation {_shapes(numeric)}, trained on {self._shapes}; its policy.json has the "
+                             "configuration): train it on this one")  # fmt: skip
         if isinstance(numeric, Mapping):
             obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in numeric.items()}
         else:
@@ -342,6 +350,14 @@ class RLlibPolicy:
             logits = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
             action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
         return self.adapter.env_action(self.role, action, observation)
+
+
+def _shapes(x: Any) -> Any:
+    """The shape of a numeric observation or space (a dict of them for a masked one)."""
+    if isinstance(x, Mapping) or hasattr(x, "spaces"):
+        items = x.spaces.items() if hasattr(x, "spaces") else x.items()
+        return {k: _shapes(v) for k, v in items}
+    return tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
 
 
 def rllib_policy_for(role: str) -> Any:

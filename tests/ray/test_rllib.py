@@ -30,6 +30,8 @@ GAMES = {
     "belief-coordination": (["--env", "belief-coordination", "--eval-episodes", "20"], 0.1),
 }
 ITERATIONS = 3
+# a configuration of the game whose observations differ in shape from the default's the checkpoint trained on
+OTHER_CONFIG = {"einstein-puzzle": {"n": 5}, "belief-coordination": {"n_executors": 4}}
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -64,3 +66,9 @@ def test_train_on_the_cluster_then_play_the_checkpoint(cluster, tmp_path: Path, 
     policies = {role: make_policy(f"rllib:path={out}", role, spec.id) for role in spec.roles}
     ev = evaluate(spec.id, config, policies, episodes=3, seeds=[1000])
     assert len(ev.records) == 3 and not ev.failed
+    if game in OTHER_CONFIG:  # played on another configuration: one line saying so, not torch's shape error
+        other = spec.config.from_dict({**meta["config"], **OTHER_CONFIG[game]})
+        with pytest.raises(ValueError, match=r"was trained on another configuration of the game") as err:
+            evaluate(spec.id, other, {r: make_policy(f"rllib:path={out}", r, spec.id) for r in spec.roles},
+                     episodes=1, seeds=[1000])  # fmt: skip
+        assert "\n" not in str(err.value)
