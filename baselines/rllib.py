@@ -92,6 +92,13 @@ def _check_held_out(seed: int, env_runners: int, envs_per_runner: int, eval_seed
                          f"{trained.start}-{trained.stop - 1}; choose held-out seeds outside them")  # fmt: skip
 
 
+def _check_cpus(env_runners: int, cpus: float) -> None:
+    """Each env runner takes a CPU of its own: more runners than the cluster's CPUs would wait for ever."""
+    if env_runners > cpus:
+        raise ValueError(f"--env-runners {env_runners} needs {env_runners} CPUs (one per runner), the Ray cluster has "
+                         f"{cpus:g}: at most {int(cpus)}")  # fmt: skip
+
+
 @functools.cache
 def _seeded_env_class() -> type:
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
@@ -245,7 +252,8 @@ def train(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     curve: list[dict[str, float]] = []
-    with ray_connected(ray_address, num_cpus=num_cpus):
+    with ray_connected(ray_address, num_cpus=num_cpus) as ray:
+        _check_cpus(env_runners, ray.cluster_resources().get("CPU", 0))
         from ray.tune.registry import register_env  # type: ignore[import-not-found]
 
         register_env(RLLIB_ENV, _make_env)

@@ -161,3 +161,12 @@ def test_rllib_training_refuses_eval_seeds_it_trains_on(tmp_path, seed: int, run
         train("exchange-audit", tmp_path / "o", seed=seed, env_runners=runners, envs_per_runner=envs)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "o").exists()
+
+
+def test_rllib_refuses_more_env_runners_than_cpus_in_one_line() -> None:
+    """RLlib would wait for ever for a runner no CPU is left for (measured: still waiting after 100 s)."""
+    from baselines.rllib import _check_cpus
+
+    _check_cpus(2, 2.0)
+    with pytest.raises(ValueError, match=r"^--env-runners 3 needs 3 CPUs \(one per runner\), the Ray cluster has 2"):
+        _check_cpus(3, 2.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,15 @@ def test_train_on_the_cluster_then_play_the_checkpoint(cluster, tmp_path: Path, 
             evaluate(spec.id, other, {r: make_policy(f"rllib:path={out}", r, spec.id) for r in spec.roles},
                      episodes=1, seeds=[1000])  # fmt: skip
         assert "\n" not in str(err.value)
+
+
+def test_more_env_runners_than_cpus_stop_in_one_line(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each runner takes a CPU: three on the two-CPU cluster would wait for ever (RLlib waits for the third actor)."""
+    started = time.perf_counter()
+    done = cluster.eq_env("train", "--backend", "rllib", "--env", "einstein-puzzle", "--env-runners", "3",
+                          "--ray-address", cluster.address, "--out", str(tmp_path / "o"), timeout=120)  # fmt: skip
+    seconds = time.perf_counter() - started
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert "--env-runners 3 needs 3 CPUs" in lines[-1] and "has 2" in lines[-1], done.stderr[-2000:]
+    print(f"\n--env-runners 3 on 2 CPUs refused in {seconds:.1f} s")
