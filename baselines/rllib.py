@@ -309,19 +309,19 @@ class RLlibPolicy:
 
     def __init__(self, path: str | Path, role: str) -> None:
         self.path = Path(path)
-        meta_path = self.path / "policy.json"
-        if not meta_path.exists() or json.loads(meta_path.read_text()).get("library") != "rllib":
-            raise ValueError(f"{self.path} is not an RLlib training: no policy.json of one (train one with "
-                             "eq-env train --backend rllib)")  # fmt: skip
-        missing = rllib_missing()
-        if missing:
-            raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
-        self.meta = json.loads(meta_path.read_text())
+        self.meta = _training_meta(self.path)
         if role not in self.meta["modules"]:
             roles = ", ".join(self.meta["modules"])
             raise ValueError(f"{self.path} has no module for role {role!r}; its roles: {roles}")
         self.role = role
         self.module_id = self.meta["modules"][role]
+        where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
+        if not where.is_dir():
+            raise ValueError(f"{self.path} has no checkpoint of module {self.module_id!r} ({where} is missing): "
+                             "train it again")  # fmt: skip
+        missing = rllib_missing()
+        if missing:
+            raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
         self.adapter = adapter(self.meta["env"])
         from eq_env.core.spec import env_spec
 
@@ -331,7 +331,6 @@ class RLlibPolicy:
         from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
 
         torch.set_num_threads(1)
-        where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
         self.module = RLModule.from_checkpoint(str(where))
         self.module.eval()
         self._dist = self.module.get_inference_action_dist_cls()
@@ -358,6 +357,19 @@ class RLlibPolicy:
             logits = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
             action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
         return self.adapter.env_action(self.role, action, observation)
+
+
+def _training_meta(path: Path) -> dict[str, Any]:
+    """``policy.json`` of the RLlib training in ``path``, or a one-line refusal."""
+    meta_path = path / "policy.json"
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{meta_path} is not valid JSON ({err}): train again into {path}") from None
+    if not isinstance(meta, dict) or meta.get("library") != "rllib" or not isinstance(meta.get("modules"), dict):
+        raise ValueError(f"{path} is not an RLlib training: no policy.json of one (train one with "
+                         "eq-env train --backend rllib)")  # fmt: skip
+    return meta
 
 
 def _shapes(x: Any) -> Any:

@@ -170,3 +170,22 @@ def test_rllib_refuses_more_env_runners_than_cpus_in_one_line() -> None:
     _check_cpus(2, 2.0)
     with pytest.raises(ValueError, match=r"^--env-runners 3 needs 3 CPUs \(one per runner\), the Ray cluster has 2"):
         _check_cpus(3, 2.0)
+
+
+def test_rllib_policy_from_a_corrupt_training_is_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A cut policy.json, or one without its checkpoint: one line naming the file, with or without RLlib."""
+    import json
+
+    from eq_env.core.policy import make_policy
+
+    (tmp_path / "policy.json").write_text('{"env": "eq_env/einstein-puzzle-v0", "libr')
+    with pytest.raises(ValueError, match=r"policy.json is not valid JSON .*: train again into") as err:
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    (tmp_path / "policy.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="is not an RLlib training"):
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    meta = {"env": "eq_env/einstein-puzzle-v0", "config": {}, "modules": {"player_0": "player"}, "library": "rllib"}
+    (tmp_path / "policy.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"has no checkpoint of module 'player' \(.*rl_module/player is missing\)"):
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    assert "\n" not in str(err.value)
