@@ -403,7 +403,7 @@ def add_rllib_flags(parser: Any) -> None:
     group = parser.add_argument_group("with --backend rllib (every role at once; pip install 'eq-env[rllib]')")
     group.add_argument("--iterations", type=int_in(1, 100_000), default=15, help="PPO iterations (default 15)")
     group.add_argument("--env-runners", type=int_in(0, 1024), default=1,
-                       help="Ray actors stepping environments (default 1; 0: in the driver)")  # fmt: skip
+                       help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)")  # fmt: skip
     group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=32,
                        help="environments each runner steps together (default 32)")  # fmt: skip
     group.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",

@@ -189,3 +189,30 @@ def test_rllib_policy_from_a_corrupt_training_is_refused_in_one_line(tmp_path) -
     with pytest.raises(ValueError, match=r"has no checkpoint of module 'player' \(.*rl_module/player is missing\)"):
         make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
     assert "\n" not in str(err.value)
+
+
+def test_exchange_audit_validator_sees_its_mask_so_it_learns_nothing_from_a_forced_block() -> None:
+    """After a NO_TRADE the game ignores the validator's choice (only BLOCK is legal): the numeric validator sees
+    the mask, so a masked module gives that block probability 1 instead of training on an ignored action."""
+    from eq_env.exchange_audit.features import artifact_nvec
+
+    env = exchange_env()
+    assert set(env.observation_space("validator_0").spaces) == {"action_mask", "observations"}
+    nvec = artifact_nvec()
+    seen = set()
+    env.reset(seed=0)
+    for episode in range(4):
+        trade = episode % 2  # choices[0]: 0 NO_TRADE, 1 REQUEST_APPROVAL
+        for agent in env.agent_iter():
+            obs, _, terminated, _, _ = env.last()
+            if terminated:
+                env.step(None)
+                continue
+            if agent == "proposer_0":
+                env.step(np.array([trade] + [0] * (len(nvec) - 1)))
+                continue
+            assert env.observation_space(agent).contains(obs)
+            seen.add((trade, tuple(obs["action_mask"].tolist())))
+            env.step(0)
+        env.reset()
+    assert seen == {(0, (1, 0)), (1, (1, 1))}

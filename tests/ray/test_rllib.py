@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("ray.rllib", reason="needs pip install -e '.[rllib,test]' (.ci/rllib runs it)")
 
 # game -> (command line, how far the last iteration's mean return may fall below the first's). With seed 0 and
-# 8 envs per runner: exchange-audit proposer 0.349 -> 0.719, validator -0.001 -> 0.497; einstein-puzzle
+# 8 envs per runner: exchange-audit proposer 0.330 -> 0.701, validator -0.001 -> 0.607; einstein-puzzle
 # player -2.089 -> -1.820 (not monotone: -2.126 at iteration 2), hence a margin rather than a strict rise.
 # belief-coordination (3 executors sharing a module, whose return is the three executors' sum):
 # coordinator 0.342 / 0.358 / 0.377, executor 1.027 / 1.073 / 1.132 on the cluster (0.355 / 0.341 / 0.372 for the
