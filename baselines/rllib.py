@@ -42,14 +42,21 @@ NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle":
 RLLIB_ENV = "eq_env_numeric"
 
 
+# What RLlib needs beyond Ray core: plain `ray` ships the ray.rllib sources without them, so finding
+# ray.rllib alone does not tell that the rllib extra is there (dm-tree is `tree`; Tune needs pyarrow).
+RLLIB_MODULES = ("ray.rllib", "tree", "pyarrow")
+
+
 def rllib_missing() -> str | None:
     """What to install for RLlib training, one line, or None (looked up without importing Ray)."""
-    try:
-        found = importlib.util.find_spec("ray.rllib") is not None
-    except (ModuleNotFoundError, ValueError):  # no ray at all
-        found = False
-    if not found:
-        return "--backend rllib needs RLlib, which is not installed: pip install 'eq-env[rllib]'"
+    for module in RLLIB_MODULES:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ModuleNotFoundError, ValueError):  # no ray at all
+            found = False
+        if not found:
+            return ("--backend rllib needs RLlib, which is not installed (no module "
+                    f"{module!r}): pip install 'eq-env[rllib]'")  # fmt: skip
     return None
 
 
@@ -331,7 +338,7 @@ class RLlibPolicy:
         from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
 
         torch.set_num_threads(1)
-        self.module = RLModule.from_checkpoint(str(where))
+        self.module = RLModule.from_checkpoint(str(where.resolve()))  # (RLlib reads a relative path as a URI)
         self.module.eval()
         self._dist = self.module.get_inference_action_dist_cls()
 
@@ -422,8 +429,15 @@ def run_from_args(env: str, args: Any, config: Any) -> int:
     meta = json.loads((result.path / "policy.json").read_text())
     print(f"trained {', '.join(meta['modules'])} with RLlib PPO for {result.iterations} iterations in "
           f"{result.seconds:.1f} s; saved to {result.path} (learning_curve.csv/.png, eval.json)")  # fmt: skip
-    for role in meta["modules"]:
-        print(f"use it anywhere a policy goes: --{role} rllib:path={result.path}")
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    # the checkpoint plays the configuration it was trained on: name the flags that differ from the defaults
+    defaults = spec.config().to_dict()
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in meta["config"].items() if defaults.get(k) != v]
+    roles = " ".join(f"--{role} rllib:path={result.path}" for role in meta["modules"])
+    print(f"use it anywhere a policy goes, on the configuration it was trained on, e.g. eq-env play --env "
+          f"{spec.name} {' '.join(flags)}{' ' if flags else ''}{roles}")  # fmt: skip
     print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
           "each:\n")  # fmt: skip
     print(result.table())

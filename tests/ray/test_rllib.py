@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -67,6 +69,12 @@ def test_train_on_the_cluster_then_play_the_checkpoint(cluster, tmp_path: Path, 
     policies = {role: make_policy(f"rllib:path={out}", role, spec.id) for role in spec.roles}
     ev = evaluate(spec.id, config, policies, episodes=3, seeds=[1000])
     assert len(ev.records) == 3 and not ev.failed
+    # as the train command prints it: `eq-env play` with the trained configuration's flags, a relative path
+    hint = next(line for line in done.stdout.splitlines() if "eq-env play" in line)
+    argv = hint[hint.index("eq-env play") + len("eq-env play") :].replace(str(out), game).split()
+    played = subprocess.run([sys.executable, "-m", "eq_env.cli", "play", *argv, "--episodes", "2"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert played.returncode == 0, played.stderr[-2000:]
     if game in OTHER_CONFIG:  # played on another configuration: one line saying so, not torch's shape error
         other = spec.config.from_dict({**meta["config"], **OTHER_CONFIG[game]})
         with pytest.raises(ValueError, match=r"was trained on another configuration of the game") as err:
