@@ -33,22 +33,30 @@ import numpy as np
 
 from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 
-__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train"]
+__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train",
+           "training_seeds"]  # fmt: skip
 
-EVAL_SEEDS = (1000, 1001, 1002)  # held out: RLlib seeds its environments from the training seed
+EVAL_SEEDS = (1000, 1001, 1002)  # held out: training plays the seeds of training_seeds(seed, ...), refused here
 NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
            "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
 
 
+# What RLlib needs beyond Ray core: plain `ray` ships the ray.rllib sources without them, so finding
+# ray.rllib alone does not tell that the rllib extra is there (dm-tree is `tree`; Tune needs pyarrow).
+RLLIB_MODULES = ("ray.rllib", "tree", "pyarrow")
+
+
 def rllib_missing() -> str | None:
     """What to install for RLlib training, one line, or None (looked up without importing Ray)."""
-    try:
-        found = importlib.util.find_spec("ray.rllib") is not None
-    except (ModuleNotFoundError, ValueError):  # no ray at all
-        found = False
-    if not found:
-        return "--backend rllib needs RLlib, which is not installed: pip install 'eq-env[rllib]'"
+    for module in RLLIB_MODULES:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ModuleNotFoundError, ValueError):  # no ray at all
+            found = False
+        if not found:
+            return ("--backend rllib needs RLlib, which is not installed (no module "
+                    f"{module!r}): pip install 'eq-env[rllib]'")  # fmt: skip
     return None
 
 
@@ -62,16 +70,69 @@ def adapter(env: Any) -> NumericAdapter:
     return importlib.import_module(NUMERIC[spec.name]).ADAPTER  # type: ignore[no-any-return]
 
 
+def training_seeds(seed: int, env_runners: int, envs_per_runner: int) -> range:
+    """The seeds whose episode streams training plays: one per environment, each environment its own.
+
+    A game reset with a seed and then without one plays that seed's episodes in order, as the runner does.
+    RLlib resets environment ``i`` of env runner ``w`` with ``seed + w + i`` (runners from 1; 0 is the
+    driver's), so two runners would replay the same streams; :func:`_stream_seed` moves runner ``w`` to
+    its own block of ``envs_per_runner`` seeds (runner 1 keeps RLlib's).
+    """
+    first = seed if env_runners == 0 else seed + 1
+    return range(first, first + max(env_runners, 1) * envs_per_runner)
+
+
+def _stream_seed(rllib_seed: int, *, seed: int, worker: int, envs_per_runner: int) -> int:
+    """The seed of the environment RLlib resets with ``rllib_seed`` (``seed + worker + i``) in runner ``worker``:
+    ``training_seeds(...)[(worker - 1) * envs_per_runner + i]``."""
+    if worker == 0:
+        return rllib_seed
+    return rllib_seed + (worker - 1) * (envs_per_runner - 1)
+
+
+def _check_held_out(seed: int, env_runners: int, envs_per_runner: int, eval_seeds: Sequence[int]) -> None:
+    trained = training_seeds(seed, env_runners, envs_per_runner)
+    shared = sorted(s for s in set(eval_seeds) if s in trained)
+    if shared:
+        raise ValueError(f"--eval-seeds {','.join(map(str, shared))} would evaluate on training episodes: --seed "
+                         f"{seed} with {max(env_runners, 1)} x {envs_per_runner} environments trains on seeds "
+                         f"{trained.start}-{trained.stop - 1}; choose held-out seeds outside them")  # fmt: skip
+
+
+def _check_cpus(env_runners: int, cpus: float) -> None:
+    """Each env runner takes a CPU of its own: more runners than the cluster's CPUs would wait for ever."""
+    if env_runners > cpus:
+        raise ValueError(f"--env-runners {env_runners} needs {env_runners} CPUs (one per runner), the Ray cluster has "
+                         f"{cpus:g}: at most {int(cpus)}")  # fmt: skip
+
+
+@functools.cache
+def _seeded_env_class() -> type:
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
+
+    class SeededPettingZooEnv(PettingZooEnv):  # type: ignore[misc]
+        """RLlib's ``PettingZooEnv``, its reset seed moved to the environment's own stream (:func:`_stream_seed`)."""
+
+        def __init__(self, env: NumericAECEnv, stream: Any) -> None:
+            super().__init__(env)
+            self._stream = stream
+
+        def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+            return super().reset(seed=None if seed is None else self._stream(seed), options=options)
+
+    return SeededPettingZooEnv
+
+
 def _make_env(env_config: Mapping[str, Any]) -> Any:
     """RLlib's environment creator: runs in each env runner, so it imports the game there (an id string
     alone is unknown to a fresh Ray worker)."""
-    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv  # type: ignore[import-not-found]
-
     import eq_env  # noqa: F401 - registers the games
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env_config["env"])
-    return PettingZooEnv(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])))
+    stream = functools.partial(_stream_seed, seed=env_config["seed"], worker=getattr(env_config, "worker_index", 0),
+                               envs_per_runner=env_config["envs_per_runner"])  # fmt: skip
+    return _seeded_env_class()(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])), stream)
 
 
 def _module_of(modules: Mapping[str, str], agent_id: str, *args: Any, **kwargs: Any) -> str:
@@ -109,9 +170,10 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
         masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observations"}
         specs[module] = RLModuleSpec(module_class=ActionMaskingTorchRLModule if masked else None,
                                      model_config={"fcnet_hiddens": [64, 64]})  # fmt: skip
+    env_config = {"env": spec.id, "config": config.to_dict(), "seed": seed, "envs_per_runner": envs_per_runner}
     return (
         PPOConfig()
-        .environment(RLLIB_ENV, env_config={"env": spec.id, "config": config.to_dict()})
+        .environment(RLLIB_ENV, env_config=env_config)
         .multi_agent(policies=set(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .env_runners(num_env_runners=env_runners, num_envs_per_env_runner=envs_per_runner, num_cpus_per_env_runner=1)
@@ -178,12 +240,14 @@ def train(
     eval_episodes: int = 500,
     progress: bool | None = None,
 ) -> RLlibResult:
-    """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring)."""
+    """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring);
+    ``eval_seeds`` must lie outside :func:`training_seeds`."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    _check_held_out(seed, env_runners, envs_per_runner, eval_seeds)
     missing = rllib_missing()
     if missing:
         raise ValueError(missing)
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
     from eq_env.core.executors import ray_connected
     from eq_env.core.spec import env_spec
 
@@ -195,7 +259,8 @@ def train(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     curve: list[dict[str, float]] = []
-    with ray_connected(ray_address, num_cpus=num_cpus):
+    with ray_connected(ray_address, num_cpus=num_cpus) as ray:
+        _check_cpus(env_runners, ray.cluster_resources().get("CPU", 0))
         from ray.tune.registry import register_env  # type: ignore[import-not-found]
 
         register_env(RLLIB_ENV, _make_env)
@@ -251,26 +316,29 @@ class RLlibPolicy:
 
     def __init__(self, path: str | Path, role: str) -> None:
         self.path = Path(path)
-        meta_path = self.path / "policy.json"
-        if not meta_path.exists() or json.loads(meta_path.read_text()).get("library") != "rllib":
-            raise ValueError(f"{self.path} is not an RLlib training: no policy.json of one (train one with "
-                             "eq-env train --backend rllib)")  # fmt: skip
-        missing = rllib_missing()
-        if missing:
-            raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
-        self.meta = json.loads(meta_path.read_text())
+        self.meta = _training_meta(self.path)
         if role not in self.meta["modules"]:
             roles = ", ".join(self.meta["modules"])
             raise ValueError(f"{self.path} has no module for role {role!r}; its roles: {roles}")
         self.role = role
         self.module_id = self.meta["modules"][role]
+        where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
+        if not where.is_dir():
+            raise ValueError(f"{self.path} has no checkpoint of module {self.module_id!r} ({where} is missing): "
+                             "train it again")  # fmt: skip
+        missing = rllib_missing()
+        if missing:
+            raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
         self.adapter = adapter(self.meta["env"])
+        from eq_env.core.spec import env_spec
+
+        trained = env_spec(self.meta["env"]).config.from_dict(self.meta["config"])
+        self._shapes = _shapes(self.adapter.observation_space(role, trained))
         import torch
         from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
 
         torch.set_num_threads(1)
-        where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
-        self.module = RLModule.from_checkpoint(str(where))
+        self.module = RLModule.from_checkpoint(str(where.resolve()))  # (RLlib reads a relative path as a URI)
         self.module.eval()
         self._dist = self.module.get_inference_action_dist_cls()
 
@@ -284,6 +352,10 @@ class RLlibPolicy:
         import torch
 
         numeric = self.adapter.observe(self.role, observation)
+        if _shapes(numeric) != self._shapes:
+            raise ValueError(f"rllib:path={self.path} was trained on another configuration of the game ({self.role}'s "
+                             f"observation {_shapes(numeric)}, trained on {self._shapes}; its policy.json has the "
+                             "configuration): train it on this one")  # fmt: skip
         if isinstance(numeric, Mapping):
             obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in numeric.items()}
         else:
@@ -292,6 +364,27 @@ class RLlibPolicy:
             logits = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
             action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
         return self.adapter.env_action(self.role, action, observation)
+
+
+def _training_meta(path: Path) -> dict[str, Any]:
+    """``policy.json`` of the RLlib training in ``path``, or a one-line refusal."""
+    meta_path = path / "policy.json"
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{meta_path} is not valid JSON ({err}): train again into {path}") from None
+    if not isinstance(meta, dict) or meta.get("library") != "rllib" or not isinstance(meta.get("modules"), dict):
+        raise ValueError(f"{path} is not an RLlib training: no policy.json of one (train one with "
+                         "eq-env train --backend rllib)")  # fmt: skip
+    return meta
+
+
+def _shapes(x: Any) -> Any:
+    """The shape of a numeric observation or space (a dict of them for a masked one)."""
+    if isinstance(x, Mapping) or hasattr(x, "spaces"):
+        items = x.spaces.items() if hasattr(x, "spaces") else x.items()
+        return {k: _shapes(v) for k, v in items}
+    return tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
 
 
 def rllib_policy_for(role: str) -> Any:
@@ -317,7 +410,7 @@ def add_rllib_flags(parser: Any) -> None:
     group = parser.add_argument_group("with --backend rllib (every role at once; pip install 'eq-env[rllib]')")
     group.add_argument("--iterations", type=int_in(1, 100_000), default=15, help="PPO iterations (default 15)")
     group.add_argument("--env-runners", type=int_in(0, 1024), default=1,
-                       help="Ray actors stepping environments (default 1; 0: in the driver)")  # fmt: skip
+                       help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)")  # fmt: skip
     group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=32,
                        help="environments each runner steps together (default 32)")  # fmt: skip
     group.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
@@ -336,8 +429,15 @@ def run_from_args(env: str, args: Any, config: Any) -> int:
     meta = json.loads((result.path / "policy.json").read_text())
     print(f"trained {', '.join(meta['modules'])} with RLlib PPO for {result.iterations} iterations in "
           f"{result.seconds:.1f} s; saved to {result.path} (learning_curve.csv/.png, eval.json)")  # fmt: skip
-    for role in meta["modules"]:
-        print(f"use it anywhere a policy goes: --{role} rllib:path={result.path}")
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    # the checkpoint plays the configuration it was trained on: name the flags that differ from the defaults
+    defaults = spec.config().to_dict()
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in meta["config"].items() if defaults.get(k) != v]
+    roles = " ".join(f"--{role} rllib:path={result.path}" for role in meta["modules"])
+    print(f"use it anywhere a policy goes, on the configuration it was trained on, e.g. eq-env play --env "
+          f"{spec.name} {' '.join(flags)}{' ' if flags else ''}{roles}")  # fmt: skip
     print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
           "each:\n")  # fmt: skip
     print(result.table())

@@ -567,9 +567,15 @@ def executor_of(args: argparse.Namespace, default_jobs: int) -> Executor:
 def ray_address_arg(text: str) -> str:
     """An argparse type: a Ray cluster's address, ``HOST:PORT`` or ``auto`` (``ray://`` client addresses too)."""
     text = text.strip()
-    if text == "auto" or text.startswith("ray://") or re.fullmatch(r"[^\s:/]+:\d{1,5}", text):
+    if (
+        text == "auto"
+        or text.startswith("ray://")
+        or (re.fullmatch(r"[^\s:/]+:\d{1,5}", text) and 1 <= int(text.rpartition(":")[2]) <= 65535)
+    ):
         return text
-    raise argparse.ArgumentTypeError(f"expected HOST:PORT of a Ray cluster's head, or auto, got {shown(text)}")
+    raise argparse.ArgumentTypeError(
+        f"expected HOST:PORT (a port in 1..65535) of a Ray cluster's head, or auto, got {shown(text)}"
+    )
 
 
 def _key_values(items: list[str], what: str) -> list[tuple[str, str]]:

@@ -42,9 +42,12 @@ import contextlib
 import importlib.util
 import logging
 import os
+import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = [
@@ -153,7 +156,7 @@ class RayExecutor(Executor):
         self.max_retries = max_retries
 
     def describe(self) -> str:
-        return f"ray (cluster at {self.address})" if self.address else "ray (local instance)"
+        return f"ray (cluster at {_shown(self.address)})" if self.address else "ray (local instance)"
 
     def map_unordered(
         self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
@@ -194,41 +197,92 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
     instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
     dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
-    paths), removed afterwards. Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A
-    driver already connected (``ray.is_initialized()``) is used as it is and left connected.
+    paths), removed afterwards (after a SIGKILL, by the next start), with a token of its own for Ray's
+    authentication (in the environment, unless ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is
+    written to ``~/.ray``). Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver
+    already connected (``ray.is_initialized()``) is used as it is and left connected.
 
     The start-up of :class:`RayExecutor` and of RLlib training (``baselines/rllib.py``). Refusals (Ray not
-    installed, an empty address, ``num_cpus`` with an address, no cluster at the address) are one-line
+    installed, an empty address, ``num_cpus`` with an address, nothing answering at the address, no cluster
+    there) are one-line
     ValueErrors.
     """
     _check_ray(address, num_cpus)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-
-    if ray.is_initialized():
-        yield ray
-        return
-    temp_dir = None
-    options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
     if address is not None:
-        options["address"] = address  # never num_cpus here: joining a cluster refuses it
-    else:
-        temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp" if os.path.isdir("/tmp") else None)
-        # on the loopback address: a Ray instance of one command is nobody else's to join
-        options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
-                       _node_ip_address="127.0.0.1")  # fmt: skip
+        _probe(address)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    with _token_of_its_own(address is None):  # (Ray reads its auth settings when it is imported)
+        import ray
+
+        if ray.is_initialized():
+            yield ray
+            return
+        temp_dir = None
+        options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+        if address is not None:
+            options["address"] = address  # never num_cpus here: joining a cluster refuses it
+        else:
+            temp_dir = _temp_dir()
+            # on the loopback address: a Ray instance of one command is nobody else's to join
+            options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
+                           _node_ip_address="127.0.0.1")  # fmt: skip
+        try:
+            ray.init(**options)
+        except BaseException as err:
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            if isinstance(err, ConnectionError):  # no cluster at the address (or "auto" with none running)
+                raise ValueError(
+                    f"cannot join the Ray cluster at {_shown(address or 'auto')}: {_first_line(err)}"
+                ) from None
+            raise
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+            if temp_dir:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+TEMP_PREFIX = "eqray"  # + the driver's pid: the temporary directories of the Ray instances of commands
+
+
+def _temp_dir() -> str:
+    """A short directory for a Ray instance started here. A driver killed by SIGKILL cannot remove its own:
+    those of drivers no longer running are removed first."""
+    parent = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+    for path in Path(parent).glob(f"{TEMP_PREFIX}*-*"):
+        pid = path.name.removeprefix(TEMP_PREFIX).partition("-")[0]
+        with contextlib.suppress(OSError, ValueError):
+            if path.stat().st_uid == os.getuid() and not _running(int(pid)):
+                shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=parent)
+
+
+def _running(pid: int) -> bool:
     try:
-        ray.init(**options)
-    except ConnectionError as err:  # no cluster at the address (or "auto" with none running)
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-        raise ValueError(f"cannot join the Ray cluster at {address}: {_first_line(err)}") from None
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _token_of_its_own(local: bool) -> Iterator[None]:
+    """For a Ray instance started here (``local``) with no token auth configured: a fresh token in this
+    process's environment (which Ray's processes inherit) for the block. Otherwise Ray 2.60 makes one and
+    writes it to ``~/.ray/auth_token``, a secret in the user's home that outlives the command."""
+    if not local or "RAY_AUTH_MODE" in os.environ or "RAY_AUTH_TOKEN" in os.environ:
+        yield  # the user's own settings (e.g. RAY_AUTH_MODE=disabled) stand
+        return
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     try:
-        yield ray
+        yield
     finally:
-        ray.shutdown()
-        if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+        for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(name, None)
 
 
 def _check_ray(address: str | None, num_cpus: int | None) -> None:
@@ -241,6 +295,32 @@ def _check_ray(address: str | None, num_cpus: int | None) -> None:
         raise ValueError("a Ray cluster's nodes decide its CPUs: give no CPU count (--jobs) with a Ray address")
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive integer, got {num_cpus!r}")
+
+
+PROBE_TIMEOUT = 5.0  # seconds for a cluster's head to accept a connection
+
+
+def _shown(address: str) -> str:
+    """An address as it may be printed: without user information (``ray://USER:SECRET@HOST:PORT``)."""
+    if "@" not in address:
+        return address
+    scheme = "ray://" if address.startswith("ray://") else ""
+    return scheme + address.rpartition("@")[2]
+
+
+def _probe(address: str) -> None:
+    """Refuse at once, in one line, an address where nothing listens: Ray itself retries an unreachable
+    head for minutes (a refused port on this machine hung ``ray.init`` for over 300 s)."""
+    target = _shown(address).removeprefix("ray://")
+    host, _, port = target.rpartition(":")
+    if address == "auto" or not host or not port.isdigit():
+        return  # "auto" (Ray looks it up) or a form Ray parses itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT).close()
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise ValueError(f"cannot join the Ray cluster at {target}: nothing answers there ({why}); "
+                         "--ray-address expects HOST:PORT of a running head (ray start --head)") from None  # fmt: skip
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
@@ -261,8 +341,8 @@ def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, 
 
     ``local``: a process pool of ``jobs`` workers (``default_jobs`` when not given); ``--ray-address`` is
     refused. ``ray``: a Ray instance started on this machine with ``jobs`` CPUs (Ray's count when not
-    given), or the cluster at ``--ray-address``, whose nodes decide the CPUs (``--jobs`` is refused).
-    Every refusal is a one-line ValueError.
+    given), or the cluster at ``--ray-address``, whose nodes decide the CPUs (``--jobs`` is refused; an
+    address where nothing answers is refused within seconds). Every refusal is a one-line ValueError.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -272,4 +352,7 @@ def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, 
         return LocalExecutor(default_jobs if jobs is None else jobs)
     if ray_address is not None and jobs is not None:
         raise ValueError("--jobs sets the CPUs of a Ray instance started here; a cluster's (--ray-address) are its own")
-    return RayExecutor(ray_address, num_cpus=jobs)
+    executor = RayExecutor(ray_address, num_cpus=jobs)
+    if ray_address is not None:
+        _probe(ray_address)  # before the command writes anything
+    return executor

@@ -322,8 +322,13 @@ def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
 
 
 def _frontier(args: argparse.Namespace) -> int:
+    import importlib.util
+
     from eq_env.exchange_audit.frontier import frontier
 
+    if not args.no_ppo and importlib.util.find_spec("stable_baselines3") is None:  # (before the hour of work)
+        raise ValueError("the frontier's PPO column needs Stable-Baselines3, which is not installed: "
+                         "pip install 'eq-env[rl]', or leave PPO out with --no-ppo")  # fmt: skip
     executor = executor_of(args, default_jobs=1)
     frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes, timesteps=args.timesteps,
              seed=args.seed, train_ppo=not args.no_ppo, progress=None, executor=executor)  # fmt: skip

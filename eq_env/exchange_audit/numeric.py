@@ -5,9 +5,13 @@ role       numeric observation                          numeric action
 =========  ===========================================  ===============================================
 proposer   its features, ``Box(16)`` (:mod:`.features`)  the artifact space, ``MultiDiscrete`` (648
                                                         artifacts for the paper's claim schema)
-validator  its features, ``Box(20)``                    ``Discrete(2)``: 0 block, 1 approve (an approval
-                                                        the action mask forbids is played as a block)
+validator  ``{"observations": Box(20)`` (its features),  ``Discrete(2)``: 0 block, 1 approve (an approval
+           ``"action_mask": Box(2)}`` ([block, approve])  the action mask forbids is played as a block)
 =========  ===========================================  ===============================================
+
+After a NO_TRADE the validator can only block: its mask says so, so a masked module (RLlib's
+``ActionMaskingTorchRLModule``) plays the block with probability 1 and learns nothing from a choice the
+game ignores.
 
 The features and artifacts are those the SB3 views (:mod:`.views`) train on, so a policy reads the
 game the same way whichever library trained it. ``numeric_env(config)`` is the PettingZoo AEC
@@ -43,7 +47,10 @@ _SIZES = {"proposer": len(PROPOSER_FEATURES), "validator": len(VALIDATOR_FEATURE
 
 
 def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
-    return spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(_SIZES[role],), dtype=np.float32)
+    features = spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(_SIZES[role],), dtype=np.float32)
+    if role == "proposer":
+        return features
+    return spaces.Dict({"action_mask": spaces.Box(0, 1, (2,), np.int8), "observations": features})
 
 
 def _action_space(role: str, config: Any) -> spaces.Space[Any]:
@@ -52,10 +59,11 @@ def _action_space(role: str, config: Any) -> spaces.Space[Any]:
     return spaces.Discrete(2)
 
 
-def _observe(role: str, observation: Mapping[str, Any]) -> np.ndarray:
+def _observe(role: str, observation: Mapping[str, Any]) -> Any:
     if role == "proposer":
         return proposer_features(decode_proposer_observation(observation)).astype(np.float32)
-    return validator_features(decode_validator_observation(observation)).astype(np.float32)
+    features = validator_features(decode_validator_observation(observation)).astype(np.float32)
+    return {"action_mask": np.asarray(observation["action_mask"], np.int8), "observations": features}
 
 
 def _env_action(role: str, action: Any, observation: Mapping[str, Any]) -> Any:

@@ -8,8 +8,13 @@ and that nothing imports Ray unless the Ray backend runs.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -74,6 +79,8 @@ def test_the_ray_backend_without_ray_says_which_extra_to_install(
     [
         (["--ray-address", "127.0.0.1:6379"], "--ray-address goes with --backend ray"),
         (["--backend", "ray", "--ray-address", "not an address"], "expected HOST:PORT"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:99999"], "a port in 1..65535"),
+        (["--backend", "ray", "--ray-address", "127.0.0.1:0"], "a port in 1..65535"),
         (["--backend", "dask"], "invalid choice: 'dask'"),
     ],
 )
@@ -207,3 +214,91 @@ def test_the_commands_without_a_backend_say_why(capsys: pytest.CaptureFixture[st
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "it takes no --backend" in text and "--backend " not in text.replace("no --backend", ""), text
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "no-such-host.invalid:6379", "ray://user:s3cret@127.0.0.1:1"])
+def test_an_address_where_nothing_answers_is_refused_at_once_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], address: str
+) -> None:
+    """Ray retries an unreachable head for minutes (``ray.init`` hung over 300 s on a refused port); the
+    flag is refused in seconds, before anything is written, and a secret in the address is not shown."""
+    monkeypatch.setattr(executors, "ray_missing", lambda: None)  # (refused before Ray is imported)
+    out = tmp_path / "out"
+    start = time.monotonic()
+    status = main(["sweep", "--out", str(out), "--seeds", "1", "--episodes", "5", "--backend", "ray",
+                   "--ray-address", address])  # fmt: skip
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 2 * executors.PROBE_TIMEOUT
+    assert status == 2 and err.count("\n") == 1 and "nothing answers there" in err, err
+    assert "--ray-address expects HOST:PORT" in err and "s3cret" not in err, err
+    assert not out.exists()
+
+
+class _FakeRay(types.ModuleType):
+    """Stands in for ``ray`` (not installed here): records what ``init`` saw, or fails as told."""
+
+    def __init__(self, fail: BaseException | None = None) -> None:
+        super().__init__("ray")
+        self.fail, self.seen, self.shut = fail, {}, False
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **options: object) -> None:
+        self.seen = {**options, **{k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}}
+        if self.fail is not None:
+            raise self.fail
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+def _fake_ray(monkeypatch: pytest.MonkeyPatch, fail: BaseException | None = None) -> _FakeRay:
+    fake = _FakeRay(fail)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setattr(executors, "ray_missing", lambda: None)
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return fake
+
+
+def test_a_ray_instance_started_here_has_a_token_of_its_own_and_writes_none_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ray 2.60 started with no token configured writes one to ~/.ray/auth_token (a secret left in the home
+    after the command); the instance of a command gets one in the environment, for its lifetime only."""
+    fake = _fake_ray(monkeypatch)
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert fake.seen["RAY_AUTH_MODE"] == "token" and len(str(fake.seen["RAY_AUTH_TOKEN"])) == 64 and fake.shut
+    assert "RAY_AUTH_MODE" not in os.environ and "RAY_AUTH_TOKEN" not in os.environ
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the user's own setting stands
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert fake.seen["RAY_AUTH_MODE"] == "disabled" and fake.seen["RAY_AUTH_TOKEN"] is None
+
+
+def test_a_ray_instance_that_fails_to_start_leaves_no_temporary_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_ray(monkeypatch, fail=RuntimeError("the raylet died"))
+    with pytest.raises(RuntimeError, match="the raylet died"), executors.ray_connected(None, num_cpus=1):
+        pass
+    assert not Path(str(fake.seen["_temp_dir"])).exists()
+
+
+def test_the_temporary_directory_of_a_killed_driver_is_removed_by_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A driver killed by SIGKILL leaves its Ray instance's directory in /tmp; the next start removes it (and
+    leaves the directory of a driver still running)."""
+    fake = _fake_ray(monkeypatch)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = Path(tempfile.mkdtemp(prefix=f"{executors.TEMP_PREFIX}{int(gone.stdout)}-", dir="/tmp"))
+    live = Path(tempfile.mkdtemp(prefix=f"{executors.TEMP_PREFIX}{os.getppid()}-", dir="/tmp"))
+    try:
+        with executors.ray_connected(None, num_cpus=1):
+            assert Path(str(fake.seen["_temp_dir"])).is_dir()
+        assert not stale.exists() and live.exists() and not Path(str(fake.seen["_temp_dir"])).exists()
+        assert len(str(fake.seen["_temp_dir"])) < 40  # (Ray's socket paths must fit 107 bytes)
+    finally:
+        shutil.rmtree(stale, ignore_errors=True)
+        shutil.rmtree(live, ignore_errors=True)

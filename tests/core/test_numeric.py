@@ -128,6 +128,19 @@ def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:
         assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+def test_ray_without_the_rllib_extra_is_told_to_install_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Plain `ray` ships the ray.rllib sources without RLlib's dependencies: finding ray.rllib is not enough."""
+    import importlib.util
+
+    from baselines.rllib import rllib_missing
+
+    real = importlib.util.find_spec
+    fake = {"ray.rllib": object(), "pyarrow": object(), "tree": None}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: fake[name] if name in fake else real(name, *a))
+    assert rllib_missing() == ("--backend rllib needs RLlib, which is not installed (no module 'tree'): "
+                               "pip install 'eq-env[rllib]'")  # fmt: skip
+
+
 def test_rllib_policies_are_registered_for_every_role() -> None:
     from eq_env.core.policy import make_policy
 
@@ -135,3 +148,84 @@ def test_rllib_policies_are_registered_for_every_role() -> None:
                       ("belief-coordination", "executor"), ("belief-coordination", "coordinator")):  # fmt: skip
         with pytest.raises(ValueError, match="not an RLlib training"):
             make_policy("rllib:path=/nonexistent", role, env)
+
+
+def test_rllib_env_runners_play_disjoint_episode_streams() -> None:
+    """RLlib resets environment i of runner w with seed + w + i: two runners would replay 31 of 32 streams. Each
+    environment gets its own seed of training_seeds (runner 1 keeps RLlib's)."""
+    from baselines.rllib import _stream_seed, training_seeds
+
+    seed, runners, envs = 5, 3, 4
+    played = [_stream_seed(seed + w + i, seed=seed, worker=w, envs_per_runner=envs)
+              for w in range(1, runners + 1) for i in range(envs)]  # fmt: skip
+    assert sorted(played) == list(training_seeds(seed, runners, envs)) == list(range(6, 18))
+    assert [_stream_seed(seed + 1 + i, seed=seed, worker=1, envs_per_runner=envs) for i in range(envs)] == [6, 7, 8, 9]
+    assert [_stream_seed(seed + i, seed=seed, worker=0, envs_per_runner=envs) for i in range(envs)] == [5, 6, 7, 8]
+    assert list(training_seeds(seed, 0, envs)) == [5, 6, 7, 8]
+
+
+@pytest.mark.parametrize(("seed", "runners", "envs"), [(998, 1, 32), (0, 0, 1003), (0, 40, 32)])
+def test_rllib_training_refuses_eval_seeds_it_trains_on(tmp_path, seed: int, runners: int, envs: int) -> None:  # type: ignore[no-untyped-def]
+    """The held-out evaluation must not replay training episodes (a seed's stream is the same in both), refused in
+    one line before anything starts, with or without RLlib."""
+    from baselines.rllib import train
+
+    with pytest.raises(ValueError, match=r"^--eval-seeds 1000,1001,1002 would evaluate on training episodes") as err:
+        train("exchange-audit", tmp_path / "o", seed=seed, env_runners=runners, envs_per_runner=envs)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_rllib_refuses_more_env_runners_than_cpus_in_one_line() -> None:
+    """RLlib would wait for ever for a runner no CPU is left for (measured: still waiting after 100 s)."""
+    from baselines.rllib import _check_cpus
+
+    _check_cpus(2, 2.0)
+    with pytest.raises(ValueError, match=r"^--env-runners 3 needs 3 CPUs \(one per runner\), the Ray cluster has 2"):
+        _check_cpus(3, 2.0)
+
+
+def test_rllib_policy_from_a_corrupt_training_is_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A cut policy.json, or one without its checkpoint: one line naming the file, with or without RLlib."""
+    import json
+
+    from eq_env.core.policy import make_policy
+
+    (tmp_path / "policy.json").write_text('{"env": "eq_env/einstein-puzzle-v0", "libr')
+    with pytest.raises(ValueError, match=r"policy.json is not valid JSON .*: train again into") as err:
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    (tmp_path / "policy.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="is not an RLlib training"):
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    meta = {"env": "eq_env/einstein-puzzle-v0", "config": {}, "modules": {"player_0": "player"}, "library": "rllib"}
+    (tmp_path / "policy.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"has no checkpoint of module 'player' \(.*rl_module/player is missing\)"):
+        make_policy(f"rllib:path={tmp_path}", "player_0", "einstein-puzzle")
+    assert "\n" not in str(err.value)
+
+
+def test_exchange_audit_validator_sees_its_mask_so_it_learns_nothing_from_a_forced_block() -> None:
+    """After a NO_TRADE the game ignores the validator's choice (only BLOCK is legal): the numeric validator sees
+    the mask, so a masked module gives that block probability 1 instead of training on an ignored action."""
+    from eq_env.exchange_audit.features import artifact_nvec
+
+    env = exchange_env()
+    assert set(env.observation_space("validator_0").spaces) == {"action_mask", "observations"}
+    nvec = artifact_nvec()
+    seen = set()
+    env.reset(seed=0)
+    for episode in range(4):
+        trade = episode % 2  # choices[0]: 0 NO_TRADE, 1 REQUEST_APPROVAL
+        for agent in env.agent_iter():
+            obs, _, terminated, _, _ = env.last()
+            if terminated:
+                env.step(None)
+                continue
+            if agent == "proposer_0":
+                env.step(np.array([trade] + [0] * (len(nvec) - 1)))
+                continue
+            assert env.observation_space(agent).contains(obs)
+            seen.add((trade, tuple(obs["action_mask"].tolist())))
+            env.step(0)
+        env.reset()
+    assert seen == {(0, (1, 0)), (1, (1, 1))}

@@ -444,6 +444,20 @@ def test_frontier_without_ppo_says_nothing_of_ppo(tmp_path: Path, monkeypatch: p
         assert "ppo" not in (tmp_path / name).read_text().splitlines()[0]
 
 
+def test_frontier_without_sb3_says_so_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Found by a new user: in the ray extra's environment (no SB3) the frontier computed every point, then died
+    on the PPO column's import with a traceback."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "stable_baselines3"
+                        else real(name, *a))  # fmt: skip
+    status, _, err = run(["frontier", "--out", str(tmp_path / "f")], capsys)
+    assert status == 2 and "pip install 'eq-env[rl]', or leave PPO out with --no-ppo" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "f").exists()
+
+
 @pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_equilibrium_says_never_instead_of_inf_and_no_false_threshold(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(["equilibrium", "--episodes", "400", "--B", "0"], capsys)

@@ -12,6 +12,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ import pytest
 pytest.importorskip("ray.rllib", reason="needs pip install -e '.[rllib,test]' (.ci/rllib runs it)")
 
 # game -> (command line, how far the last iteration's mean return may fall below the first's). With seed 0 and
-# 8 envs per runner: exchange-audit proposer 0.349 -> 0.719, validator -0.001 -> 0.497; einstein-puzzle
+# 8 envs per runner: exchange-audit proposer 0.330 -> 0.701, validator -0.001 -> 0.607; einstein-puzzle
 # player -2.089 -> -1.820 (not monotone: -2.126 at iteration 2), hence a margin rather than a strict rise.
 # belief-coordination (3 executors sharing a module, whose return is the three executors' sum):
 # coordinator 0.342 / 0.358 / 0.377, executor 1.027 / 1.073 / 1.132 on the cluster (0.355 / 0.341 / 0.372 for the
@@ -30,6 +33,8 @@ GAMES = {
     "belief-coordination": (["--env", "belief-coordination", "--eval-episodes", "20"], 0.1),
 }
 ITERATIONS = 3
+# a configuration of the game whose observations differ in shape from the default's the checkpoint trained on
+OTHER_CONFIG = {"einstein-puzzle": {"n": 5}, "belief-coordination": {"n_executors": 4}}
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -64,3 +69,27 @@ def test_train_on_the_cluster_then_play_the_checkpoint(cluster, tmp_path: Path, 
     policies = {role: make_policy(f"rllib:path={out}", role, spec.id) for role in spec.roles}
     ev = evaluate(spec.id, config, policies, episodes=3, seeds=[1000])
     assert len(ev.records) == 3 and not ev.failed
+    # as the train command prints it: `eq-env play` with the trained configuration's flags, a relative path
+    hint = next(line for line in done.stdout.splitlines() if "eq-env play" in line)
+    argv = hint[hint.index("eq-env play") + len("eq-env play") :].replace(str(out), game).split()
+    played = subprocess.run([sys.executable, "-m", "eq_env.cli", "play", *argv, "--episodes", "2"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert played.returncode == 0, played.stderr[-2000:]
+    if game in OTHER_CONFIG:  # played on another configuration: one line saying so, not torch's shape error
+        other = spec.config.from_dict({**meta["config"], **OTHER_CONFIG[game]})
+        with pytest.raises(ValueError, match=r"was trained on another configuration of the game") as err:
+            evaluate(spec.id, other, {r: make_policy(f"rllib:path={out}", r, spec.id) for r in spec.roles},
+                     episodes=1, seeds=[1000])  # fmt: skip
+        assert "\n" not in str(err.value)
+
+
+def test_more_env_runners_than_cpus_stop_in_one_line(cluster, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each runner takes a CPU: three on the two-CPU cluster would wait for ever (RLlib waits for the third actor)."""
+    started = time.perf_counter()
+    done = cluster.eq_env("train", "--backend", "rllib", "--env", "einstein-puzzle", "--env-runners", "3",
+                          "--ray-address", cluster.address, "--out", str(tmp_path / "o"), timeout=120)  # fmt: skip
+    seconds = time.perf_counter() - started
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert "--env-runners 3 needs 3 CPUs" in lines[-1] and "has 2" in lines[-1], done.stderr[-2000:]
+    print(f"\n--env-runners 3 on 2 CPUs refused in {seconds:.1f} s")
