@@ -97,6 +97,7 @@ def test_bad_backend_flags_are_refused_in_one_line(
     assert not out.exists()
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_the_local_backend_is_the_default_and_gives_the_same_sweep(tmp_path: Path) -> None:
     argv = ["sweep", "--grid", "q=0.0,0.5", "--seeds", "2", "--episodes", "20"]
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
@@ -105,6 +106,7 @@ def test_the_local_backend_is_the_default_and_gives_the_same_sweep(tmp_path: Pat
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_importing_the_package_and_its_help_import_no_ray() -> None:
     """``import eq_env`` (0.2 s) must not pull in Ray (seconds, and RLlib more): only the Ray backend imports it."""
     script = (
@@ -191,6 +193,7 @@ def test_every_command_without_ray_says_which_extra_to_install(
     assert not out.exists()
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_the_frontier_resumes_from_its_points(tmp_path: Path) -> None:
     """A driver killed mid-run (here: the record file cut after two points, the last line torn) is resumed
     by the same command: the missing points only, the same tables as one uninterrupted run."""

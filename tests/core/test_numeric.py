@@ -113,6 +113,7 @@ def test_belief_coordination_agents_act_only_in_their_phase() -> None:
         belief_env(BeliefCoordinationConfig(action_space="box"))
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from baselines.rllib import rllib_missing
 

@@ -197,6 +197,7 @@ def _imports(path: Path) -> set[str]:
     return modules
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_the_core_imports_no_game_and_no_package_above_it() -> None:
     games = {"eq_env.exchange_audit", "eq_env.exchange_audit_v0", "agents", "baselines"}
     for path in sorted((ROOT / "eq_env" / "core").glob("*.py")):

@@ -257,6 +257,7 @@ def test_sweep_over_policies_only_plots_categories(tmp_path: Path) -> None:
     assert (tmp_path / "sweep.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_the_summary_quotes_the_configuration_it_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from eq_env.exchange_audit.config import ExchangeAuditConfig
 
