@@ -109,6 +109,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="serve scripted models from a local server (no key, no network): bench-good, "
                         "bench-mediocre and bench-hostile (numbers of scripts, not models)")  # fmt: skip
     LLM_FLAGS.add(parser, "OUT/llm_cache", many_models=True)
+    for action in parser._actions:  # (the LLM flags' --dry-run shows prompts; bench's prices the battery)
+        if action.dest == "dry_run":
+            action.help = ("print, per task, the runs left and their estimated requests, tokens and dollars "
+                           "(--price-prompt/--price-completion); call nothing")  # fmt: skip
 
 
 def _models(args: argparse.Namespace) -> list[BenchModel]:
