@@ -36,6 +36,11 @@ tokens), and calls nothing. ``--max-usd X`` stops cleanly before a chunk (a task
 whose estimated cost would take what this command has been billed past X; everything played is kept and
 the same command (with a larger budget) goes on from there.
 
+**Exit status.** 0: every card written; 3: cards written, but some episodes failed (the endpoint gave no
+answer after the retries; run again to retry them, or see ``results.jsonl``); 4: stopped before the end —
+by ``--max-usd``, or because every episode of a chunk failed (the endpoint is down or refuses), with what
+was played kept: run the same command again; 2: bad flags or files, one line.
+
 **The card.** ``OUT/card.md`` and a self-contained ``OUT/card.html`` (tables and plots embedded, no
 script, opens offline), from ``OUT/card.json``: a summary of each task's main metric with its 95%
 interval over seeds, then per task its table, the paper's reference numbers beside the model's, notes, a
@@ -61,6 +66,7 @@ from eq_env.core.report import markdown_table
 __all__ = ["BATTERIES", "COMMAND", "DEFAULT_BATTERY", "batteries", "battery"]
 
 DEFAULT_BATTERY = "bench-v1"
+STOPPED = 4  # exit status: stopped before the end (--max-usd, or an endpoint failing everything); run again
 BATTERIES = ("bench-v1", "bench-v1-quick")
 
 
@@ -174,9 +180,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from eq_env.core.bench import run_battery
+    from eq_env.core.bench import run_battery, score_caveats
     from eq_env.core.card import render_leaderboard, write_card
-    from eq_env.core.cli import INCOMPLETE, configure_flag_groups, failures
+    from eq_env.core.cli import configure_flag_groups, failures
 
     if args.compare:
         return _compare(args)
@@ -211,12 +217,21 @@ def _run(args: argparse.Namespace) -> int:
                       f"is estimated at ${outcome.next_usd:.4f}; {outcome.runs_left} run(s) of {model.model} left. "
                       "Everything played is saved in --out: run the same command with a larger --max-usd to go on.",
                       file=sys.stderr)  # fmt: skip
-                return INCOMPLETE
+                return STOPPED
+            if outcome.status == "failing":
+                print(f"eq-env bench: stopped: every episode of the last chunk failed ({outcome.error}); "
+                      f"{outcome.runs_left} run(s) of {model.model} left. Is the endpoint up, the key and model "
+                      "right? Everything played is saved in --out: fix it and run the same command again.",
+                      file=sys.stderr)  # fmt: skip
+                return STOPPED
             assert outcome.card is not None
             wrote = write_card(outcome.card, out)
             print(_summary(outcome.card))
             print(f"wrote {', '.join(wrote)} to {out}")
             failed += list(outcome.failed)
+            for task in outcome.card["tasks"]:  # (the card marks these too; a script reading stderr sees them)
+                for caveat in score_caveats(task["llm"]):
+                    print(f"eq-env bench: {model.model}, {task['name']}: {caveat}", file=sys.stderr)
         if len(models) > 1:
             from eq_env.core.card import load_card
 

@@ -85,6 +85,7 @@ from eq_env.core.bench import (
     Estimate,
     Metric,
     TaskReport,
+    error_bars,
     metric_cells,
     seed_values,
 )
@@ -226,11 +227,14 @@ def report(conds: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> 
     return TaskReport(METRICS, tuple(table), main, reference, _figure(table), tuple(notes))
 
 
+BOUNDS = {m.key: m.bounds for m in METRICS}
+
+
 def _figure(table: Sequence[tuple[str, Mapping[str, Cell]]]) -> dict[str, Any]:
     def series(key: str) -> dict[str, Any]:
         cells = [cells[key] for _, cells in table]
         return {"label": "", "x": list(range(len(cells))), "y": [c.mean for c in cells],
-                "yerr": [0.0 if math.isnan(c.high) else (c.high - c.low) / 2 for c in cells],
+                "yerr": error_bars(cells, BOUNDS[key]),
                 "style": {"fmt": "o"}}  # fmt: skip
 
     return {

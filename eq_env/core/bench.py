@@ -28,6 +28,8 @@ from eq_env.core.report import from_json_number
 from eq_env.core.stats import mean_interval
 
 __all__ = [
+    "FAILED_LIMIT",
+    "FALLBACK_LIMIT",
     "RATE",
     "Battery",
     "BenchModel",
@@ -36,7 +38,9 @@ __all__ = [
     "Estimate",
     "Metric",
     "TaskReport",
+    "error_bars",
     "metric_cells",
+    "score_caveats",
     "seed_values",
 ]
 
@@ -207,6 +211,14 @@ class Battery:
         raise KeyError(f"battery {self.name} has no task {name!r}; it has {[t.name for t in self.tasks]}")
 
 
+def error_bars(cells: Sequence[Cell], bounds: tuple[float, float] | None = None) -> list[list[float]]:
+    """``plot_lines``' ``yerr`` for these cells: [below, above] the mean, the interval cut to ``bounds`` (so a
+    figure agrees with the card's table); 0 where a cell has no interval."""
+    cut = [c.within(bounds) for c in cells]
+    return [[0.0 if math.isnan(c.low) else c.mean - c.low for c in cut],
+            [0.0 if math.isnan(c.high) else c.high - c.mean for c in cut]]  # fmt: skip
+
+
 def seed_values(
     records: Sequence[Mapping[str, Any]], key: str, *, where: Callable[[Mapping[str, Any]], bool] | None = None
 ) -> list[float]:
@@ -255,8 +267,10 @@ class Plan:
 
 @dataclass(frozen=True)
 class BenchOutcome:
-    """How :func:`run_battery` ended: ``complete`` (every run recorded, the card written) or ``budget``
-    (stopped before a chunk whose estimated cost would exceed ``max_usd``; the runs done are kept)."""
+    """How :func:`run_battery` ended: ``complete`` (every run recorded, the card made), ``budget`` (stopped
+    before a chunk whose estimated cost would exceed ``max_usd``) or ``failing`` (stopped after a chunk in
+    which every episode failed: the endpoint is down or refuses, and the rest would only fail too). The
+    runs played are kept in every case."""
 
     status: str
     spent_usd: float
@@ -265,6 +279,7 @@ class BenchOutcome:
     next_usd: float = 0.0
     card: dict[str, Any] | None = None
     failed: tuple[tuple[str, int, int], ...] = ()
+    error: str = ""  # status ``failing``: the first error of the chunk whose every episode failed
 
 
 def _conditions(battery: Battery, model: BenchModel) -> dict[str, tuple[list[Condition], list[int]]]:
@@ -384,11 +399,18 @@ def run_battery(
                 if max_usd is not None and spent + calibrated > max_usd:
                     return BenchOutcome("budget", spent, played, sum(len(t) for _, t, _ in chunks[i:]), calibrated)
                 bar.set_postfix_str(task.name)
-                played_now = run_all(todo, [seed], store, progress=False, concurrency=concurrency)
+                played_now = run_all(todo, [seed], store, progress=progress, concurrency=concurrency,
+                                     desc=f"{task.name}, seed {seed}")  # fmt: skip
                 spent += _billed(played_now, prices)
                 estimated += estimate
                 played += len(todo)
                 bar.update(len(todo))
+                if all(len(r.get("failed") or ()) == int(r["episodes"]) for r in played_now):
+                    # a circuit breaker: an endpoint that fails everything would fail the rest of the battery
+                    # too, after every retry of every request (tens of minutes), and score nothing
+                    error = next((f["error"] for r in played_now for f in r.get("failed") or ()), "")
+                    left_now = sum(len(t) for _, t, _ in chunks[i + 1 :])
+                    return BenchOutcome("failing", spent, played, left_now, error=str(error))
     finally:
         bar.close()
     latest = store.load()
@@ -397,6 +419,26 @@ def run_battery(
     card = make_card(battery, model, planned, records, prices, out)
     failed = failed_runs([r for rs in records.values() for r in rs])
     return BenchOutcome("complete", spent, played, 0, card=card, failed=tuple(failed))
+
+
+FALLBACK_LIMIT = 0.10  # above this share of the model's decisions made by fallbacks, a score is not the model's
+FAILED_LIMIT = 0.05  # above this share of failed episodes, a score covers too little of the task
+
+
+def score_caveats(llm: Mapping[str, Any]) -> list[str]:
+    """Why a task's score does not rank its model (the card marks it, the leaderboard does not make it best):
+    too many fallbacks — invalid replies made the policy's scripted fallback act (NO_TRADE, BLOCK, pass...),
+    which can score well by itself — or too many failed episodes, left out of the metrics."""
+    out = []
+    calls, episodes = from_json_number(llm["calls"]), from_json_number(llm["episodes"])
+    fallbacks, failed = from_json_number(llm["fallbacks"]), from_json_number(llm["failed_episodes"])
+    if calls > 0 and fallbacks / calls > FALLBACK_LIMIT:
+        out.append(f"{fallbacks / calls:.0%} of the model's decisions were fallbacks (over "
+                   f"{FALLBACK_LIMIT:.0%}): the score is the fallback policy's, not the model's")  # fmt: skip
+    if episodes > 0 and failed / episodes > FAILED_LIMIT:
+        out.append(f"{failed / episodes:.0%} of the episodes failed (over {FAILED_LIMIT:.0%}): the score covers "
+                   "only the episodes that did not")  # fmt: skip
+    return out
 
 
 _LLM_TOTALS = ("episodes", "failed_episodes", "calls", "fallbacks", "reasks", "usage_estimated", "prompt_tokens",
@@ -433,6 +475,17 @@ def make_card(
         if report.figure:
             figure = f"figures/{_slug(task.name)}.png"
             plot_lines(Path(out) / figure, **dict(report.figure))
+        # the model's policies exactly (every parameter spelled out: sampling, prompt version), for citing
+        from eq_env.core.experiments import canonical_spec
+        from eq_env.core.policy import parse_policy_spec
+
+        policies: dict[str, list[str]] = {}
+        for c in conds:
+            for role, spec in c.policies:
+                if parse_policy_spec(spec)[0] == "llm" and (full := canonical_spec(spec, role, c.game)) not in (
+                    policies.setdefault(role, [])
+                ):
+                    policies[role].append(full)
         totals = dict.fromkeys(_LLM_TOTALS, 0.0)
         for row in llm_report(conds, rs, prices):
             for k in _LLM_TOTALS:
@@ -455,6 +508,7 @@ def make_card(
             "notes": list(report.notes),
             "figure": figure,
             "llm": {k: json_number(v) for k, v in totals.items()},
+            "policies": policies,
         })  # fmt: skip
     return {
         "card": CARD_VERSION,

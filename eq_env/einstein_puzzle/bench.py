@@ -85,6 +85,7 @@ from eq_env.core.bench import (
     Estimate,
     Metric,
     TaskReport,
+    error_bars,
     metric_cells,
     seed_values,
 )
@@ -225,7 +226,7 @@ def _figure(records: Sequence[Mapping[str, Any]], modes: Sequence[str], sizes: S
             cells = [Cell.of(seed_values(records, MAIN.key, where=_where(comm_mode=mode, verifier=verifier, n=n)))
                      for n in sizes]  # fmt: skip
             series.append({"label": MODE_NAMES[mode], "x": list(sizes), "y": [c.mean for c in cells],
-                           "yerr": [0.0 if math.isnan(c.high) else c.high - c.mean for c in cells]})  # fmt: skip
+                           "yerr": error_bars(cells, MAIN.bounds)})  # fmt: skip
         title = "reasoning verifier" if verifier == "reasoning" else "no verifier"
         panels.append({"ylabel": f"success rate, {title}", "series": series})
     return {"panels": panels, "xlabel": "objects n", "title": "Success against n (95% intervals over seeds)"}

@@ -104,6 +104,7 @@ from eq_env.core.bench import (
     Estimate,
     Metric,
     TaskReport,
+    error_bars,
     metric_cells,
     seed_values,
 )
@@ -246,8 +247,7 @@ def _proposer_reference(qs: Sequence[float]) -> tuple[tuple[str, Mapping[str, st
     return tuple(out)
 
 
-def _half_width(cell: Cell) -> float:
-    return 0.0 if math.isnan(cell.low) else (cell.high - cell.low) / 2
+_BOUNDS = {m.key: m.bounds for m in PROPOSER_METRICS}
 
 
 def _proposer_figure(rows: Mapping[str, Mapping[str, Cell]], qs: Sequence[float]) -> dict[str, Any]:
@@ -257,7 +257,7 @@ def _proposer_figure(rows: Mapping[str, Mapping[str, Cell]], qs: Sequence[float]
     def ours(regime: str, key: str, style: dict[str, Any]) -> dict[str, Any]:
         cells = [rows[_row(regime, q)][key] for q in qs]
         return {"label": f"{REGIME_NAMES[regime]} (model)", "x": xs, "y": [c.mean for c in cells],
-                "yerr": [_half_width(c) for c in cells], "style": style}  # fmt: skip
+                "yerr": error_bars(cells, _BOUNDS.get(key)), "style": style}  # fmt: skip
 
     def theirs(regime: str, style: dict[str, Any]) -> dict[str, Any]:
         points = [paper.TABLE1[q][regime] for q in qs]

@@ -193,3 +193,48 @@ def test_cells_and_seed_values_leave_undefined_values_out():
     assert lone.mean == 0.5 and math.isnan(lone.low) and math.isnan(lone.high)
     with pytest.raises(ValueError, match="task names repeat"):
         Battery("x", (TASK, TASK))
+
+
+@pytest.mark.slow
+def test_a_model_whose_every_reply_is_garbage_is_marked_and_never_best(server, tmp_path):
+    """Found by a new user: garbage replies make the proposer's fallback (NO_TRADE) act, which pays well — the
+    garbage model ranked first, silently."""
+    from agents.fake_server import Reply
+
+    good = run_battery(BATTERY, _model(server, "good"), tmp_path / "good", progress=False)
+    write_card(good.card, tmp_path / "good")
+    with ScriptedLLMServer(lambda request, n: Reply(content="banana banana I am a teapot {not json")) as junk:
+        bad = run_battery(BATTERY, _model(junk, "junk"), tmp_path / "junk", progress=False)
+    write_card(bad.card, tmp_path / "junk")
+    (task,) = bad.card["tasks"]
+    assert task["llm"]["fallbacks"] == task["llm"]["calls"] == 12
+    md = (tmp_path / "junk" / "card.md").read_text()
+    assert "100% of the model's decisions were fallbacks" in md and " †" in md
+    cards = [load_card(tmp_path / "good"), load_card(tmp_path / "junk")]
+    render_leaderboard(cards, ["good", "junk"], tmp_path / "board")
+    board = (tmp_path / "board" / "leaderboard.md").read_text().splitlines()
+    rows = {line.split("|")[1].strip(): line for line in board if line.startswith(("| good", "| junk"))}
+    assert "**" not in rows["junk"] and "†" in rows["junk"]  # never best, whatever its welfare
+
+
+@pytest.mark.slow
+def test_an_endpoint_that_fails_everything_stops_the_battery_after_one_chunk(tmp_path):
+    from agents.fake_server import Reply
+
+    down = Reply(status=503, headers={"retry-after-ms": "1"}, body={"error": {"message": "scripted outage"}})
+    with ScriptedLLMServer(lambda request, n: down) as dead:
+        outcome = run_battery(BATTERY, _model(dead), tmp_path / "out", progress=False)
+    assert outcome.status == "failing" and outcome.runs_played == 2 and outcome.runs_left == 2
+    assert "503" in outcome.error and outcome.card is None
+
+
+def test_outside_text_cannot_break_or_script_the_card(tmp_path):
+    from eq_env.core.card import render_card_html, render_card_markdown
+
+    name = "<script>alert(1)</script>|x\ny"
+    card = {"card": 1, "battery": "t", "quick": True, "eq_env": "0", "model": name, "endpoint": None, "params": {},
+            "prices": [0.0, 0.0], "tasks": []}  # fmt: skip
+    md, page = render_card_markdown(card), render_card_html(card, tmp_path)
+    assert "<script" not in md and "<script" not in page and "&lt;script&gt;" in page
+    row = next(line for line in md.splitlines() if line.startswith("| model |"))
+    assert row.count("|") - row.count("\\|") == 3  # the name's pipe escaped, its newline gone: one row, two cells

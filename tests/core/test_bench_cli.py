@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agents.bench_demo import BenchDemoScript
-from eq_env.bench import battery
+from eq_env.bench import STOPPED, battery
 from eq_env.cli import INCOMPLETE, main
 
 pytestmark = pytest.mark.usefixtures("fast_llm")
@@ -122,7 +122,7 @@ def test_the_budget_stops_cleanly_and_the_same_command_goes_on(runs, capsys):
     status = main(["bench", "--demo", "--quick", "--model", "bench-good", "--out", str(out), "--max-usd", "0.000001",
                    "--cache-dir", str(runs["good"] / "llm_cache"), *prices, *FAST])  # fmt: skip
     err = capsys.readouterr().err
-    assert status == INCOMPLETE and "stopped by --max-usd" in err and "larger --max-usd" in err
+    assert status == STOPPED and "stopped by --max-usd" in err and "larger --max-usd" in err
     assert not (out / "card.json").exists()
     status = main(["bench", "--demo", "--quick", "--model", "bench-good", "--out", str(out), "--max-usd", "100",
                    "--cache-dir", str(runs["good"] / "llm_cache"), *prices, *FAST])  # fmt: skip
