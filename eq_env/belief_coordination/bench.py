@@ -215,6 +215,9 @@ def report(conds: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> 
     notes = [
         "The model answers every executor request; in `fixed` it also commits (the LLM coordinator); the other "
         "rows commit by majority vote (`single`: its one answer).",
+        "Accuracy: the committed answer is the question's; no answer: the share of executor replies with no "
+        "number (a committed answer can still be right when the others gave one); reward: ECON's shared reward "
+        "0.5 TS + 0.3 AL + 0.2 CC.",
         "Reference: ECON (learned beliefs) in the paper (arXiv 2506.08292): +10.9 points over single-agent "
         "baselines and 21.4% fewer tokens than a three-round debate, on GSM8K/MATH with other models — "
         "comparable in direction only; the paper gives no absolute accuracy.",
