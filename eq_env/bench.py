@@ -162,6 +162,11 @@ def _compare(args: argparse.Namespace) -> int:
     given = [a for a in ("model", "base_url") if getattr(args, a)] + (["demo"] if args.demo else [])
     if given:
         raise ValueError(f"--compare reads finished runs: drop --{given[0].replace('_', '-')}")
+    seen: dict[Path, Path] = {}
+    for d in args.compare:
+        if d.resolve() in seen:
+            raise ValueError(f"--compare: {d} is {seen[d.resolve()]} again: name each benchmark directory once")
+        seen[d.resolve()] = d
     cards = [load_card(d) for d in args.compare]
     wrote = render_leaderboard(cards, [str(d) for d in args.compare], args.out)
     print((args.out / "leaderboard.md").read_text())

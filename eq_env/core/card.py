@@ -34,6 +34,15 @@ code{background:#f6f6f6;padding:0 .2em}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}"""
 
 
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`[]<>|"})
+
+
+def _md(text: Any) -> str:
+    """Free text (a model's name, an endpoint, a directory) for a markdown table or heading: on one line, with
+    what markdown reads as markup (``|`` ending a cell, HTML, links, code) escaped."""
+    return " ".join(str(text).splitlines()).translate(_MD_SPECIAL)
+
+
 def _num(x: Any, digits: int) -> str:
     v = from_json_number(x)
     return "—" if math.isnan(v) else no_negative_zeros(fmt_number(v, f".{digits}f"))
@@ -131,8 +140,8 @@ def _llm_line(t: Mapping[str, Any]) -> str:
 
 def render_card_markdown(card: Mapping[str, Any]) -> str:
     """The card as markdown (figures linked by their relative paths)."""
-    out = [f"# Model card: `{card['model']}` on {card['battery']}", ""]
-    out += [markdown_table(["", ""], [[k, v] for k, v in _header(card)]), ""]
+    out = [f"# Model card: {_md(card['model'])} on {_md(card['battery'])}", ""]
+    out += [markdown_table(["", ""], [[k, _md(v)] for k, v in _header(card)]), ""]
     out += ["## Summary", "", "Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is "
             "better, ↓ lower is better.", "", markdown_table(_SUMMARY_HEADERS, _summary_rows(card)), ""]  # fmt: skip
     for t in card["tasks"]:
@@ -224,6 +233,13 @@ def load_card(directory: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not JSON ({err})") from None
     if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("tasks"), list):
         raise ValueError(f'{path}: not a model card of this version (expected "card": 1 and a task list)')
+    try:  # a card that renders has every field the card and the leaderboard read, each of its type
+        render_card_markdown(card)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        raise ValueError(
+            f"{path}: not a model card eq_env can read ({type(err).__name__}: {err}); "
+            "write it again with `eq-env bench` (the same command replays its runs)"
+        ) from None
     return card
 
 
@@ -262,22 +278,24 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
     headers = ["model", *(f"{t['name']}: {t['main']['title']}{_arrow(t['main']['higher_is_better'])}" for t in tasks),
                "failed episodes", "cost ($)"]  # fmt: skip
     best = {(i, j + 1): True for j in range(len(tasks)) for i in _best(cards, j)}
-    rows = []
+    rows: list[list[str]] = []
     for card in cards:
         failed = sum(from_json_number(t["llm"]["failed_episodes"]) for t in card["tasks"])
         episodes = sum(from_json_number(t["llm"]["episodes"]) for t in card["tasks"])
         cost = math.fsum(from_json_number(t["llm"]["cost_usd"]) for t in card["tasks"])
         rows.append([card["model"], *(cell_text(t["main"]["cell"], t["main"]["digits"]) for t in card["tasks"]),
                      f"{_int(failed)} / {_int(episodes)}", _usd(cost)])  # fmt: skip
-    md_rows = [[f"**{c}**" if best.get((i, j)) else c for j, c in enumerate(row)] for i, row in enumerate(rows)]
+    md_rows = [[_md(row[0]), *(f"**{c}**" if best.get((i, j)) else c for j, c in enumerate(row) if j)]
+               for i, row in enumerate(rows)]  # fmt: skip
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     versions = sorted({c["eq_env"] for c in cards})
     intro = (f"{len(cards)} models on {cards[0]['battery']} (eq_env {', '.join(versions)}): each task's main metric, "
              "mean over seeds [95% interval]; the best in bold.")  # fmt: skip
     sources = [f"- {c['model']}: {n}" for c, n in zip(cards, names, strict=True)]
+    md_sources = [f"- {_md(c['model'])}: {_md(n)}" for c, n in zip(cards, names, strict=True)]
     (out / "leaderboard.md").write_text("\n".join(["# Leaderboard", "", intro, "", markdown_table(headers, md_rows),
-                                                   "", "Cards:", *sources, ""]))  # fmt: skip
+                                                   "", "Cards:", *md_sources, ""]))  # fmt: skip
     panels = []
     for j, t in enumerate(tasks):
         cells = [c["tasks"][j]["main"]["cell"] for c in cards]
@@ -285,7 +303,9 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
         # the interval as it is (cut to the metric's range, so not always symmetric); none with one seed
         below = [y - from_json_number(c["low"]) for y, c in zip(ys, cells, strict=True)]
         above = [from_json_number(c["high"]) - y for y, c in zip(ys, cells, strict=True)]
-        yerr = [[0.0 if math.isnan(e) else e for e in below], [0.0 if math.isnan(e) else e for e in above]]
+        # (none below zero: a hand-edited card's mean outside its interval must not stop the plot)
+        yerr = [[0.0 if math.isnan(e) else max(e, 0.0) for e in below], [0.0 if math.isnan(e) else max(e, 0.0)
+                                                                        for e in above]]  # fmt: skip
         panels.append({"ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}", "series": [
             {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr,
              "style": {"fmt": "o"}}]})  # fmt: skip

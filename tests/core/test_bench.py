@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,76 @@ def test_cells_and_seed_values_leave_undefined_values_out():
     assert lone.mean == 0.5 and math.isnan(lone.low) and math.isnan(lone.high)
     with pytest.raises(ValueError, match="task names repeat"):
         Battery("x", (TASK, TASK))
+
+
+def _hand_card(model: str, mean: float | None = 1.5) -> dict[str, Any]:
+    """A card as card.json holds it, of one task, written without a run."""
+    cell = {"mean": mean, "low": None if mean is None else mean - 0.5, "high": None if mean is None else mean + 0.5,
+            "n": 0 if mean is None else 3}  # fmt: skip
+    llm = dict.fromkeys(("episodes", "failed_episodes", "calls", "fallbacks", "reasks", "usage_estimated",
+                         "prompt_tokens", "completion_tokens", "cost_usd"), 0.0)  # fmt: skip
+    return {"card": 1, "battery": "test-v1", "quick": True, "eq_env": "0.1.0", "model": model,
+            "endpoint": "http://***@example.test/v1", "params": {"temperature": 0.0}, "prices": [0.0, 0.0],
+            "tasks": [{"name": TASK.name, "title": TASK.title, "env": TASK.env, "seeds": [0, 1, 2], "runs": 6,
+                       "prompts": list(TASK.prompts),
+                       "main": {"key": "welfare", "title": "welfare", "higher_is_better": True, "digits": 3,
+                                "cell": cell},
+                       "metrics": [{"key": "welfare", "title": "welfare", "higher_is_better": True, "digits": 3}],
+                       "rows": [{"label": "q=0", "cells": {"welfare": cell}}], "reference": [],
+                       "reference_source": "", "notes": [], "figure": None, "llm": llm}]}  # fmt: skip
+
+
+def _write(directory: Path, card: Mapping[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "card.json").write_text(json.dumps(card))
+    return directory
+
+
+def _table_widths(md: str) -> set[int]:
+    """How many cells each row of every markdown table in ``md`` has (escaped pipes are no cell borders)."""
+    rows = [line.replace("\\|", "") for line in md.splitlines() if line.startswith("|")]
+    return {row.count("|") for row in rows}
+
+
+HOSTILE_NAME = "evil|</code><script>alert(1)</script>\n## [click](javascript:x) `x`"
+
+
+def test_a_hostile_model_name_breaks_no_table_and_runs_no_script(tmp_path):
+    card = _hand_card(HOSTILE_NAME)
+    (tmp_path / "card").mkdir()
+    write_card(card, tmp_path / "card")
+    md = (tmp_path / "card" / "card.md").read_text()
+    assert "<script>" not in md and not re.search(r"(?<!\\)\]\(javascript", md) and "\n## [" not in md
+    assert not any(line.startswith("## ") and "click" in line for line in md.splitlines())
+    header = md.split("## Summary")[0]
+    assert _table_widths(header) == {3}  # the header table: two cells a row, the name in one of them
+    page = (tmp_path / "card" / "card.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    render_leaderboard([_hand_card("good"), card], ["good", "a|b\ndir"], tmp_path / "board")
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "<script>" not in board and _table_widths(board) == {5}  # model, the task, failed episodes, cost: four cells
+    assert "- good: good" in board and "a\\|b dir" in board
+    assert "<script" not in (tmp_path / "board" / "leaderboard.html").read_text()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [lambda c: c.pop("battery"), lambda c: c["tasks"].__setitem__(0, {}), lambda c: c["tasks"][0].pop("llm"),
+     lambda c: c["tasks"][0]["main"]["cell"].__setitem__("mean", "abc"), lambda c: c.__setitem__("params", [1])],
+)  # fmt: skip
+def test_a_partial_or_hand_edited_card_is_refused_in_one_line(edit, tmp_path):
+    card = _hand_card("m")
+    edit(card)
+    with pytest.raises(ValueError, match=r"card\.json: not a model card eq_env can read"):
+        load_card(_write(tmp_path / "c", card))
+
+
+def test_the_leaderboard_survives_all_failed_and_inconsistent_cards(tmp_path):
+    dirs = [_write(tmp_path / "good", _hand_card("good")), _write(tmp_path / "none", _hand_card("all-failed", None))]
+    edited = _hand_card("edited")
+    edited["tasks"][0]["main"]["cell"]["mean"] = 9.0  # by hand: the mean outside its interval [1, 2]
+    dirs.append(_write(tmp_path / "edited", edited))
+    render_leaderboard([load_card(d) for d in dirs], [str(d) for d in dirs], tmp_path / "board")
+    rows = {line.split(" | ")[0]: line for line in (tmp_path / "board" / "leaderboard.md").read_text().splitlines()}
+    assert "| all-failed | — |" in rows["| all-failed"] and "**" not in rows["| all-failed"]
+    assert "**" in rows["| edited"] and "**" not in rows["| good"]
