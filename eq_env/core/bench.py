@@ -329,6 +329,23 @@ def _billed(records: Sequence[Mapping[str, Any]], prices: tuple[float, float]) -
     return (prompt * prices[0] + completion * prices[1]) / 1e6
 
 
+def _billed_before(out: Path, todo: Sequence[Condition], seed: int, prices: tuple[float, float]) -> float:
+    """Dollars an earlier command was billed for these runs: the episodes it played (a killed run's, or the
+    failed ones of a run played again) are in ``out/episodes``, and a run's record bills every attempt."""
+    from eq_env.core.experiments import EpisodeStore
+    from eq_env.core.runner import FailedEpisode, llm_summary
+
+    total = 0.0
+    for c in {c.key: c for c in todo}.values():
+        path = Path(out) / "episodes" / f"{c.key}-{seed}.jsonl"
+        if path.exists():
+            history = EpisodeStore(path, c.game).history()
+            done = [e for e in history if not isinstance(e, FailedEpisode)]
+            failed = [e for e in history if isinstance(e, FailedEpisode)]
+            total += _billed([{"llm": llm_summary(c.game, c.config, done, failed)}], prices)
+    return total
+
+
 def run_battery(
     battery: Battery,
     model: BenchModel,
@@ -384,8 +401,9 @@ def run_battery(
                 if max_usd is not None and spent + calibrated > max_usd:
                     return BenchOutcome("budget", spent, played, sum(len(t) for _, t, _ in chunks[i:]), calibrated)
                 bar.set_postfix_str(task.name)
+                before = _billed_before(out, todo, seed, prices)
                 played_now = run_all(todo, [seed], store, progress=False, concurrency=concurrency)
-                spent += _billed(played_now, prices)
+                spent += _billed(list({r["key"]: r for r in played_now}.values()), prices) - before
                 estimated += estimate
                 played += len(todo)
                 bar.update(len(todo))

@@ -267,3 +267,18 @@ def test_the_leaderboard_survives_all_failed_and_inconsistent_cards(tmp_path):
     rows = {line.split(" | ")[0]: line for line in (tmp_path / "board" / "leaderboard.md").read_text().splitlines()}
     assert "| all-failed | — |" in rows["| all-failed"] and "**" not in rows["| all-failed"]
     assert "**" in rows["| edited"] and "**" not in rows["| good"]
+
+
+@pytest.mark.slow
+def test_a_resumed_run_bills_only_what_this_call_asked(server, tmp_path):
+    prices = (10.0, 30.0)
+    out = tmp_path / "a"
+    whole = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
+    assert whole.spent_usd > 0
+    # killed before the last run's record was written: its episodes are saved, so nothing is asked again
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:-1]))
+    asked = len(server.requests)
+    again = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
+    assert len(server.requests) == asked and again.runs_played == 1
+    assert again.status == "complete" and again.spent_usd == pytest.approx(0.0, abs=1e-12)
