@@ -309,7 +309,8 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
         panels.append({"ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}", "series": [
             {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr,
              "style": {"fmt": "o"}}]})  # fmt: skip
-    plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=[c["model"] for c in cards])
+    labels = [c["model"].replace("$", r"\$") for c in cards]  # a name's "$...$" is no formula for matplotlib
+    plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=labels)
     body = "\n".join([
         "<h1>Leaderboard</h1>", f"<p>{html.escape(intro)}</p>", _html_table(headers, rows, best),
         _img(out / "leaderboard.png", "main metric per task and model"),

@@ -225,7 +225,7 @@ def _table_widths(md: str) -> set[int]:
     return {row.count("|") for row in rows}
 
 
-HOSTILE_NAME = "evil|</code><script>alert(1)</script>\n## [click](javascript:x) `x`"
+HOSTILE_NAME = "evil|</code><script>alert(1)</script>\n## [click](javascript:x) `x` $\\frac{1}$"  # ($: mathtext)
 
 
 def test_a_hostile_model_name_breaks_no_table_and_runs_no_script(tmp_path):
