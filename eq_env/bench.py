@@ -113,19 +113,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _models(args: argparse.Namespace) -> list[BenchModel]:
     from agents.bench_demo import DEMO_MODELS
-    from eq_env.core.cli import fill_spec
+    from eq_env.core.cli import fill_spec, model_names
     from eq_env.core.policy import parse_policy_spec
 
-    names = list(args.model or [])
-    if args.demo:
-        if args.base_url is not None:
-            raise ValueError("--base-url: --demo serves its own endpoint; drop one of them")
-        unknown = [m for m in names if m not in DEMO_MODELS]
-        if unknown:
-            raise ValueError(f"--model {unknown[0]!r}: the demo serves {', '.join(DEMO_MODELS)}")
-        names = names or list(DEMO_MODELS)
-    if len(set(names)) != len(names):
-        raise ValueError(f"--model: expected distinct models, got {', '.join(names)}")
+    names: list[str | None] = [*model_names(args, DEMO_MODELS)]
     models = []
     for name in names or [None]:  # (no --model: $EQ_ENV_MODEL, else gpt-4.1, as every LLM command)
         _, kwargs = parse_policy_spec(fill_spec("llm", argparse.Namespace(**{**vars(args), "model": name})))
