@@ -129,6 +129,21 @@ def _slug(model: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in model).strip("._") or "model"
 
 
+def _out_dirs(out: Path, models: list[BenchModel]) -> list[Path]:
+    """Each model's directory: ``out`` itself for one model, ``out/<model>`` for several — never one for two
+    models (their cards would overwrite each other) nor the answer cache's."""
+    if len(models) == 1:
+        return [out]
+    taken: dict[str, str] = {"llm_cache": "the answer cache"}
+    for m in models:
+        slug = _slug(m.model)
+        if slug in taken:
+            raise ValueError(f"--model {m.model!r}: its directory {out / slug} is {taken[slug]}'s too; rename one, "
+                             "or run them into separate --out directories")  # fmt: skip
+        taken[slug] = repr(m.model)
+    return [out / _slug(m.model) for m in models]
+
+
 def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float, float]) -> None:
     from eq_env.core.bench import plan
 
@@ -178,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--max-usd needs the model's prices: give --price-prompt and --price-completion "
                          "(dollars per million tokens)")  # fmt: skip
     models = _models(args)
+    outs = _out_dirs(args.out, models)
     server = None
     if args.demo:
         from agents.bench_demo import demo_endpoint
@@ -186,7 +202,6 @@ def _run(args: argparse.Namespace) -> int:
     with server or nullcontext(None) as endpoint:
         if endpoint is not None:
             models = [BenchModel(m.model, endpoint, m.params) for m in models]
-        outs = [args.out] if len(models) == 1 else [args.out / _slug(m.model) for m in models]
         if args.dry_run:
             for model, out in zip(models, outs, strict=True):
                 _print_plan(bat, model, out, prices)

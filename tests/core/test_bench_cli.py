@@ -157,6 +157,8 @@ def test_the_dry_run_prices_every_task_and_calls_nothing(tmp_path, capsys, monke
         (["--demo", "--model", "gpt-4.1"], "the demo serves bench-good"),
         (["--demo", "--base-url", "http://127.0.0.1:9/v1"], "--demo serves its own endpoint"),
         (["--model", "m", "--model", "m"], "expected distinct models"),
+        (["--model", "a/b", "--model", "a_b"], "--model 'a_b': its directory"),
+        (["--model", "llm_cache", "--model", "m"], "is the answer cache's too"),
     ],
 )
 def test_bad_flags_get_one_line(argv, message, tmp_path, capsys):
