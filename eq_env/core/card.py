@@ -101,6 +101,14 @@ _SUMMARY_HEADERS = ("task", "main metric", "model [95% CI]", "seeds", "failed ep
                     "completion tokens", "cost ($)")  # fmt: skip
 
 
+_SUMMARY_NOTE = (
+    "Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is better, ↓ lower is "
+    "better. Tokens and cost count an answer each time a condition used it — one that two conditions share (the "
+    "same reply with and without its artifacts, a prompt met again) counts in both — so they exceed what a run "
+    "from an empty answer cache is billed (`eq-env bench` prints that bill)."
+)
+
+
 def _task_table(t: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     metrics = t["metrics"]
     headers = ["condition", *(m["title"] + _arrow(m["higher_is_better"]) for m in metrics)]
@@ -142,8 +150,7 @@ def render_card_markdown(card: Mapping[str, Any]) -> str:
     """The card as markdown (figures linked by their relative paths)."""
     out = [f"# Model card: {_md(card['model'])} on {_md(card['battery'])}", ""]
     out += [markdown_table(["", ""], [[k, _md(v)] for k, v in _header(card)]), ""]
-    out += ["## Summary", "", "Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is "
-            "better, ↓ lower is better.", "", markdown_table(_SUMMARY_HEADERS, _summary_rows(card)), ""]  # fmt: skip
+    out += ["## Summary", "", _SUMMARY_NOTE, "", markdown_table(_SUMMARY_HEADERS, _summary_rows(card)), ""]
     for t in card["tasks"]:
         out += [f"## {t['title']} (`{t['name']}`)", ""]
         headers, rows = _task_table(t)
@@ -194,8 +201,8 @@ def render_card_html(card: Mapping[str, Any], root: Path) -> str:
     """The card as one self-contained HTML page; figures read from ``root`` and embedded."""
     parts = [f"<h1>Model card: <code>{html.escape(card['model'])}</code> on {html.escape(card['battery'])}</h1>",
              _html_table(["", ""], _header(card), css="meta"), "<h2>Summary</h2>",
-             "<p class=note>Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is "
-             "better, ↓ lower is better.</p>", _html_table(_SUMMARY_HEADERS, _summary_rows(card))]  # fmt: skip
+             f"<p class=note>{html.escape(_SUMMARY_NOTE)}</p>",
+             _html_table(_SUMMARY_HEADERS, _summary_rows(card))]  # fmt: skip
     for t in card["tasks"]:
         parts.append(f"<h2>{html.escape(t['title'])} (<code>{html.escape(t['name'])}</code>)</h2>")
         parts.append(_html_table(*_task_table(t)))

@@ -30,7 +30,7 @@ from eq_env.core.bench import (
     run_battery,
     seed_values,
 )
-from eq_env.core.card import compare_cards, load_card, render_leaderboard, write_card
+from eq_env.core.card import compare_cards, load_card, render_card_markdown, render_leaderboard, write_card
 from eq_env.core.experiments import Condition
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 
@@ -282,3 +282,10 @@ def test_a_resumed_run_bills_only_what_this_call_asked(server, tmp_path):
     again = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
     assert len(server.requests) == asked and again.runs_played == 1
     assert again.status == "complete" and again.spent_usd == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_summary_says_its_tokens_count_shared_answers_in_each_condition(tmp_path):
+    # the proposer task's two regimes share one reply, the validator's conditions meet the same prompts: the
+    # card's tokens and cost exceed the bill (1.7x and 4.3x for the demo's good model), and must say so
+    md = render_card_markdown(_hand_card("m"))
+    assert "counts in both" in md.split("| task |")[0] and "exceed what a run from an empty answer cache" in md
