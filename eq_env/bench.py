@@ -165,7 +165,8 @@ def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float,
 def _compare(args: argparse.Namespace) -> int:
     from eq_env.core.card import load_card, render_leaderboard
 
-    given = [a for a in ("model", "base_url") if getattr(args, a)] + (["demo"] if args.demo else [])
+    # (a --dry-run would write the leaderboard all the same; --max-usd and --quick would mean nothing)
+    given = [a for a in ("model", "base_url", "demo", "dry_run", "max_usd", "quick") if getattr(args, a)]
     if given:
         raise ValueError(f"--compare reads finished runs: drop --{given[0].replace('_', '-')}")
     seen: dict[Path, Path] = {}
