@@ -278,13 +278,12 @@ def _conditions(battery: Battery, model: BenchModel) -> dict[str, tuple[list[Con
     return out
 
 
-def _cost(
-    task: BenchTask, conditions: Sequence[Condition], seeds: int, prices: tuple[float, float]
-) -> dict[str, float]:
+def _cost(task: BenchTask, runs: Sequence[tuple[Condition, int]], prices: tuple[float, float]) -> dict[str, float]:
+    """The estimated cost of ``runs``: (condition, episodes left to play) pairs."""
     requests = prompt = completion = 0.0
-    for c in conditions:
+    for c, episodes in runs:
         e = task.estimate(c)
-        n = e.requests * c.episodes * seeds
+        n = e.requests * episodes
         requests += n
         prompt += n * e.prompt_tokens
         completion += n * e.completion_tokens
@@ -292,28 +291,38 @@ def _cost(
             "usd": (prompt * prices[0] + completion * prices[1]) / 1e6}  # fmt: skip
 
 
+def _episodes_left(out: Path, condition: Condition, seed: int) -> int:
+    """The episodes of a run still to play: all of them, less those an earlier command played to the end
+    (saved in ``out/episodes``: a run killed mid-way, or one whose failed episodes alone are played again)."""
+    from eq_env.core.experiments import EpisodeStore
+    from eq_env.core.runner import FailedEpisode
+
+    path = Path(out) / "episodes" / f"{condition.key}-{seed}.jsonl"
+    if not path.exists():
+        return condition.episodes
+    played = EpisodeStore(path, condition.game).load().values()
+    return condition.episodes - sum(not isinstance(e, FailedEpisode) for e in played)
+
+
 def _finished(store: Any) -> set[str]:
     return {k for k, r in store.load().items() if not r.get("failed")}
 
 
 def plan(battery: Battery, model: BenchModel, out: Path, prices: tuple[float, float] = (0.0, 0.0)) -> Plan:
-    """``--dry-run``: per task, the runs left (those not recorded in ``out``, or recorded with failed episodes)
-    and what they are estimated to ask: requests, prompt and completion tokens, dollars at ``prices`` (per
-    million prompt and completion tokens). Answers already in the cache would cost nothing: the estimate
-    counts them."""
+    """``--dry-run``: per task, the runs left (those not recorded in ``out``, or recorded with failed episodes),
+    their episodes left (less those saved played to the end) and what these are estimated to ask: requests,
+    prompt and completion tokens, dollars at ``prices`` (per million prompt and completion tokens). Answers
+    already in the cache would cost nothing: the estimate counts them."""
     from eq_env.core.experiments import ResultsStore, run_key
 
     done = _finished(ResultsStore(Path(out) / "results.jsonl"))
+    planned = _conditions(battery, model)
     rows = []
     for task in battery.tasks:
-        conds, seeds = _conditions(battery, model)[task.name]
-        left = [(c, s) for c in conds for s in seeds if run_key(c, s) not in done]
-        cost = {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "usd": 0.0}
-        for c, _ in left:
-            for k, v in _cost(task, [c], 1, prices).items():
-                cost[k] += v
+        conds, seeds = planned[task.name]
+        left = [(c, _episodes_left(out, c, s)) for c in conds for s in seeds if run_key(c, s) not in done]
         rows.append({"task": task.name, "runs": len(conds) * len(seeds), "runs_left": len(left),
-                     "episodes_left": sum(c.episodes for c, _ in left), **cost})  # fmt: skip
+                     "episodes_left": sum(n for _, n in left), **_cost(task, left, prices)})  # fmt: skip
     return Plan(tuple(rows))
 
 
@@ -394,7 +403,7 @@ def run_battery(
         with new_run():
             estimated = 0.0  # the estimates of the chunks played, to calibrate the next chunk's by the bill
             for i, (task, todo, seed) in enumerate(chunks):
-                estimate = _cost(task, todo, 1, prices)["usd"]
+                estimate = _cost(task, [(c, _episodes_left(out, c, seed)) for c in todo], prices)["usd"]
                 # an estimate that proved low (longer prompts, more re-asks) is scaled up by what the chunks so
                 # far really cost; never down, so cached answers do not make the budget optimistic
                 calibrated = estimate * max(1.0, spent / estimated if estimated > 0 else 1.0)

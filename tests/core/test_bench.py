@@ -289,3 +289,20 @@ def test_the_summary_says_its_tokens_count_shared_answers_in_each_condition(tmp_
     # card's tokens and cost exceed the bill (1.7x and 4.3x for the demo's good model), and must say so
     md = render_card_markdown(_hand_card("m"))
     assert "counts in both" in md.split("| task |")[0] and "exceed what a run from an empty answer cache" in md
+
+
+@pytest.mark.slow
+def test_the_plan_and_the_budget_count_only_the_episodes_left(server, tmp_path):
+    out = tmp_path / "a"
+    run_battery(BATTERY, _model(server), out, progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:-1]))  # killed before the last run's record...
+    last = json.loads(lines[-1])
+    episodes = out / "episodes" / f"{last['condition']}-{last['seed']}.jsonl"
+    kept = episodes.read_text().splitlines(keepends=True)
+    episodes.write_text("".join(kept[:1]))  # ... and after its first episode of three
+    (row,) = plan(BATTERY, _model(server), out, (2.0, 8.0)).rows
+    assert row["runs_left"] == 1 and row["episodes_left"] == 2 and row["requests"] == 2
+    # the budget counts the same two episodes: 2 x (400 x 2 + 80 x 8) / 1e6 = $0.00288, not the three's $0.00432
+    stopped = run_battery(BATTERY, _model(server), out, prices=(2.0, 8.0), max_usd=0.0035, progress=False)
+    assert stopped.status == "complete"
