@@ -306,3 +306,15 @@ def test_the_plan_and_the_budget_count_only_the_episodes_left(server, tmp_path):
     # the budget counts the same two episodes: 2 x (400 x 2 + 80 x 8) / 1e6 = $0.00288, not the three's $0.00432
     stopped = run_battery(BATTERY, _model(server), out, prices=(2.0, 8.0), max_usd=0.0035, progress=False)
     assert stopped.status == "complete"
+
+
+@pytest.mark.slow
+def test_a_hand_cut_run_record_is_refused_in_one_line(server, tmp_path):
+    out = tmp_path / "a"
+    run_battery(BATTERY, _model(server), out, progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({"key": json.loads(lines[1])["key"]})  # valid JSON, a record's key, nothing else
+    (out / "results.jsonl").write_text("\n".join(lines) + "\n")
+    for call in (lambda: plan(BATTERY, _model(server), out), lambda: run_battery(BATTERY, _model(server), out)):
+        with pytest.raises(ValueError, match=r"results\.jsonl:2: run record .*expected 'condition' of type str"):
+            call()
