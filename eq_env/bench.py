@@ -123,19 +123,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _models(args: argparse.Namespace) -> list[BenchModel]:
     from agents.bench_demo import DEMO_MODELS
-    from eq_env.core.cli import fill_spec
+    from eq_env.core.cli import fill_spec, model_names
     from eq_env.core.policy import parse_policy_spec
 
-    names = list(args.model or [])
-    if args.demo:
-        if args.base_url is not None:
-            raise ValueError("--base-url: --demo serves its own endpoint; drop one of them")
-        unknown = [m for m in names if m not in DEMO_MODELS]
-        if unknown:
-            raise ValueError(f"--model {unknown[0]!r}: the demo serves {', '.join(DEMO_MODELS)}")
-        names = names or list(DEMO_MODELS)
-    if len(set(names)) != len(names):
-        raise ValueError(f"--model: expected distinct models, got {', '.join(names)}")
+    names: list[str | None] = [*model_names(args, DEMO_MODELS)]
     models = []
     for name in names or [None]:  # (no --model: $EQ_ENV_MODEL, else gpt-4.1, as every LLM command)
         _, kwargs = parse_policy_spec(fill_spec("llm", argparse.Namespace(**{**vars(args), "model": name})))
@@ -146,6 +137,21 @@ def _models(args: argparse.Namespace) -> list[BenchModel]:
 
 def _slug(model: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in model).strip("._") or "model"
+
+
+def _out_dirs(out: Path, models: list[BenchModel]) -> list[Path]:
+    """Each model's directory: ``out`` itself for one model, ``out/<model>`` for several — never one for two
+    models (their cards would overwrite each other) nor the answer cache's."""
+    if len(models) == 1:
+        return [out]
+    taken: dict[str, str] = {"llm_cache": "the answer cache"}
+    for m in models:
+        slug = _slug(m.model)
+        if slug in taken:
+            raise ValueError(f"--model {m.model!r}: its directory {out / slug} is {taken[slug]}'s too; rename one, "
+                             "or run them into separate --out directories")  # fmt: skip
+        taken[slug] = repr(m.model)
+    return [out / _slug(m.model) for m in models]
 
 
 def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float, float]) -> None:
@@ -169,9 +175,15 @@ def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float,
 def _compare(args: argparse.Namespace) -> int:
     from eq_env.core.card import load_card, render_leaderboard
 
-    given = [a for a in ("model", "base_url") if getattr(args, a)] + (["demo"] if args.demo else [])
+    # (a --dry-run would write the leaderboard all the same; --max-usd and --quick would mean nothing)
+    given = [a for a in ("model", "base_url", "demo", "dry_run", "max_usd", "quick") if getattr(args, a)]
     if given:
         raise ValueError(f"--compare reads finished runs: drop --{given[0].replace('_', '-')}")
+    seen: dict[Path, Path] = {}
+    for d in args.compare:
+        if d.resolve() in seen:
+            raise ValueError(f"--compare: {d} is {seen[d.resolve()]} again: name each benchmark directory once")
+        seen[d.resolve()] = d
     cards = [load_card(d) for d in args.compare]
     wrote = render_leaderboard(cards, [str(d) for d in args.compare], args.out)
     print((args.out / "leaderboard.md").read_text())
@@ -192,6 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError("--max-usd needs the model's prices: give --price-prompt and --price-completion "
                          "(dollars per million tokens)")  # fmt: skip
     models = _models(args)
+    outs = _out_dirs(args.out, models)
     server = None
     if args.demo:
         from agents.bench_demo import demo_endpoint
@@ -200,7 +213,6 @@ def _run(args: argparse.Namespace) -> int:
     with server or nullcontext(None) as endpoint:
         if endpoint is not None:
             models = [BenchModel(m.model, endpoint, m.params) for m in models]
-        outs = [args.out] if len(models) == 1 else [args.out / _slug(m.model) for m in models]
         if args.dry_run:
             for model, out in zip(models, outs, strict=True):
                 _print_plan(bat, model, out, prices)

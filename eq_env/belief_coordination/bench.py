@@ -223,6 +223,9 @@ def report(conds: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> 
         "comparable in direction only; the paper gives no absolute accuracy.",
         "Rows share their common samples (common random numbers): executor i at (0.7, 1.1) in round 1 is one "
         "request for `single`, `fixed` and `debate`.",
+        f"The executors sample at their row's temperature (T = {BASE[0]:g}; majority vote {SCHEDULE[0]:g} to "
+        f"{SCHEDULE[1]:g}), each request's seed fixed by its sample key: the card's sampling line (--temperature, "
+        "--llm-seed) applies here to the `fixed` coordinator only.",
     ]
     if failed:
         notes.append(f"{failed} episode(s) failed (the endpoint gave no answer after the retries): left out of "

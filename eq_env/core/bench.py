@@ -293,13 +293,12 @@ def _conditions(battery: Battery, model: BenchModel) -> dict[str, tuple[list[Con
     return out
 
 
-def _cost(
-    task: BenchTask, conditions: Sequence[Condition], seeds: int, prices: tuple[float, float]
-) -> dict[str, float]:
+def _cost(task: BenchTask, runs: Sequence[tuple[Condition, int]], prices: tuple[float, float]) -> dict[str, float]:
+    """The estimated cost of ``runs``: (condition, episodes left to play) pairs."""
     requests = prompt = completion = 0.0
-    for c in conditions:
+    for c, episodes in runs:
         e = task.estimate(c)
-        n = e.requests * c.episodes * seeds
+        n = e.requests * episodes
         requests += n
         prompt += n * e.prompt_tokens
         completion += n * e.completion_tokens
@@ -307,28 +306,53 @@ def _cost(
             "usd": (prompt * prices[0] + completion * prices[1]) / 1e6}  # fmt: skip
 
 
+def _episodes_left(out: Path, condition: Condition, seed: int) -> int:
+    """The episodes of a run still to play: all of them, less those an earlier command played to the end
+    (saved in ``out/episodes``: a run killed mid-way, or one whose failed episodes alone are played again)."""
+    from eq_env.core.experiments import EpisodeStore
+    from eq_env.core.runner import FailedEpisode
+
+    path = Path(out) / "episodes" / f"{condition.key}-{seed}.jsonl"
+    if not path.exists():
+        return condition.episodes
+    played = EpisodeStore(path, condition.game).load().values()
+    return condition.episodes - sum(not isinstance(e, FailedEpisode) for e in played)
+
+
+_RECORD_FIELDS = {"condition": str, "seed": int, "episodes": int, "labels": dict, "metrics": dict}
+
+
+def _check_record(record: Mapping[str, Any]) -> None:
+    """A run record's fields that the tasks' reports read (a hand-edited or foreign line fails here, in one
+    line naming it, not in a report)."""
+    for name, kind in _RECORD_FIELDS.items():
+        if not isinstance(record.get(name), kind):
+            raise ValueError(f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}; remove or "
+                             "fix that line (the run is played again)")  # fmt: skip
+    if not isinstance(record.get("failed", []), list) or not isinstance(record.get("llm", {}), dict):
+        raise ValueError(f"run record {record['key']!r}: 'failed' must be a list and 'llm' an object")
+
+
 def _finished(store: Any) -> set[str]:
-    return {k for k, r in store.load().items() if not r.get("failed")}
+    latest = {r["key"]: r for r in store.records(check=_check_record)}  # (the last record of a key counts)
+    return {k for k, r in latest.items() if not r.get("failed")}
 
 
 def plan(battery: Battery, model: BenchModel, out: Path, prices: tuple[float, float] = (0.0, 0.0)) -> Plan:
-    """``--dry-run``: per task, the runs left (those not recorded in ``out``, or recorded with failed episodes)
-    and what they are estimated to ask: requests, prompt and completion tokens, dollars at ``prices`` (per
-    million prompt and completion tokens). Answers already in the cache would cost nothing: the estimate
-    counts them."""
+    """``--dry-run``: per task, the runs left (those not recorded in ``out``, or recorded with failed episodes),
+    their episodes left (less those saved played to the end) and what these are estimated to ask: requests,
+    prompt and completion tokens, dollars at ``prices`` (per million prompt and completion tokens). Answers
+    already in the cache would cost nothing: the estimate counts them."""
     from eq_env.core.experiments import ResultsStore, run_key
 
     done = _finished(ResultsStore(Path(out) / "results.jsonl"))
+    planned = _conditions(battery, model)
     rows = []
     for task in battery.tasks:
-        conds, seeds = _conditions(battery, model)[task.name]
-        left = [(c, s) for c in conds for s in seeds if run_key(c, s) not in done]
-        cost = {"requests": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "usd": 0.0}
-        for c, _ in left:
-            for k, v in _cost(task, [c], 1, prices).items():
-                cost[k] += v
+        conds, seeds = planned[task.name]
+        left = [(c, _episodes_left(out, c, s)) for c in conds for s in seeds if run_key(c, s) not in done]
         rows.append({"task": task.name, "runs": len(conds) * len(seeds), "runs_left": len(left),
-                     "episodes_left": sum(c.episodes for c, _ in left), **cost})  # fmt: skip
+                     "episodes_left": sum(n for _, n in left), **_cost(task, left, prices)})  # fmt: skip
     return Plan(tuple(rows))
 
 
@@ -342,6 +366,23 @@ def _billed(records: Sequence[Mapping[str, Any]], prices: tuple[float, float]) -
                 prompt += t.get("billed_prompt_tokens", 0)
                 completion += t.get("billed_completion_tokens", 0)
     return (prompt * prices[0] + completion * prices[1]) / 1e6
+
+
+def _billed_before(out: Path, todo: Sequence[Condition], seed: int, prices: tuple[float, float]) -> float:
+    """Dollars an earlier command was billed for these runs: the episodes it played (a killed run's, or the
+    failed ones of a run played again) are in ``out/episodes``, and a run's record bills every attempt."""
+    from eq_env.core.experiments import EpisodeStore
+    from eq_env.core.runner import FailedEpisode, llm_summary
+
+    total = 0.0
+    for c in {c.key: c for c in todo}.values():
+        path = Path(out) / "episodes" / f"{c.key}-{seed}.jsonl"
+        if path.exists():
+            history = EpisodeStore(path, c.game).history()
+            done = [e for e in history if not isinstance(e, FailedEpisode)]
+            failed = [e for e in history if isinstance(e, FailedEpisode)]
+            total += _billed([{"llm": llm_summary(c.game, c.config, done, failed)}], prices)
+    return total
 
 
 def run_battery(
@@ -392,16 +433,17 @@ def run_battery(
         with new_run():
             estimated = 0.0  # the estimates of the chunks played, to calibrate the next chunk's by the bill
             for i, (task, todo, seed) in enumerate(chunks):
-                estimate = _cost(task, todo, 1, prices)["usd"]
+                estimate = _cost(task, [(c, _episodes_left(out, c, seed)) for c in todo], prices)["usd"]
                 # an estimate that proved low (longer prompts, more re-asks) is scaled up by what the chunks so
                 # far really cost; never down, so cached answers do not make the budget optimistic
                 calibrated = estimate * max(1.0, spent / estimated if estimated > 0 else 1.0)
                 if max_usd is not None and spent + calibrated > max_usd:
                     return BenchOutcome("budget", spent, played, sum(len(t) for _, t, _ in chunks[i:]), calibrated)
                 bar.set_postfix_str(task.name)
+                before = _billed_before(out, todo, seed, prices)
                 played_now = run_all(todo, [seed], store, progress=progress, concurrency=concurrency,
                                      desc=f"{task.name}, seed {seed}")  # fmt: skip
-                spent += _billed(played_now, prices)
+                spent += _billed(list({r["key"]: r for r in played_now}.values()), prices) - before
                 estimated += estimate
                 played += len(todo)
                 bar.update(len(todo))

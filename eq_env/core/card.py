@@ -43,6 +43,14 @@ img{max-width:100%;border:1px solid #eee}code{background:#f6f6f6;padding:0 .2em}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}"""
 DAGGER = "†"
 
+
+class Outside(str):
+    """Text from outside the package (a model's name, an endpoint, a directory): rendered inert — escaped in
+    HTML, its markdown markup (``|``, HTML, links, code) backslash-escaped — and never read as our markup."""
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`[]<>|"})
+
 Block = tuple[Any, ...]  # ("h1"|"h2"|"p"|"note"|"warn", text) · ("ul", items) · ("table", headers, rows, extra)
 # · ("img", path, alt); a table's extra: {"best": {(row, col)}, "meta": bool}
 
@@ -91,21 +99,20 @@ def _caveats(t: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------
 # The card
 # ---------------------------------------------------------------------------
-def _header(card: Mapping[str, Any]) -> list[list[str]]:
+def _header(card: Mapping[str, Any]) -> list[list[Any]]:
     quick = " (the quick battery)" if card["quick"] else ""
     prompts = sorted({p for t in card["tasks"] for p in t["prompts"]})
     given = ", ".join(f"{k}={v}" for k, v in card["params"].items())
-    sampling = (f"{given}; " if given else "") + "every other parameter the policy's default (each task lists its "
-    sampling += "policies in full)"
+    sampling = "every other parameter the policy's default (each task lists its policies in full)"
     prices = (f"prompt {card['prices'][0]:g}, completion {card['prices'][1]:g}" if _priced(card)
               else "not given: costs shown as —")  # fmt: skip
     return [
-        ["model", card["model"]],
-        ["endpoint", card["endpoint"] or "$OPENAI_BASE_URL, else OpenAI's"],
-        ["battery", f"{card['battery']}{quick}"],
-        ["eq_env", card["eq_env"]],
+        ["model", Outside(card["model"])],
+        ["endpoint", Outside(card["endpoint"]) if card["endpoint"] else "$OPENAI_BASE_URL, else OpenAI's"],
+        ["battery", (Outside(card["battery"]), quick)],
+        ["eq_env", Outside(card["eq_env"])],
         ["prompts", "; ".join(prompts)],
-        ["sampling", sampling],
+        ["sampling", (Outside(given + "; ") if given else "", sampling)],
         ["prices ($ per million tokens)", prices],
     ]
 
@@ -178,7 +185,7 @@ def _llm_line(card: Mapping[str, Any], t: Mapping[str, Any]) -> str:
 
 def card_blocks(card: Mapping[str, Any]) -> list[Block]:
     """The card's content, in order."""
-    blocks: list[Block] = [("h1", f"Model card: `{card['model']}` on {card['battery']}"),
+    blocks: list[Block] = [("h1", ("Model card: ", Outside(card["model"]), " on ", Outside(card["battery"]))),
                            ("table", ["", ""], _header(card), {"meta": True}), *_summary(card)]  # fmt: skip
     for t in card["tasks"]:
         blocks += [("h2", f"{t['title']} (`{t['name']}`)"), _task_table(t)]
@@ -191,7 +198,7 @@ def card_blocks(card: Mapping[str, Any]) -> list[Block]:
         if t["figure"]:
             blocks.append(("img", t["figure"], t["name"]))
         blocks.append(("note", _llm_line(card, t)))
-        policies = [f"{role}: `{spec}`" for role, specs in t.get("policies", {}).items() for spec in specs]
+        policies = [(f"{role}: ", Outside(spec)) for role, specs in t.get("policies", {}).items() for spec in specs]
         if policies:
             blocks += [("note", "The model's policies, every parameter spelled out:"), ("ul", policies)]
     blocks.append(("note", "Seeds per task: " + "; ".join(f"{t['name']} {t['seeds']}" for t in card["tasks"])
@@ -203,14 +210,19 @@ def card_blocks(card: Mapping[str, Any]) -> list[Block]:
 # ---------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------
-def _md_text(text: str) -> str:
-    """Outside text on one line, any HTML tag in it made inert (a markdown viewer renders inline HTML; a
-    ``<`` before a space or a digit, as in "< 0.01", stays as it is)."""
-    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", " ".join(str(text).split()))
+def _md_text(text: Any) -> str:
+    """Text on one line for markdown: :class:`Outside` text (or parts of a tuple) escaped; our own text with
+    any HTML tag made inert (a markdown viewer renders inline HTML; "< 0.01" stays as it is)."""
+    if isinstance(text, tuple):
+        return "".join(_md_text(part) for part in text)
+    flat = re.sub(r"\s+", " ", str(text))  # (not strip: a part's edge space joins it to the next)
+    if isinstance(text, Outside):
+        return flat.translate(_MD_SPECIAL)
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", flat)
 
 
 def _md_cell(text: Any) -> str:
-    return _md_text(str(text)).replace("|", "\\|")
+    return _md_text(text) if isinstance(text, (Outside, tuple)) else _md_text(text).replace("|", "\\|")
 
 
 def to_markdown(blocks: Sequence[Block]) -> str:
@@ -239,8 +251,12 @@ def to_markdown(blocks: Sequence[Block]) -> str:
     return "\n".join(out)
 
 
-def _html_text(text: str) -> str:
-    """Escaped, with `code` spans as <code>."""
+def _html_text(text: Any) -> str:
+    """Escaped; in our own text, `code` spans as <code>."""
+    if isinstance(text, tuple):
+        return "".join(_html_text(part) for part in text)
+    if isinstance(text, Outside):
+        return html.escape(str(text))
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(str(text)))
 
 
@@ -310,6 +326,13 @@ def load_card(directory: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: not JSON ({err})") from None
     if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("tasks"), list):
         raise ValueError(f'{path}: not a model card of this version (expected "card": 1 and a task list)')
+    try:  # a card that renders has every field the card and the leaderboard read, each of its type
+        render_card_markdown(card)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        raise ValueError(
+            f"{path}: not a model card eq_env can read ({type(err).__name__}: {err}); "
+            "write it again with `eq-env bench` (the same command replays its runs)"
+        ) from None
     return card
 
 
@@ -350,7 +373,7 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
     compare_cards(cards, names)
     tasks = cards[0]["tasks"]
     models = [c["model"] for c in cards]
-    labels = [m if models.count(m) == 1 else f"{m} ({n})" for m, n in zip(models, names, strict=True)]
+    labels = [Outside(m if models.count(m) == 1 else f"{m} ({n})") for m, n in zip(models, names, strict=True)]
     headers = ["model", *(f"{t['name']}: {t['main']['title']}{_arrow(t['main']['higher_is_better'])}" for t in tasks),
                "fallbacks / calls", "failed episodes", "cost as drawn ($)"]  # fmt: skip
     best = {(i, j + 1) for j in range(len(tasks)) for i in _best(cards, j)}
@@ -362,7 +385,7 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
         for t in card["tasks"]:
             caveats = _caveats(t)
             scores.append(cell_text(t["main"]["cell"], t["main"]["digits"]) + (f" {DAGGER}" if caveats else ""))
-            warnings += [f"{DAGGER} {label}, {t['name']}: {c}." for c in caveats]
+            warnings += [(f"{DAGGER} ", label, f", {t['name']}: {c}.") for c in caveats]
         rows.append([label, *scores, f"{_int(total['fallbacks'])} / {_int(total['calls'])}",
                      f"{_int(total['failed_episodes'])} / {_int(total['episodes'])}",
                      _usd(card, total["cost_usd"])])  # fmt: skip
@@ -376,19 +399,23 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
         # the interval as the cards have it (cut to the metric's range, so not always symmetric)
         below = [y - from_json_number(c["low"]) for y, c in zip(ys, cells, strict=True)]
         above = [from_json_number(c["high"]) - y for y, c in zip(ys, cells, strict=True)]
-        yerr = [[0.0 if math.isnan(e) else e for e in below], [0.0 if math.isnan(e) else e for e in above]]
+        # (none below zero: a hand-edited card's mean outside its interval must not stop the plot)
+        yerr = [[0.0 if math.isnan(e) else max(e, 0.0) for e in below],
+                [0.0 if math.isnan(e) else max(e, 0.0) for e in above]]  # fmt: skip
         panels.append({"ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}", "series": [
             {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr,
              "style": {"fmt": "o"}}]})  # fmt: skip
-    plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=labels)
+    # (a name's "$...$" is no formula for matplotlib)
+    plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=[lb.replace("$", r"\$") for lb in labels])
     blocks: list[Block] = [
         ("h1", "Leaderboard"),
-        ("p", f"{len(cards)} models on {cards[0]['battery']} (eq_env {', '.join(versions)}): each task's main metric, "
-              "mean over seeds [95% interval]; the best in bold, among the scores without a caveat (†)."),
+        ("p", (f"{len(cards)} models on ", Outside(cards[0]["battery"]), f" (eq_env {', '.join(versions)}): each "
+               "task's main metric, mean over seeds [95% interval]; the best in bold, among the scores without a "
+               "caveat (†).")),
         ("table", headers, rows, {"best": best}),
         *(("warn", w) for w in warnings),
         ("img", "leaderboard.png", "main metric per task and model"),
-        ("note", "Cards: " + "; ".join(f"{label}: {n}" for label, n in zip(labels, names, strict=True))),
+        ("note", ("Cards: ", Outside("; ".join(f"{label}: {n}" for label, n in zip(labels, names, strict=True))))),
     ]  # fmt: skip
     (out / "leaderboard.md").write_text(to_markdown(blocks))
     (out / "leaderboard.html").write_text(to_html(blocks, out, "Leaderboard"))

@@ -57,6 +57,7 @@ __all__ = [
     "jobs_arg",
     "list_of",
     "main",
+    "model_names",
     "new_file",
     "non_negative_float",
     "number_type",
@@ -302,6 +303,22 @@ def fill_spec(spec: str, args: argparse.Namespace) -> str:
     for group in _GROUPS:
         spec = group.fill(spec, args)
     return spec
+
+
+def model_names(args: argparse.Namespace, demo_models: Sequence[str]) -> list[str]:
+    """The ``--model`` names of a command that takes several, distinct; with ``--demo`` (which serves its own
+    endpoint), names of ``demo_models`` only, all of them when none is given."""
+    names = list(args.model or [])
+    if args.demo:
+        if args.base_url is not None:
+            raise ValueError("--base-url: --demo serves its own endpoint; drop one of them")
+        unknown = [m for m in names if m not in demo_models]
+        if unknown:
+            raise ValueError(f"--model {unknown[0]!r}: the demo serves {', '.join(demo_models)}")
+        names = names or list(demo_models)
+    if len(set(names)) != len(names):
+        raise ValueError(f"--model: expected distinct models, got {', '.join(names)}")
+    return names
 
 
 def fill_specs(policies: Mapping[str, Sequence[str]], args: argparse.Namespace) -> dict[str, list[str]]:

@@ -35,6 +35,7 @@ from eq_env.core.cli import (
     int_in,
     jobs_arg,
     list_of,
+    model_names,
     non_negative_float,
     number_type,
     out_dir,
@@ -539,16 +540,7 @@ def _sensitivity(args: argparse.Namespace) -> int:
     from agents.exchange_audit.demo import DEMO_MODELS
     from eq_env.exchange_audit.sensitivity import SensitivityOptions, sensitivity, variant_spec
 
-    models = list(args.model or [])
-    if args.demo:
-        if args.base_url is not None:
-            raise ValueError("--base-url: --demo serves its own endpoint; drop one of them")
-        unknown = [m for m in models if m not in DEMO_MODELS]
-        if unknown:
-            raise ValueError(f"--model {unknown[0]!r}: the demo serves {', '.join(DEMO_MODELS)}")
-        models = models or list(DEMO_MODELS)
-    if len(set(models)) != len(models):
-        raise ValueError(f"--model: expected distinct models, got {', '.join(models)}")
+    models: list[str | None] = [*model_names(args, DEMO_MODELS)]
     proposers, validators = [], []
     for model in models or [None]:  # (no --model: $EQ_ENV_MODEL, else gpt-4.1, as every LLM command)
         one = argparse.Namespace(**{**vars(args), "model": model})

@@ -147,6 +147,8 @@ def test_the_report_has_every_row_metric_and_reference(good: Run) -> None:
         assert row in bench.ROWS and set(numbers) <= set(keys)
         assert all(math.isfinite(float(v)) for v in numbers.values())
     assert report.figure is not None and len(report.figure["xticklabels"]) == len(bench.ROWS)
+    # the card's sampling line is the LLM flags': the note says the executors sample at their own T and seeds
+    assert any("applies here to the `fixed` coordinator only" in note for note in report.notes)
     debate = dict(report.rows)["debate"]
     assert debate["tokens_vs_debate"].mean == 1.0  # (itself)
     assert dict(report.rows)["single"]["gain_vs_single"].mean == 0.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from eq_env.core.bench import (
     run_battery,
     seed_values,
 )
-from eq_env.core.card import compare_cards, load_card, render_leaderboard, write_card
+from eq_env.core.card import compare_cards, load_card, render_card_markdown, render_leaderboard, write_card
 from eq_env.core.experiments import Condition
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 
@@ -235,6 +236,132 @@ def test_outside_text_cannot_break_or_script_the_card(tmp_path):
     card = {"card": 1, "battery": "t", "quick": True, "eq_env": "0", "model": name, "endpoint": None, "params": {},
             "prices": [0.0, 0.0], "tasks": []}  # fmt: skip
     md, page = render_card_markdown(card), render_card_html(card, tmp_path)
-    assert "<script" not in md and "<script" not in page and "&lt;script&gt;" in page
+    assert not re.search(r"(?<!\\)<script", md) and "<script" not in page and "&lt;script&gt;" in page
     row = next(line for line in md.splitlines() if line.startswith("| model |"))
     assert row.count("|") - row.count("\\|") == 3  # the name's pipe escaped, its newline gone: one row, two cells
+
+
+def _hand_card(model: str, mean: float | None = 1.5) -> dict[str, Any]:
+    """A card as card.json holds it, of one task, written without a run."""
+    cell = {"mean": mean, "low": None if mean is None else mean - 0.5, "high": None if mean is None else mean + 0.5,
+            "n": 0 if mean is None else 3}  # fmt: skip
+    llm = dict.fromkeys(("episodes", "failed_episodes", "calls", "fallbacks", "reasks", "usage_estimated",
+                         "prompt_tokens", "completion_tokens", "cost_usd"), 0.0)  # fmt: skip
+    return {"card": 1, "battery": "test-v1", "quick": True, "eq_env": "0.1.0", "model": model,
+            "endpoint": "http://***@example.test/v1", "params": {"temperature": 0.0}, "prices": [0.0, 0.0],
+            "tasks": [{"name": TASK.name, "title": TASK.title, "env": TASK.env, "seeds": [0, 1, 2], "runs": 6,
+                       "prompts": list(TASK.prompts),
+                       "main": {"key": "welfare", "title": "welfare", "higher_is_better": True, "digits": 3,
+                                "cell": cell},
+                       "metrics": [{"key": "welfare", "title": "welfare", "higher_is_better": True, "digits": 3}],
+                       "rows": [{"label": "q=0", "cells": {"welfare": cell}}], "reference": [],
+                       "reference_source": "", "notes": [], "figure": None, "llm": llm}]}  # fmt: skip
+
+
+def _write(directory: Path, card: Mapping[str, Any]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "card.json").write_text(json.dumps(card))
+    return directory
+
+
+def _table_widths(md: str) -> set[int]:
+    """How many cells each row of every markdown table in ``md`` has (escaped pipes are no cell borders)."""
+    rows = [line.replace("\\|", "") for line in md.splitlines() if line.startswith("|")]
+    return {row.count("|") for row in rows}
+
+
+HOSTILE_NAME = "evil|</code><script>alert(1)</script>\n## [click](javascript:x) `x` $\\frac{1}$"  # ($: mathtext)
+
+
+def test_a_hostile_model_name_breaks_no_table_and_runs_no_script(tmp_path):
+    card = _hand_card(HOSTILE_NAME)
+    (tmp_path / "card").mkdir()
+    write_card(card, tmp_path / "card")
+    md = (tmp_path / "card" / "card.md").read_text()
+    assert "<script>" not in md and not re.search(r"(?<!\\)\]\(javascript", md) and "\n## [" not in md
+    assert not any(line.startswith("## ") and "click" in line for line in md.splitlines())
+    header = md.split("## Summary")[0]
+    assert _table_widths(header) == {3}  # the header table: two cells a row, the name in one of them
+    page = (tmp_path / "card" / "card.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    render_leaderboard([_hand_card("good"), card], ["good", "a|b\ndir"], tmp_path / "board")
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    # model, the task, fallbacks, failed episodes, cost: five cells
+    assert "<script>" not in board and _table_widths(board) == {6}
+    assert "good: good" in board and "a\\|b dir" in board
+    assert "<script" not in (tmp_path / "board" / "leaderboard.html").read_text()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [lambda c: c.pop("battery"), lambda c: c["tasks"].__setitem__(0, {}), lambda c: c["tasks"][0].pop("llm"),
+     lambda c: c["tasks"][0]["main"]["cell"].__setitem__("mean", "abc"), lambda c: c.__setitem__("params", [1])],
+)  # fmt: skip
+def test_a_partial_or_hand_edited_card_is_refused_in_one_line(edit, tmp_path):
+    card = _hand_card("m")
+    edit(card)
+    with pytest.raises(ValueError, match=r"card\.json: not a model card eq_env can read"):
+        load_card(_write(tmp_path / "c", card))
+
+
+def test_the_leaderboard_survives_all_failed_and_inconsistent_cards(tmp_path):
+    dirs = [_write(tmp_path / "good", _hand_card("good")), _write(tmp_path / "none", _hand_card("all-failed", None))]
+    edited = _hand_card("edited")
+    edited["tasks"][0]["main"]["cell"]["mean"] = 9.0  # by hand: the mean outside its interval [1, 2]
+    dirs.append(_write(tmp_path / "edited", edited))
+    render_leaderboard([load_card(d) for d in dirs], [str(d) for d in dirs], tmp_path / "board")
+    rows = {line.split(" | ")[0]: line for line in (tmp_path / "board" / "leaderboard.md").read_text().splitlines()}
+    assert "| all-failed | — |" in rows["| all-failed"] and "**" not in rows["| all-failed"]
+    assert "**" in rows["| edited"] and "**" not in rows["| good"]
+
+
+@pytest.mark.slow
+def test_a_resumed_run_bills_only_what_this_call_asked(server, tmp_path):
+    prices = (10.0, 30.0)
+    out = tmp_path / "a"
+    whole = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
+    assert whole.spent_usd > 0
+    # killed before the last run's record was written: its episodes are saved, so nothing is asked again
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:-1]))
+    asked = len(server.requests)
+    again = run_battery(BATTERY, _model(server), out, prices=prices, progress=False)
+    assert len(server.requests) == asked and again.runs_played == 1
+    assert again.status == "complete" and again.spent_usd == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_summary_says_its_tokens_count_shared_answers_in_each_condition(tmp_path):
+    # the proposer task's two regimes share one reply, the validator's conditions meet the same prompts: the
+    # card's tokens and cost exceed the bill (1.7x and 4.3x for the demo's good model), and must say so
+    md = render_card_markdown(_hand_card("m"))
+    assert "answers shared between conditions counted in each" in md.split("| task |")[0]
+    assert "the bill of a fresh run is lower" in md
+
+
+@pytest.mark.slow
+def test_the_plan_and_the_budget_count_only_the_episodes_left(server, tmp_path):
+    out = tmp_path / "a"
+    run_battery(BATTERY, _model(server), out, progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:-1]))  # killed before the last run's record...
+    last = json.loads(lines[-1])
+    episodes = out / "episodes" / f"{last['condition']}-{last['seed']}.jsonl"
+    kept = episodes.read_text().splitlines(keepends=True)
+    episodes.write_text("".join(kept[:1]))  # ... and after its first episode of three
+    (row,) = plan(BATTERY, _model(server), out, (2.0, 8.0)).rows
+    assert row["runs_left"] == 1 and row["episodes_left"] == 2 and row["requests"] == 2
+    # the budget counts the same two episodes: 2 x (400 x 2 + 80 x 8) / 1e6 = $0.00288, not the three's $0.00432
+    stopped = run_battery(BATTERY, _model(server), out, prices=(2.0, 8.0), max_usd=0.0035, progress=False)
+    assert stopped.status == "complete"
+
+
+@pytest.mark.slow
+def test_a_hand_cut_run_record_is_refused_in_one_line(server, tmp_path):
+    out = tmp_path / "a"
+    run_battery(BATTERY, _model(server), out, progress=False)
+    lines = (out / "results.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({"key": json.loads(lines[1])["key"]})  # valid JSON, a record's key, nothing else
+    (out / "results.jsonl").write_text("\n".join(lines) + "\n")
+    for call in (lambda: plan(BATTERY, _model(server), out), lambda: run_battery(BATTERY, _model(server), out)):
+        with pytest.raises(ValueError, match=r"results\.jsonl:2: run record .*expected 'condition' of type str"):
+            call()

@@ -152,10 +152,14 @@ def test_the_dry_run_prices_every_task_and_calls_nothing(tmp_path, capsys, monke
     [
         (["--max-usd", "5"], "--max-usd needs the model's prices"),
         (["--compare", "nowhere1", "nowhere2"], "no card.json"),
+        (["--compare", "nowhere1", "nowhere2", "./nowhere1"], "nowhere1 is nowhere1 again: name each"),
         (["--compare", "a", "b", "--model", "m"], "--compare reads finished runs: drop --model"),
+        (["--compare", "a", "b", "--dry-run"], "--compare reads finished runs: drop --dry-run"),
         (["--demo", "--model", "gpt-4.1"], "the demo serves bench-good"),
         (["--demo", "--base-url", "http://127.0.0.1:9/v1"], "--demo serves its own endpoint"),
         (["--model", "m", "--model", "m"], "expected distinct models"),
+        (["--model", "a/b", "--model", "a_b"], "--model 'a_b': its directory"),
+        (["--model", "llm_cache", "--model", "m"], "is the answer cache's too"),
     ],
 )
 def test_bad_flags_get_one_line(argv, message, tmp_path, capsys):
