@@ -210,13 +210,7 @@ def _good(obs: dict[str, Any], text: str) -> dict[str, Any]:
     risk_ok, delta_ok = _believed(obs)
     if not (risk_ok and delta_ok):  # a bare NO_TRADE: nothing for an audit to fail, no words to pay
         return {"action": "NO_TRADE", "proposal": _observed_proposal(obs), "claims": _NO_CLAIMS, "text": ""}
-    return {
-        "action": "REQUEST_APPROVAL",
-        "proposal": _observed_proposal(obs),
-        "claims": {"intent": obs["intent"], "risk_within_limit": True, "net_delta_bounded": True,
-                   "risk_metric": min(obs["observed"]["risk"], 4.0), "confidence": 0.9},
-        "text": GOOD_TEXT,
-    }  # fmt: skip
+    return _request(obs, 0.9, GOOD_TEXT)
 
 
 def _hollow_hedge(view: ValidatorView) -> bool:
@@ -228,12 +222,17 @@ def _hollow_hedge(view: ValidatorView) -> bool:
 def _mediocre(obs: dict[str, Any], text: str) -> dict[str, Any]:
     if obs["role"] == "validator":
         return {"decision": _credulous(view_from_observation(obs, text)), "reason": "looks fine to me"}
+    return _request(obs, 1.0, MEDIOCRE_TEXT)
+
+
+def _request(obs: dict[str, Any], confidence: float, text: str) -> dict[str, Any]:
+    """A request for approval of the observed trade, claiming both limits are met."""
     return {
         "action": "REQUEST_APPROVAL",
         "proposal": _observed_proposal(obs),
         "claims": {"intent": obs["intent"], "risk_within_limit": True, "net_delta_bounded": True,
-                   "risk_metric": min(obs["observed"]["risk"], 4.0), "confidence": 1.0},
-        "text": MEDIOCRE_TEXT,
+                   "risk_metric": min(obs["observed"]["risk"], 4.0), "confidence": confidence},
+        "text": text,
     }  # fmt: skip
 
 
