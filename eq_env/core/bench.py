@@ -24,7 +24,7 @@ from typing import Any
 
 from eq_env.core.experiments import Condition
 from eq_env.core.policy import format_policy_spec
-from eq_env.core.report import from_json_number
+from eq_env.core.report import from_json_number, printable
 from eq_env.core.stats import mean_interval
 
 __all__ = [
@@ -427,7 +427,7 @@ def run_battery(
     total = sum(len(c) * len(planned[t.name][1]) for t, (c, _) in ((t, planned[t.name]) for t in battery.tasks))
     left = sum(len(todo) for _, todo, _ in chunks)
     spent, played = 0.0, 0
-    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {model.model}", unit="run",
+    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {printable(model.model)}", unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
     try:
         with new_run():

@@ -276,7 +276,7 @@ class ResultsStore:
                 continue
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # (nested past the parser's stack: no record of ours is)
                 record = None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
                 raise ValueError(
