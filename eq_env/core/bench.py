@@ -319,18 +319,12 @@ def _episodes_left(out: Path, condition: Condition, seed: int) -> int:
     return condition.episodes - sum(not isinstance(e, FailedEpisode) for e in played)
 
 
-_RECORD_FIELDS = {"condition": str, "seed": int, "episodes": int, "labels": dict, "metrics": dict}
-
-
 def _check_record(record: Mapping[str, Any]) -> None:
     """A run record's fields that the tasks' reports read (a hand-edited or foreign line fails here, in one
-    line naming it, not in a report)."""
-    for name, kind in _RECORD_FIELDS.items():
-        if not isinstance(record.get(name), kind):
-            raise ValueError(f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}; remove or "
-                             "fix that line (the run is played again)")  # fmt: skip
-    if not isinstance(record.get("failed", []), list) or not isinstance(record.get("llm", {}), dict):
-        raise ValueError(f"run record {record['key']!r}: 'failed' must be a list and 'llm' an object")
+    line naming it, not in a report): a run record's, and its labels."""
+    from eq_env.core.experiments import check_run_record
+
+    check_run_record({"labels": None, **record})  # (labels, which a run record may lack, are read here)
 
 
 def _finished(store: Any) -> set[str]:

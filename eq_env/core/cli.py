@@ -667,7 +667,7 @@ def _check_spec_limits(data: Mapping[str, Any], path: Path) -> None:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from eq_env.core.experiments import ResultsStore, failed_runs
+    from eq_env.core.experiments import ResultsStore, check_run_record, failed_runs
     from eq_env.core.policy import make_policy
     from eq_env.core.sweep import SweepSpec, first_repeat, load_spec_file, repeated_policy, run_sweep, spec_table
 
@@ -734,7 +734,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(printable((args.out / "summary.md").read_text(), lines=True))  # (its labels are the specs given)
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {printable(args.out)}")
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
-    stored = ResultsStore(args.out / "results.jsonl").load()
+    stored = ResultsStore(args.out / "results.jsonl").load(check_run_record)
     return failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored),
                     getattr(args, "cache", None))  # fmt: skip
 
@@ -765,15 +765,17 @@ def _add_rerun(sub: Any) -> None:
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:
-    from eq_env.core.experiments import ResultsStore, record_policies, rerun
+    from eq_env.core.experiments import ResultsStore, check_run_record, record_policies, rerun
     from eq_env.core.runner import format_metrics_table
 
-    records = ResultsStore(args.results).load()  # (its existence was checked at parse time)
+    store = ResultsStore(args.results)
+    records = store.load()  # (its existence was checked at parse time; a line that is no record is named first)
     if not records:
         raise ValueError(f"{args.results} holds no run records")
     if args.key not in records:
         sample = ", ".join(printable(k) for k in list(records)[:3])
         raise ValueError(f"no record with key {args.key!r} in {args.results} (keys look like: {sample})")
+    store.records(check=lambda r: check_run_record(r) if r["key"] == args.key else None)  # (its fields, by line)
     old = records[args.key]
     policies = record_policies(old)
     for group in _GROUPS:
