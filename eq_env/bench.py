@@ -61,7 +61,7 @@ from typing import Any
 
 from eq_env.core.bench import Battery, BenchModel
 from eq_env.core.cli import Command, out_dir, path_arg, positive_float
-from eq_env.core.report import markdown_table
+from eq_env.core.report import markdown_table, printable
 
 __all__ = ["BATTERIES", "COMMAND", "DEFAULT_BATTERY", "batteries", "battery"]
 
@@ -165,8 +165,9 @@ def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float,
                  f"{p.total('episodes_left'):,.0f}",
                  f"{p.total('requests'):,.0f}", f"{p.total('prompt_tokens'):,.0f}",
                  f"{p.total('completion_tokens'):,.0f}", f"{p.total('usd'):.2f}"])  # fmt: skip
-    print(f"{bat.name} for {model.model} into {out}: what is left, estimated (cached answers cost nothing; "
-          "nothing is called)")  # fmt: skip
+    # (the model's name and the directory are the user's text, shown escaped: the name is sent as given)
+    print(f"{bat.name} for {printable(model.model)} into {printable(out)}: what is left, estimated (cached "
+          "answers cost nothing; nothing is called)")  # fmt: skip
     print(
         markdown_table(["task", "runs left", "episodes", "requests", "prompt tokens", "completion tokens", "$"], rows)
     )
@@ -186,8 +187,8 @@ def _compare(args: argparse.Namespace) -> int:
         seen[d.resolve()] = d
     cards = [load_card(d) for d in args.compare]
     wrote = render_leaderboard(cards, [str(d) for d in args.compare], args.out)
-    print((args.out / "leaderboard.md").read_text())
-    print(f"wrote {', '.join(wrote)} to {args.out}")
+    print(printable((args.out / "leaderboard.md").read_text(), lines=True))
+    print(f"wrote {', '.join(wrote)} to {printable(args.out)}")
     return 0
 
 
@@ -224,32 +225,33 @@ def _run(args: argparse.Namespace) -> int:
             budget = None if args.max_usd is None else args.max_usd - spent
             outcome = run_battery(bat, model, out, prices=prices, max_usd=budget, concurrency=args.concurrency)
             spent += outcome.spent_usd
+            name = printable(model.model)  # (the user's text, shown escaped; sent as given)
             if outcome.status == "budget":
                 print(f"eq-env bench: stopped by --max-usd {args.max_usd:g}: ${spent:.4f} billed; the next chunk "
-                      f"is estimated at ${outcome.next_usd:.4f}; {outcome.runs_left} run(s) of {model.model} left. "
+                      f"is estimated at ${outcome.next_usd:.4f}; {outcome.runs_left} run(s) of {name} left. "
                       "Everything played is saved in --out: run the same command with a larger --max-usd to go on.",
                       file=sys.stderr)  # fmt: skip
                 return STOPPED
             if outcome.status == "failing":
-                print(f"eq-env bench: stopped: every episode of the last chunk failed ({outcome.error}); "
-                      f"{outcome.runs_left} run(s) of {model.model} left. Is the endpoint up, the key and model "
+                print(f"eq-env bench: stopped: every episode of the last chunk failed ({printable(outcome.error)}); "
+                      f"{outcome.runs_left} run(s) of {name} left. Is the endpoint up, the key and model "
                       "right? Everything played is saved in --out: fix it and run the same command again.",
                       file=sys.stderr)  # fmt: skip
                 return STOPPED
             assert outcome.card is not None
             wrote = write_card(outcome.card, out)
-            print(_summary(outcome.card))
-            print(f"wrote {', '.join(wrote)} to {out}")
+            print(printable(_summary(outcome.card), lines=True))
+            print(f"wrote {', '.join(wrote)} to {printable(out)}")
             failed += list(outcome.failed)
             for task in outcome.card["tasks"]:  # (the card marks these too; a script reading stderr sees them)
                 for caveat in score_caveats(task["llm"]):
-                    print(f"eq-env bench: {model.model}, {task['name']}: {caveat}", file=sys.stderr)
+                    print(f"eq-env bench: {name}, {task['name']}: {caveat}", file=sys.stderr)
         if len(models) > 1:
             from eq_env.core.card import load_card
 
             wrote = render_leaderboard([load_card(o) for o in outs], [str(o) for o in outs], args.out)
-            print((args.out / "leaderboard.md").read_text())
-            print(f"wrote {', '.join(wrote)} to {args.out}")
+            print(printable((args.out / "leaderboard.md").read_text(), lines=True))
+            print(f"wrote {', '.join(wrote)} to {printable(args.out)}")
         print(f"{bat.name}: {len(models)} model(s) in {time.perf_counter() - start:.1f} s"
               + (f", ${spent:.4f} billed" if prices != (0.0, 0.0) else ""))  # fmt: skip
         status = failures("bench", failed, args.cache)

@@ -24,7 +24,7 @@ from typing import Any
 
 from eq_env.core.experiments import Condition
 from eq_env.core.policy import format_policy_spec
-from eq_env.core.report import from_json_number
+from eq_env.core.report import from_json_number, printable
 from eq_env.core.stats import mean_interval
 
 __all__ = [
@@ -319,18 +319,12 @@ def _episodes_left(out: Path, condition: Condition, seed: int) -> int:
     return condition.episodes - sum(not isinstance(e, FailedEpisode) for e in played)
 
 
-_RECORD_FIELDS = {"condition": str, "seed": int, "episodes": int, "labels": dict, "metrics": dict}
-
-
 def _check_record(record: Mapping[str, Any]) -> None:
     """A run record's fields that the tasks' reports read (a hand-edited or foreign line fails here, in one
-    line naming it, not in a report)."""
-    for name, kind in _RECORD_FIELDS.items():
-        if not isinstance(record.get(name), kind):
-            raise ValueError(f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}; remove or "
-                             "fix that line (the run is played again)")  # fmt: skip
-    if not isinstance(record.get("failed", []), list) or not isinstance(record.get("llm", {}), dict):
-        raise ValueError(f"run record {record['key']!r}: 'failed' must be a list and 'llm' an object")
+    line naming it, not in a report): a run record's, and its labels."""
+    from eq_env.core.experiments import check_run_record
+
+    check_run_record({"labels": None, **record})  # (labels, which a run record may lack, are read here)
 
 
 def _finished(store: Any) -> set[str]:
@@ -427,7 +421,7 @@ def run_battery(
     total = sum(len(c) * len(planned[t.name][1]) for t, (c, _) in ((t, planned[t.name]) for t in battery.tasks))
     left = sum(len(todo) for _, todo, _ in chunks)
     spent, played = 0.0, 0
-    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {model.model}", unit="run",
+    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {printable(model.model)}", unit="run",
                disable=None if progress is None else not progress)  # fmt: skip
     try:
         with new_run():

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eq_env.core.report import fmt_number, from_json_number, no_negative_zeros
+from eq_env.core.records import MAX_DEPTH, too_deep
+from eq_env.core.report import fmt_number, from_json_number, no_negative_zeros, printable
 
 __all__ = [
     "compare_cards",
@@ -46,7 +47,8 @@ DAGGER = "†"
 
 class Outside(str):
     """Text from outside the package (a model's name, an endpoint, a directory): rendered inert — escaped in
-    HTML, its markdown markup (``|``, HTML, links, code) backslash-escaped — and never read as our markup."""
+    HTML, its markdown markup (``|``, HTML, links, code) backslash-escaped, its control characters written as
+    escapes (``\x1b``: the markdown is printed to terminals) — and never read as our markup."""
 
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`[]<>|"})
@@ -217,7 +219,7 @@ def _md_text(text: Any) -> str:
         return "".join(_md_text(part) for part in text)
     flat = re.sub(r"\s+", " ", str(text))  # (not strip: a part's edge space joins it to the next)
     if isinstance(text, Outside):
-        return flat.translate(_MD_SPECIAL)
+        return printable(flat).translate(_MD_SPECIAL)
     return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", flat)
 
 
@@ -256,7 +258,7 @@ def _html_text(text: Any) -> str:
     if isinstance(text, tuple):
         return "".join(_html_text(part) for part in text)
     if isinstance(text, Outside):
-        return html.escape(str(text))
+        return html.escape(printable(text))
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(str(text)))
 
 
@@ -285,7 +287,8 @@ def to_html(blocks: Sequence[Block], root: Path, title: str) -> str:
             )  # fmt: skip
             css = " class=meta" if extra.get("meta") else ""
             parts.append(f"<div class=wide><table{css}>{head}<tbody>{body}</tbody></table></div>")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+    title = html.escape(printable(title))  # (a model's name: its control characters escaped too)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")  # fmt: skip
 
 
@@ -321,8 +324,15 @@ def load_card(directory: Path) -> dict[str, Any]:
                 else " (a finished `eq-env bench` run writes one)")  # fmt: skip
         raise ValueError(f"{directory}: no card.json{hint}")
     try:
-        card = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as err:
+        text = path.read_text()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+    line = too_deep(text)  # (before the parser, which recurses once per level)
+    if line is not None:
+        raise ValueError(f"{path}:{line}: nested deeper than {MAX_DEPTH} levels; not a model card (a card nests 7)")
+    try:
+        card = json.loads(text)
+    except ValueError as err:  # (an integer of more than 4300 digits too: int() refuses it)
         raise ValueError(f"{path}: not JSON ({err})") from None
     if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("tasks"), list):
         raise ValueError(f'{path}: not a model card of this version (expected "card": 1 and a task list)')

@@ -30,12 +30,13 @@ from typing import Any, NoReturn, Protocol
 from eq_env.core.config import GameConfig
 from eq_env.core.executors import BACKENDS, Executor, RunLostError, executor_from_args
 from eq_env.core.experiments import ENGINES
-from eq_env.core.report import from_json_number, json_number, no_negative_zeros
+from eq_env.core.report import from_json_number, json_number, no_negative_zeros, printable
 from eq_env.core.spec import Command, EnvSpec, env_spec, registered_envs
 
 __all__ = [
     "INCOMPLETE",
     "MAX_EPISODES",
+    "MAX_INTEGER",
     "MAX_ROUNDS",
     "MAX_SEED",
     "MAX_SEEDS",
@@ -45,6 +46,7 @@ __all__ = [
     "Parser",
     "add_backend_flags",
     "add_config_flags",
+    "ascii_number",
     "build_parser",
     "config_from_args",
     "count",
@@ -83,7 +85,8 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        # (argparse quotes some of what it was given as is: "unrecognized arguments: ...")
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
 
 
 # ---------------------------------------------------------------------------
@@ -96,16 +99,31 @@ def shown(text: str, quoted: bool = True) -> str:
     return repr(text) if quoted else text
 
 
+MAX_INTEGER = 2**63 - 1  # no integer flag takes more (seeds, counts and steps end in numpy's int64)
+
+
+def ascii_number(text: str, kind: type) -> Any:
+    """``kind(text)`` (int or float) of ASCII text only: Python reads other scripts' digits too (``int("٤")``
+    is 4), which no flag means. A ValueError otherwise, as for any text that is no number."""
+    if not text.isascii():
+        raise ValueError(f"not ASCII: {text!r}")
+    return kind(text)
+
+
 def number_type(kind: type, what: str, ok: Callable[[Any], bool]) -> Callable[[str], Any]:
-    """An argparse type: ``kind`` values for which ``ok(value)`` holds, else an error naming ``what``."""
+    """An argparse type: ``kind`` values, written in ASCII, for which ``ok(value)`` holds, else an error naming
+    ``what``. An integer is at most :data:`MAX_INTEGER` whatever ``ok`` says (a 400-digit value is a typo)."""
 
     def parse(text: str) -> Any:
         try:
-            value = kind(text)
+            value = ascii_number(text, kind)
         except ValueError:  # (int() also refuses more than 4300 digits with a ValueError)
-            raise argparse.ArgumentTypeError(f"expected {what}, got {shown(text)}") from None
+            digits = "" if text.isascii() else " in ASCII digits"
+            raise argparse.ArgumentTypeError(f"expected {what}{digits}, got {shown(text)}") from None
         if not ok(value):
             raise argparse.ArgumentTypeError(f"expected {what}, got {shown(str(value), quoted=False)}")
+        if kind is int and abs(value) > MAX_INTEGER:
+            raise argparse.ArgumentTypeError(f"expected {what} up to {MAX_INTEGER}, got {shown(str(value))}")
         return value
 
     return parse
@@ -216,10 +234,11 @@ def _field_type(name: str, rng: Any) -> Callable[[str], Any]:
         if rng.none is not None and text.strip().lower() in (rng.none, "none"):
             return None
         try:
-            value: int | float = int(text) if rng.integer else float(text)
+            value: int | float = ascii_number(text, int if rng.integer else float)
         except ValueError:
+            digits = "" if text.isascii() else " in ASCII digits"
             raise argparse.ArgumentTypeError(
-                f"{name} must be {rng.describe()}{f' or {rng.none}' if rng.none else ''}, got {shown(text)}"
+                f"{name} must be {rng.describe()}{f' or {rng.none}' if rng.none else ''}{digits}, got {shown(text)}"
             ) from None
         try:
             return rng.check(name, value)
@@ -365,7 +384,7 @@ def failures(command: str, failed: Sequence[tuple[str, int, int]], cache: str | 
     else:
         retry = "run the same command again to retry them"
     print(f"eq-env {command}: {lost} episode(s) failed in {len(failed)} run(s) and are left out of the metrics"
-          + (f"; {len(empty)} run(s) have no episode at all, e.g. {empty[0]}" if empty else "")
+          + (f"; {len(empty)} run(s) have no episode at all, e.g. {printable(empty[0])}" if empty else "")
           + f"; the errors are in results.jsonl ('failed'); {retry}", file=sys.stderr)  # fmt: skip
     return INCOMPLETE
 
@@ -423,7 +442,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
             for e in sorted([*ev.records, *ev.failed], key=lambda e: (e.seed, e.episode)):
                 fh.write(json.dumps(e.to_dict()) + "\n")
     for f in ev.failed[:5]:
-        print(f"eq-env play: seed {f.seed} episode {f.episode} failed ({f.role}): {f.error}", file=sys.stderr)
+        print(f"eq-env play: seed {f.seed} episode {f.episode} failed ({f.role}): {printable(f.error)}",
+              file=sys.stderr)  # fmt: skip
     status = 0
     if ev.failed:
         status = INCOMPLETE
@@ -447,7 +467,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     changed = {k: v for k, v in config.to_dict().items() if k not in preset or v != preset[k]}
     width = max(9, *(len(r) for r in game.roles))
     for role, shown_policy in ev.policies.items():
-        print(f"{role:<{width}} {shown_policy}")
+        print(f"{role:<{width}} {printable(shown_policy)}")
     describe = _game_cli_attr(game, "describe_config")
     print(f"{'game':<{width}} preset {args.preset!r}" + (f" with {changed}" if changed else "")
           + (f"  ({describe(config)})" if describe else ""))  # fmt: skip
@@ -587,7 +607,7 @@ def ray_address_arg(text: str) -> str:
     if (
         text == "auto"
         or text.startswith("ray://")
-        or (re.fullmatch(r"[^\s:/]+:\d{1,5}", text) and 1 <= int(text.rpartition(":")[2]) <= 65535)
+        or (re.fullmatch(r"[^\s:/]+:[0-9]{1,5}", text) and 1 <= int(text.rpartition(":")[2]) <= 65535)
     ):
         return text
     raise argparse.ArgumentTypeError(
@@ -623,24 +643,31 @@ def _flag_value(game: EnvSpec, flag: str, key: str, text: str) -> Any:
 
 def _check_spec_limits(data: Mapping[str, Any], path: Path) -> None:
     """A spec file's episodes and seeds within the limits of the flags that set them (a value that is not an
-    integer is refused when the spec is read, with its key)."""
+    integer is refused when the spec is read, with its key; one too long for ``int()`` is out of range)."""
+    from eq_env.core.sweep import LongNumber
+
+    def outside(value: Any, low: int, high: int) -> bool:
+        return isinstance(value, LongNumber) or (
+            isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high
+        )
+
     for key, low, high in (("episodes", 1, MAX_EPISODES), ("first_seed", 0, MAX_SEED)):
         value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
-            raise ValueError(f"{path}: {key} must be an integer in [{low}, {high}], got {value}")
+        if outside(value, low, high):
+            raise ValueError(f"{path}: {key} must be an integer in [{low}, {high}], got {value!r}")
     seeds = data.get("seeds")
-    if isinstance(seeds, int) and not isinstance(seeds, bool) and not 1 <= seeds <= MAX_SEEDS:
-        raise ValueError(f"{path}: seeds must be a count in [1, {MAX_SEEDS}] or a list of seeds, got {seeds}")
+    if outside(seeds, 1, MAX_SEEDS):
+        raise ValueError(f"{path}: seeds must be a count in [1, {MAX_SEEDS}] or a list of seeds, got {seeds!r}")
     if isinstance(seeds, list):
         if len(seeds) > MAX_SEEDS:
             raise ValueError(f"{path}: seeds lists {len(seeds)} seeds; at most {MAX_SEEDS}")
-        big = next((s for s in seeds if isinstance(s, int) and s > MAX_SEED), None)
+        big = next((s for s in seeds if outside(s, 0, MAX_SEED)), None)
         if big is not None:
-            raise ValueError(f"{path}: seeds must be integers in [0, {MAX_SEED}], got {big}")
+            raise ValueError(f"{path}: seeds must be integers in [0, {MAX_SEED}], got {big!r}")
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from eq_env.core.experiments import ResultsStore, failed_runs
+    from eq_env.core.experiments import ResultsStore, check_run_record, failed_runs
     from eq_env.core.policy import make_policy
     from eq_env.core.sweep import SweepSpec, first_repeat, load_spec_file, repeated_policy, run_sweep, spec_table
 
@@ -704,10 +731,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else None
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
                      concurrency=getattr(args, "concurrency", 8), executor=executor)  # fmt: skip
-    print((args.out / "summary.md").read_text())
-    print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {args.out}")
+    print(printable((args.out / "summary.md").read_text(), lines=True))  # (its labels are the specs given)
+    print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {printable(args.out)}")
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
-    stored = ResultsStore(args.out / "results.jsonl").load()
+    stored = ResultsStore(args.out / "results.jsonl").load(check_run_record)
     return failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored),
                     getattr(args, "cache", None))  # fmt: skip
 
@@ -738,21 +765,23 @@ def _add_rerun(sub: Any) -> None:
 
 
 def _cmd_rerun(args: argparse.Namespace) -> int:
-    from eq_env.core.experiments import ResultsStore, record_policies, rerun
+    from eq_env.core.experiments import ResultsStore, check_run_record, record_policies, rerun
     from eq_env.core.runner import format_metrics_table
 
-    records = ResultsStore(args.results).load()  # (its existence was checked at parse time)
+    store = ResultsStore(args.results)
+    records = store.load()  # (its existence was checked at parse time; a line that is no record is named first)
     if not records:
         raise ValueError(f"{args.results} holds no run records")
     if args.key not in records:
-        sample = ", ".join(list(records)[:3])
+        sample = ", ".join(printable(k) for k in list(records)[:3])
         raise ValueError(f"no record with key {args.key!r} in {args.results} (keys look like: {sample})")
+    store.records(check=lambda r: check_run_record(r) if r["key"] == args.key else None)  # (its fields, by line)
     old = records[args.key]
     policies = record_policies(old)
     for group in _GROUPS:
         group.configure_rerun(policies, args, args.results.parent / "llm_cache")
     new = rerun(old, args.engine)
-    print(f"{' vs '.join(policies.values())}, seed {old['seed']}, {old['episodes']} episodes, "
+    print(f"{printable(' vs '.join(policies.values()))}, seed {old['seed']}, {old['episodes']} episodes, "
           f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
     rows = {m: (from_json_number(old["metrics"][m]), from_json_number(new["metrics"][m])) for m in old["metrics"]}
     table = format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1)
@@ -882,7 +911,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         game = env_spec(_env_in(argv))
     except ValueError as err:
-        print(f"eq-env: error: argument --env: {err} (see eq-env --help)", file=sys.stderr)
+        print(f"eq-env: error: argument --env: {printable(err)} (see eq-env --help)", file=sys.stderr)
         return 2
     parser = build_parser(game, env_given=_env_in(argv) is not None)
     args = parser.parse_args(argv)
@@ -903,8 +932,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor has no fd to move)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
-    except (ValueError, TypeError, OSError, RunLostError) as err:
-        print(f"eq-env {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, TypeError, OSError, RunLostError) as err:  # (one line, whatever text it quotes)
+        print(f"eq-env {args.command}: error: {printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"eq-env {args.command}: interrupted; {interrupted.get(args.command, 'nothing was saved')}",

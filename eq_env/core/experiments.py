@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ __all__ = [
     "ResultsStore",
     "aggregate",
     "canonical_spec",
+    "check_run_record",
     "check_runs",
     "failed_runs",
     "llm_columns",
@@ -276,7 +278,7 @@ class ResultsStore:
                 continue
             try:
                 record = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # (nested past the parser's stack: no record of ours is)
                 record = None
             if not isinstance(record, dict) or not isinstance(record.get("key"), str):
                 raise ValueError(
@@ -291,9 +293,10 @@ class ResultsStore:
             records.append(record)
         return records
 
-    def load(self) -> dict[str, dict[str, Any]]:
-        """Records by run key; where a key was written again (a run resumed), the last record."""
-        return {r["key"]: r for r in self.records()}
+    def load(self, check: Callable[[dict[str, Any]], Any] | None = None) -> dict[str, dict[str, Any]]:
+        """Records by run key; where a key was written again (a run resumed), the last record. ``check`` as
+        for :meth:`records` (:func:`check_run_record` for a file of run records)."""
+        return {r["key"]: r for r in self.records(check)}
 
     def compact(self) -> None:
         """Rewrite the file with one record per key (the last), atomically, if it holds older ones: a run
@@ -343,6 +346,29 @@ class ResultsStore:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+_RUN_FIELDS: tuple[tuple[str, type, str, bool], ...] = (  # name, type, what else it must be, whether required
+    ("condition", str, "", True), ("seed", int, ", at least 0", True), ("episodes", int, ", at least 1", True),
+    ("metrics", dict, "", True), ("labels", dict, "", False), ("failed", list, "", False), ("llm", dict, "", False),
+)  # fmt: skip
+
+
+def check_run_record(record: Mapping[str, Any]) -> None:
+    """A ValueError naming the field of a run record (a line of ``results.jsonl``) that is missing or not what
+    resuming, ``rerun`` and the tables read (``ResultsStore.records(check=...)`` adds the file and line).
+
+    JSON's ``true`` is no seed, though Python's bool is an int: ``int(True)`` would run seed 1.
+    """
+    for name, kind, more, required in _RUN_FIELDS:
+        if name not in record and not required:
+            continue
+        value = record.get(name)
+        low = 1 if name == "episodes" else 0
+        if isinstance(value, bool) or not isinstance(value, kind) or (isinstance(value, int) and value < low):
+            got = reprlib.repr(value) if name in record else "nothing (the field is missing)"  # (cut to a line)
+            raise ValueError(f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}{more}, got "
+                             f"{got}; remove or fix that line (a run whose line is gone is played again)")  # fmt: skip
 
 
 def check_runs(conditions: Sequence[Condition], engine: str, jobs: int) -> None:
@@ -397,7 +423,7 @@ def _run_all(
     concurrency: int,
 ) -> list[dict[str, Any]]:
     store.compact()
-    done = store.load()
+    done = store.load(check_run_record)
     episode_dir = store.path.parent / "episodes"
     # one run per key: conditions that are the same experiment share it (with the first one's labels)
     todo, seen = [], {k for k, r in done.items() if not r.get("failed")}

@@ -274,12 +274,15 @@ def policy_entry(name: str, role: Role | None = None, env: Any = None) -> Policy
 
 
 def parse_scalar(text: str) -> Any:
-    """``true``/``false`` as booleans, ``none`` as None, numbers as int or float, anything else as is."""
+    """``true``/``false`` as booleans, ``none`` as None, numbers (in ASCII digits: ``int("٤")`` would be 4)
+    as int or float, anything else as is."""
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered == "none":
         return None
+    if not text.isascii():
+        return text
     for kind in (int, float):
         try:
             return kind(text)

@@ -8,10 +8,36 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["checked_fields", "mean"]
+__all__ = ["MAX_DEPTH", "checked_fields", "mean", "too_deep"]
+
+# How deep arrays and objects may nest in a file the package reads (a spec, a card): far past any it needs (a
+# card nests 7 levels, a sweep spec 3), and far short of what exhausts the stack of a recursive parser.
+MAX_DEPTH = 32
+# a string, skipped whole (an unclosed one runs to the end: the match never fails, so never backtracks), or a bracket
+JSON_TOKENS = re.compile(r'"(?:[^"\\]+|\\[\s\S])*(?:"|\\?\Z)|[\[\]{}]')
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH, tokens: re.Pattern[str] = JSON_TOKENS) -> int | None:
+    """The line (from 1) where ``text`` opens an array or object deeper than ``limit``, or None.
+
+    ``tokens`` matches the brackets and whatever may hold a bracket that is none (JSON's strings; a format
+    with comments matches those too). Parsers recurse once per level, so a file nested 100,000 deep would
+    end in a RecursionError: check it first, in one pass of a regular expression, with no recursion.
+    """
+    depth = 0
+    for match in tokens.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                return text.count("\n", 0, match.start()) + 1
+        elif token in ("]", "}"):
+            depth = max(depth - 1, 0)  # (malformed text: the parser says how)
+    return None
 
 
 def _integer(value: Any) -> int:

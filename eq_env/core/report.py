@@ -19,8 +19,22 @@ __all__ = [
     "mean_std",
     "no_negative_zeros",
     "plot_lines",
+    "printable",
     "write_csv",
 ]
+
+
+def printable(text: Any, *, lines: bool = False) -> str:
+    """Text from outside (a model's name, a path, a policy spec, an endpoint's error) as a terminal may be
+    shown it: each character Python would not print as is — a control character (the escape that starts
+    ``\x1b[31m``, a newline, a carriage return), a bidirectional override, a lone surrogate — written as its
+    escape (``\x1b``, ``\n``, ``\u202e``), the rest unchanged. With ``lines``, newlines and tabs are kept:
+    a document of several lines. Only what is shown changes: what is sent or recorded stays as given."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    keep = "\n\t" if lines else ""
+    return "".join(ch if ch.isprintable() or ch in keep else repr(ch)[1:-1] for ch in text)
 
 
 def json_number(x: Any) -> Any:

@@ -143,7 +143,9 @@ def agent_policies(env: Any, config: Any, policies: Policies) -> dict[str, Any]:
 
 def merge_infos(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """One agent's infos over an episode's turns, as one: numbers summed, flags or-ed, lists joined, dicts
-    merged the same way, anything else the last one's. A single info comes back as it is (a copy)."""
+    merged the same way, anything else the last one's — but never a None, which says a turn had nothing to
+    report (a turn with no fallback has ``"fallback_reason": None``: an earlier turn's reason stays). A single
+    info comes back as it is (a copy)."""
     if not infos:
         return None
     out: dict[str, Any] = {}
@@ -153,6 +155,8 @@ def merge_infos(infos: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
                 out[key] = dict(value) if isinstance(value, dict) else list(value) if isinstance(value, list) else value
                 continue
             old = out[key]
+            if value is None:
+                continue
             if isinstance(value, bool) and isinstance(old, bool):
                 out[key] = old or value  # (a fallback in any turn is a fallback of the episode)
             elif _number(value) and _number(old):

@@ -64,10 +64,12 @@ from eq_env.core.experiments import (
     run_all,
 )
 from eq_env.core.policy import parse_scalar
+from eq_env.core.records import MAX_DEPTH, too_deep
 from eq_env.core.report import label, markdown_table, mean_std, plot_lines, write_csv
 from eq_env.core.spec import EnvSpec, env_spec
 
 __all__ = [
+    "LongNumber",
     "SweepSpec",
     "first_repeat",
     "load_spec_file",
@@ -302,6 +304,29 @@ def _config_value(config: type, name: str, value: Any) -> Any:
     return parse_value(value, config, name) if isinstance(value, str) else value
 
 
+class LongNumber:
+    """An integer in a spec file with more digits than Python converts (``sys.get_int_max_str_digits()``,
+    4300), kept as its length. It is no number, so the check of its key refuses it, naming the key, its
+    range, and this as what it got ("an integer of 5000 digits"): no key takes a number that long."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def _max_digits() -> int:
+    """The digits ``int()`` converts here (a Python 3.10 before 3.10.7 has no limit: the default's)."""
+    return int(getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300)
+
+
+def _integer_literal(text: str) -> int | LongNumber:
+    """A JSON integer: an int, or a :class:`LongNumber` past ``int()``'s limit."""
+    digits = len(text.lstrip("-"))
+    return LongNumber(digits) if digits > _max_digits() else int(text)
+
+
 class _UniqueKeyJSONDecoder(json.JSONDecoder):
     """JSON that refuses an object with a key given twice (``json`` silently keeps the last one).
 
@@ -309,7 +334,7 @@ class _UniqueKeyJSONDecoder(json.JSONDecoder):
     opens (spec files are small)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(parse_int=_integer_literal)
 
         def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any, pairs_hook: Any,
                          memo: Any = None) -> tuple[dict[str, Any], int]:  # fmt: skip
@@ -346,13 +371,118 @@ def _unique_key_yaml_loader() -> type:
                 seen.append(key)
             return super().construct_mapping(node, deep=deep)
 
+        def construct_long_int(self, node: Any) -> Any:  # (an integer past int()'s limit: see LongNumber)
+            digits = str(self.construct_scalar(node)).replace("_", "").lstrip("+-")
+            if digits.isdigit() and len(digits) > _max_digits():
+                return LongNumber(len(digits))
+            return self.construct_yaml_int(node)
+
+    UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_long_int)
     return UniqueKeyLoader
+
+
+# TOML's tokens, as far as the checks before parsing need them: strings and comments, skipped whole (an unclosed
+# one runs to its line's end or the text's, so no match fails and none backtracks); brackets, dots, bare words
+# (keys, numbers, dates) and line ends
+_TOML_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\[\s\S])*?(?:"""|\Z)'
+    r"|'''[\s\S]*?(?:'''|\Z)"
+    r'|"(?:[^"\\\n]+|\\[^\n])*(?:"|\\?(?=\n|\Z))'
+    r"|'[^'\n]*(?:'|(?=\n|\Z))"
+    r"|#[^\n]*"
+    r"|[\[\]{}.\n]"
+    r"|[A-Za-z0-9_+\-:]+"
+)
+_KEY_OR_FLOAT = re.compile(r"[ \t]*[.=]")  # what follows a key or a float's integer part
+_LONG_MARK = "\ue000"  # (a private-use character: how a long integer is written for tomllib, see _toml_text)
+
+
+def _toml_text(text: str, path: Path) -> str:
+    """TOML text with every integer longer than ``int()`` converts written as a string ``tomllib`` reads
+    (``_LONG_MARK`` and its length, which :func:`_long_numbers` makes a :class:`LongNumber`), checked first
+    for nesting past ``MAX_DEPTH``: arrays and tables in brackets, and dotted keys (``a.b.c = 1``), which
+    ``tomllib`` reads in a time quadratic in their length."""
+    depth, dots, pieces, start, before = 1, 0, [], 0, ""  # (the document is a table, in no brackets)
+    for match in _TOML_TOKENS.finditer(text):
+        token = match.group()
+        if token.startswith("#"):
+            continue
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                at = text.count("\n", 0, match.start()) + 1
+                raise ValueError(f"{path}:{at}: nested deeper than {MAX_DEPTH} levels; a sweep spec needs 3")
+        elif token in ("]", "}"):
+            depth = max(depth - 1, 1)  # (malformed text: tomllib says how)
+        if token == ".":
+            dots += 1
+            if dots > MAX_DEPTH:
+                at = text.count("\n", 0, match.start()) + 1
+                raise ValueError(f"{path}:{at}: a dotted key of more than {MAX_DEPTH} parts; a sweep spec needs 3")
+        elif before != ".":
+            dots = 0  # (a word or a string not after a dot starts a new dotted run)
+        digits = token.lstrip("+-").replace("_", "")
+        # an integer value: not a float's part (a dot before or after it), nor a key (an "=" after it)
+        if (
+            digits.isdigit()
+            and len(digits) > _max_digits()
+            and before != "."
+            and not _KEY_OR_FLOAT.match(text, match.end())
+        ):
+            pieces += [text[start : match.start()], f'"{_LONG_MARK}{len(digits)}"']
+            start = match.end()
+        before = token
+    return "".join([*pieces, text[start:]])
+
+
+def _long_numbers(data: Any, path: Path, how: str) -> None:
+    """In place: integers too long to write in decimal (TOML's marked ones; a hexadecimal one in YAML or
+    TOML) made :class:`LongNumber`; and nesting past ``MAX_DEPTH`` that the text's brackets did not show
+    refused, saying ``how`` it came (YAML's aliases, which may even refer to themselves; TOML's tables and
+    dotted keys). Each container is visited at most once per depth."""
+    too_long = 10 ** _max_digits()  # (the least integer str() refuses to write)
+    deepest: dict[int, int] = {}
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)) or deepest.get(id(node), 0) >= depth:
+            continue
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{path}: nested deeper than {MAX_DEPTH} levels ({how}); a sweep spec needs 3")
+        deepest[id(node)] = depth
+        slots: list[tuple[Any, Any]] = list(node.items() if isinstance(node, dict) else enumerate(node))
+        for slot, value in slots:
+            if isinstance(value, str) and value.startswith(_LONG_MARK) and value[1:].isdigit():
+                node[slot] = LongNumber(int(value[1:]))
+            elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= too_long:
+                node[slot] = LongNumber(int(value.bit_length() * math.log10(2)) + 1)  # (its digits, about)
+            else:
+                stack.append((value, depth + 1))
+
+
+def _check_yaml_nesting(text: str, path: Path) -> None:
+    """Refuse YAML nested past ``MAX_DEPTH`` (flow ``[[[...]]]``, block ``- - - x``...) before PyYAML's
+    composer, which recurses once per level, builds it: its events are read, with no recursion, up to the
+    first one too deep."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(text, Loader=_unique_key_yaml_loader()):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"{path}:{event.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a "
+                                 "sweep spec needs 3")  # fmt: skip
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:
     """A sweep spec file (TOML, YAML or JSON, by extension) as a mapping.
 
-    Every error names the file, and the line where the format tells it.
+    Every error names the file, and the line where the format tells it. Nesting deeper than ``MAX_DEPTH``
+    (32) levels is refused before parsing (the parsers recurse once per level); an integer too long for
+    ``int()`` is read as a :class:`LongNumber`, which the check of its key refuses with the key's range.
     """
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml", ".json"):
@@ -364,13 +494,15 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     except OSError as err:
         raise ValueError(f"{path}: cannot read the sweep spec: {err.strerror or err}") from None
     data: Any
+    if suffix == ".json" and (line := too_deep(text)) is not None:  # (TOML's and YAML's: as they are read)
+        raise ValueError(f"{path}:{line}: nested deeper than {MAX_DEPTH} levels; a sweep spec needs 3")
     if suffix == ".toml":
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover - Python 3.10
             import tomli as tomllib
         try:
-            data = tomllib.loads(text)
+            data = tomllib.loads(_toml_text(text, path))
         except tomllib.TOMLDecodeError as err:
             # the message ends "(at line L, column C)": lead with file:line like the other formats
             at = re.search(r"\(at line (\d+), column \d+\)$", str(err))
@@ -385,6 +517,7 @@ def load_spec_file(path: Path) -> dict[str, Any]:
         import yaml
 
         try:
+            _check_yaml_nesting(text, path)
             data = yaml.load(text, Loader=_unique_key_yaml_loader())  # a SafeLoader
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
@@ -395,6 +528,8 @@ def load_spec_file(path: Path) -> dict[str, Any]:
         raise ValueError(
             f"{path}: a sweep spec must be a mapping (table) of keys at the top level, got {type(data).__name__}"
         )
+    how = {".toml": "its tables and dotted keys count", ".json": "its brackets"}.get(suffix, "through its aliases")
+    _long_numbers(data, path, how)
     return dict(data)
 
 
