@@ -88,13 +88,25 @@ def add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
     group.add_argument("--cache-dir", type=path_arg, help=f"where answers are recorded (default: {cache_default})")
 
 
-def replay_notice(cache: str, cache_dir: Path) -> str | None:
+def replay_notice(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] = ()) -> str | None:
     """The line a run prints first when it will answer LLM requests from recordings on disk (``--cache read``
-    or ``readwrite``, and ``cache_dir`` holds some); None when it will not."""
-    from agents.client import ResponseCache
+    or ``readwrite``, and ``cache_dir`` holds some); None when it will not. A replay (``read``) of none of
+    ``endpoints`` (model, endpoint as recorded), when given, is refused before anything runs, with a line of
+    its own: no notice then."""
+    from agents.client import LLMSetupError, ResponseCache
 
-    if cache not in ("read", "readwrite") or not ResponseCache(cache_dir).holds_any():
+    cache_of = ResponseCache(cache_dir)
+    if cache not in ("read", "readwrite") or not cache_of.holds_any():
         return None
+    if cache == "read" and endpoints:
+        for model, url in endpoints:
+            try:
+                cache_of.check_holds(model, url)
+                break
+            except LLMSetupError:
+                continue
+        else:
+            return None
     if cache == "read":
         return (f"eq-env: replaying the LLM answers recorded in {cache_dir} (--cache read): no request is made; "
                 "pass --cache write to ask the endpoint instead")  # fmt: skip
@@ -102,8 +114,8 @@ def replay_notice(cache: str, cache_dir: Path) -> str | None:
             "asking the endpoint only for the rest; pass --cache write to ask it for every answer")  # fmt: skip
 
 
-def _announce(cache: str, cache_dir: Path) -> None:
-    notice = replay_notice(cache, cache_dir)
+def _announce(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] = ()) -> None:
+    notice = replay_notice(cache, cache_dir, endpoints)
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
 
@@ -193,7 +205,17 @@ class LLMFlags:
                       backoff=args.backoff, timeout=args.timeout, api_key=args.api_key,
                       price_prompt=args.price_prompt, price_completion=args.price_completion,
                       check_endpoint=args.endpoint_check, max_reply_bytes=args.max_reply_bytes)  # fmt: skip
-        _announce(s.cache, s.cache_dir)
+        _announce(s.cache, s.cache_dir, [self._endpoint(args)])
+
+    @staticmethod
+    def _endpoint(args: argparse.Namespace) -> tuple[str, str]:
+        """(model, endpoint as recorded) that the flags fill into ``llm`` specs (the first ``--model``)."""
+        from agents.client import register_endpoint, resolve_base_url
+
+        model = args.model[0] if isinstance(args.model, list) and args.model else args.model
+        if not isinstance(model, str):
+            model = os.environ.get("EQ_ENV_MODEL") or "gpt-4.1"
+        return model, register_endpoint(resolve_base_url(args.base_url))
 
     def prices(self, args: argparse.Namespace) -> tuple[float, float]:
         return args.price_prompt, args.price_completion
@@ -215,7 +237,20 @@ class LLMFlags:
         rerun_endpoints(policies, args)
         s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir,
                       **({"api_key": args.api_key} if args.api_key is not None else {}))  # fmt: skip
-        _announce(s.cache, s.cache_dir)
+        _announce(s.cache, s.cache_dir, _spec_endpoints(policies))
+
+
+def _spec_endpoints(policies: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(model, endpoint) of every ``llm`` spec among ``policies``, as a record holds them."""
+    from agents.client import resolve_base_url
+    from eq_env.core.policy import parse_policy_spec
+
+    pairs = []
+    for spec in policies.values():
+        name, kwargs = parse_policy_spec(str(spec))
+        if name == "llm":
+            pairs.append((str(kwargs.get("model") or "gpt-4.1"), str(kwargs.get("base_url") or resolve_base_url(None))))
+    return pairs
 
 
 def rerun_endpoints(policies: Mapping[str, str], args: argparse.Namespace) -> None:
