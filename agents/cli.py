@@ -6,17 +6,30 @@ fills them into every ``llm`` spec (values written so that they read back
 exactly: a model name cannot set another parameter; an endpoint goes in with
 its credentials masked) and configures :mod:`agents.client`. ``eq-env``
 registers it when it starts (:mod:`eq_env.cli`).
+
+**Which recordings a run answers from.** A command with an output directory
+(``--out``: its default cache directory is ``OUT/llm_cache``) defaults to
+``--cache readwrite``: run again, it resumes from its own recordings. Any other
+(``eq-env play``, ``eq-env einstein play``: the default directory
+``.eq_env_cache/llm`` is shared by every run in the working directory)
+defaults to ``--cache write``: it records, for replays, but never answers from
+disk — a new model behind the same URL and name would otherwise get the old
+one's answers — unless ``--cache readwrite`` or ``--cache read`` asks for it.
+Whenever a run will answer from recordings on disk, its first line (on stderr)
+says so: where, and how to ask the endpoint instead (:func:`replay_notice`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from agents.client import MAX_REPLY_BYTES, MIN_REPLY_BYTES, LLMSettings
 from eq_env.core.cli import (
     count,
     int_in,
@@ -27,7 +40,17 @@ from eq_env.core.cli import (
     seed_arg,
 )
 
-__all__ = ["LLM_FLAGS", "LLMFlags", "add_cache_flags", "rerun_endpoints", "url_arg"]
+__all__ = [
+    "LLM_FLAGS",
+    "LLMFlags",
+    "add_cache_flags",
+    "cache_mode_default",
+    "replay_notice",
+    "rerun_endpoints",
+    "url_arg",
+]
+
+DEFAULT_REPLY = LLMSettings.max_reply_bytes
 
 
 def url_arg(text: str) -> str:
@@ -50,11 +73,51 @@ def _model_name(text: str) -> str:
     return text  # opaque: sent byte for byte
 
 
+def cache_mode_default(cache_default: str) -> str:
+    """The ``--cache`` default of a command whose answers go to ``cache_default``: ``readwrite`` in its own output
+    directory (``OUT/...``: a rerun resumes), ``write`` in a directory every run shares (module docstring)."""
+    return "readwrite" if cache_default.startswith("OUT/") else "write"
+
+
 def add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
+    why = {"write": "; readwrite or read to answer from recordings made by earlier runs",
+           "readwrite": ": a rerun resumes from this run's recordings"}.get(mode_default, "")  # fmt: skip
     group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default=mode_default,
                        help="record and replay: read = replay only (no request is made), write = always ask and "
-                       f"record, readwrite = replay hits and record misses (default {mode_default})")  # fmt: skip
+                       f"record, readwrite = replay hits and record misses (default {mode_default}{why})")  # fmt: skip
     group.add_argument("--cache-dir", type=path_arg, help=f"where answers are recorded (default: {cache_default})")
+
+
+def replay_notice(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] = ()) -> str | None:
+    """The line a run prints first when it will answer LLM requests from recordings on disk (``--cache read``
+    or ``readwrite``, and ``cache_dir`` holds some); None when it will not. A replay (``read``) of none of
+    ``endpoints`` (model, endpoint as recorded), when given, is refused before anything runs, with a line of
+    its own: no notice then."""
+    from agents.client import LLMSetupError, ResponseCache
+
+    cache_of = ResponseCache(cache_dir)
+    if cache not in ("read", "readwrite") or not cache_of.holds_any():
+        return None
+    if cache == "read" and endpoints:
+        for model, url in endpoints:
+            try:
+                cache_of.check_holds(model, url)
+                break
+            except LLMSetupError:
+                continue
+        else:
+            return None
+    if cache == "read":
+        return (f"eq-env: replaying the LLM answers recorded in {cache_dir} (--cache read): no request is made; "
+                "pass --cache write to ask the endpoint instead")  # fmt: skip
+    return (f"eq-env: answering LLM requests from the recordings in {cache_dir} where they exist (--cache readwrite), "
+            "asking the endpoint only for the rest; pass --cache write to ask it for every answer")  # fmt: skip
+
+
+def _announce(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] = ()) -> None:
+    notice = replay_notice(cache, cache_dir, endpoints)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
 
 
 class LLMFlags:
@@ -84,7 +147,11 @@ class LLMFlags:
                            help="invalid replies sent back with the error before the fallback (default 2)")  # fmt: skip
         group.add_argument("--concurrency", type=int_in(1, 4096), default=8,
                            help="episodes in flight at once (default 8)")  # fmt: skip
-        add_cache_flags(group, cache_default, "readwrite")
+        add_cache_flags(group, cache_default, cache_mode_default(cache_default))
+        group.add_argument("--max-reply-bytes", type=int_in(MIN_REPLY_BYTES, MAX_REPLY_BYTES), default=DEFAULT_REPLY,
+                           help="the most bytes of a reply read per sample (or 64 per token of --max-tokens, when "
+                           "more); a longer one is an invalid reply, billed but not read, quoted back or cached "
+                           f"(default {DEFAULT_REPLY})")  # fmt: skip
         group.add_argument("--max-retries", type=int_in(0, 100), default=5,
                            help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)")  # fmt: skip
         group.add_argument("--backoff", type=non_negative_float, default=0.5, help="first retry delay in seconds, "
@@ -134,9 +201,21 @@ class LLMFlags:
         """The LLM client's runtime settings, from the flags."""
         from agents.client import configure
 
-        configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
-                  backoff=args.backoff, timeout=args.timeout, api_key=args.api_key, price_prompt=args.price_prompt,
-                  price_completion=args.price_completion, check_endpoint=args.endpoint_check)  # fmt: skip
+        s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
+                      backoff=args.backoff, timeout=args.timeout, api_key=args.api_key,
+                      price_prompt=args.price_prompt, price_completion=args.price_completion,
+                      check_endpoint=args.endpoint_check, max_reply_bytes=args.max_reply_bytes)  # fmt: skip
+        _announce(s.cache, s.cache_dir, [self._endpoint(args)])
+
+    @staticmethod
+    def _endpoint(args: argparse.Namespace) -> tuple[str, str]:
+        """(model, endpoint as recorded) that the flags fill into ``llm`` specs (the first ``--model``)."""
+        from agents.client import register_endpoint, resolve_base_url
+
+        model = args.model[0] if isinstance(args.model, list) and args.model else args.model
+        if not isinstance(model, str):
+            model = os.environ.get("EQ_ENV_MODEL") or "gpt-4.1"
+        return model, register_endpoint(resolve_base_url(args.base_url))
 
     def prices(self, args: argparse.Namespace) -> tuple[float, float]:
         return args.price_prompt, args.price_completion
@@ -156,8 +235,22 @@ class LLMFlags:
         from agents.client import configure
 
         rerun_endpoints(policies, args)
-        configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir,
-                  **({"api_key": args.api_key} if args.api_key is not None else {}))  # fmt: skip
+        s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir,
+                      **({"api_key": args.api_key} if args.api_key is not None else {}))  # fmt: skip
+        _announce(s.cache, s.cache_dir, _spec_endpoints(policies))
+
+
+def _spec_endpoints(policies: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(model, endpoint) of every ``llm`` spec among ``policies``, as a record holds them."""
+    from agents.client import resolve_base_url
+    from eq_env.core.policy import parse_policy_spec
+
+    pairs = []
+    for spec in policies.values():
+        name, kwargs = parse_policy_spec(str(spec))
+        if name == "llm":
+            pairs.append((str(kwargs.get("model") or "gpt-4.1"), str(kwargs.get("base_url") or resolve_base_url(None))))
+    return pairs
 
 
 def rerun_endpoints(policies: Mapping[str, str], args: argparse.Namespace) -> None:

@@ -6,6 +6,9 @@
 * **structured output**: ``response_format`` with the JSON schema, falling back
   to JSON mode, then to plain text (from which the first JSON object is
   taken), when the endpoint rejects a mode; the mode that worked is kept;
+* **bounded replies**: at most ``max_reply_bytes`` of a response body are kept (:func:`reply_limit`);
+  a longer reply is an *oversize* completion: its text is not kept, quoted back or cached, the policies
+  treat it as an invalid reply, and its usage (read from the end of the body) is billed as reported;
 * **transport failures**: rate limits (429), 408/409/425, server errors (5xx),
   timeouts, connection errors and 2xx bodies that are not chat completions are
   retried with exponential backoff and jitter, honouring ``Retry-After`` (seconds,
@@ -29,7 +32,11 @@
 * **no secret on disk**: the API key never enters a request key or a file;
   an endpoint is recorded and keyed with its credentials masked
   (:func:`eq_env.core.redact.public_url`), query parameters of the URL are sent as
-  such, and error messages are redacted before they are stored.
+  such, error messages are redacted before they are stored, and so are completions
+  (:func:`eq_env.core.redact.redact_reply`), before the policy, the records or the cache
+  see them: a replay reads exactly what the recorded run's policy read. The key and the
+  URL's secrets are registered in every form they may travel in (percent-encoded,
+  base64 — ``Bearer KEY``, Basic credentials — in either case).
 
 Within one run (until :meth:`LLMClient.forget`) a request that finally failed
 stays failed: whoever asks it again in the run — the other regime of the same
@@ -52,6 +59,7 @@ import logging
 import math
 import os
 import random
+import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,7 +67,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from eq_env.core.policy import PolicySetupError
-from eq_env.core.redact import public_url, redact, register_secret, split_query
+from eq_env.core.redact import public_url, redact, redact_reply, register_secret, split_query
 
 __all__ = [
     "CACHE_MODES",
@@ -73,7 +81,9 @@ __all__ = [
     "UnreadableCacheEntryError",
     "alias_endpoint",
     "configure",
+    "read_body",
     "register_endpoint",
+    "reply_limit",
     "settings",
 ]
 
@@ -81,20 +91,24 @@ log = logging.getLogger("eq_env.llm")
 
 CACHE_MODES = ("off", "read", "write", "readwrite")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MIN_REPLY_BYTES, MAX_REPLY_BYTES = 1024, 1 << 30  # the range of max_reply_bytes
 
 
 class LLMUnavailableError(RuntimeError):
     """The endpoint could not answer (after retries), or a replay found no recorded answer.
 
     ``requests`` and ``retries`` say what was tried, ``errors`` what went wrong each time.
+    ``answers`` holds what was obtained before the failure, when one call asked several requests
+    (:meth:`LLMClient.complete_many`): their costs are the caller's too.
     """
 
-    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None
-                 ) -> None:  # fmt: skip
+    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None,
+                 answers: list[Completion] | None = None) -> None:  # fmt: skip
         super().__init__(message)
         self.requests = requests
         self.retries = retries
         self.errors = list(errors or [])
+        self.answers = list(answers or [])
 
 
 class NotRecordedError(LLMUnavailableError):
@@ -102,7 +116,15 @@ class NotRecordedError(LLMUnavailableError):
 
 
 class ChoicesUnsupportedError(Exception):
-    """The endpoint rejected ``n > 1`` (several samples in one request), or answered with fewer choices."""
+    """The endpoint rejected ``n > 1`` (several samples in one request). ``requests``, ``retries`` and
+    ``errors``: what asking cost, as for :class:`LLMUnavailableError` (the requests were made)."""
+
+    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None
+                 ) -> None:  # fmt: skip
+        super().__init__(message)
+        self.requests = requests
+        self.retries = retries
+        self.errors = list(errors or [])
 
 
 class LLMSetupError(PolicySetupError):
@@ -117,9 +139,15 @@ class LLMSettings:
 
     Attributes:
         cache: ``"off"``; ``"read"`` replays only (a miss is an error, no request is
-            made); ``"write"`` always asks and records; ``"readwrite"`` replays hits
-            and records misses (the default).
+            made); ``"write"`` always asks and records (the default: a run never answers
+            from recordings it did not make unless asked to); ``"readwrite"`` replays hits
+            and records misses (a resumed run, or reuse across runs asked for explicitly).
         cache_dir: where responses are stored (one JSON file per request).
+        max_reply_bytes: the most bytes of a response body kept per sample: a request's limit is
+            :func:`reply_limit` — this, or :data:`REPLY_BYTES_PER_TOKEN` bytes per token of its
+            ``max_tokens`` when that is more, times its ``n`` samples. A longer body is an oversize
+            reply (module docstring). The default, 1 MiB, is hundreds of times what an honest reply to
+            the package's ``max_tokens`` (32 to 1,024) takes.
         max_retries: retries of a request after a 429, 5xx, timeout or connection error.
         backoff: first backoff in seconds, doubled per retry (with jitter), capped by ``max_backoff``.
         timeout: seconds per request.
@@ -129,8 +157,9 @@ class LLMSettings:
             the key and lists the model (see the module docstring).
     """
 
-    cache: str = "readwrite"
+    cache: str = "write"
     cache_dir: Path = Path(".eq_env_cache/llm")
+    max_reply_bytes: int = 1 << 20
     max_retries: int = 5
     backoff: float = 0.5
     max_backoff: float = 30.0
@@ -149,6 +178,10 @@ class LLMSettings:
                 raise ValueError(f"{name} must be a non-negative number, got {value!r}")
         if not isinstance(self.max_retries, int):
             raise ValueError(f"max_retries must be an integer, got {self.max_retries!r}")
+        limit = self.max_reply_bytes
+        if isinstance(limit, bool) or not isinstance(limit, int) or not MIN_REPLY_BYTES <= limit <= MAX_REPLY_BYTES:
+            raise ValueError(f"max_reply_bytes must be an integer in [{MIN_REPLY_BYTES}, {MAX_REPLY_BYTES}], "
+                             f"got {limit!r}")  # fmt: skip
         if self.timeout <= 0:
             raise ValueError(f"timeout must be positive (seconds per request), got {self.timeout!r}")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
@@ -162,6 +195,14 @@ class LLMSettings:
 
 
 _settings = LLMSettings()
+
+REPLY_BYTES_PER_TOKEN = 64  # far more than any tokenizer's longest token, JSON-escaped
+
+
+def reply_limit(max_tokens: int, n: int = 1) -> int:
+    """The most bytes of a response body kept for a request of ``n`` samples of ``max_tokens`` tokens each
+    (see :class:`LLMSettings`'s ``max_reply_bytes``)."""
+    return n * max(settings().max_reply_bytes, REPLY_BYTES_PER_TOKEN * max_tokens)
 
 
 def settings() -> LLMSettings:
@@ -197,6 +238,17 @@ class Completion:
     errors: list[str] = field(default_factory=list)
     usage_estimated: bool = False
     choices: list[str] = field(default_factory=list)  # every sample of an ``n > 1`` request (content: the first)
+    # a reply over the limit: {"bytes": received, "limit": the limit} (its text is not kept: content "")
+    oversize: dict[str, int] | None = None
+    sample: bool = True  # false: a request that gave no sample (see LLMClient.complete_many); no texts
+
+    @property
+    def oversize_error(self) -> str | None:
+        """Why an oversize reply is invalid, as the policies tell the model (None: within the limit)."""
+        if not self.oversize:
+            return None
+        return (f"the reply was {self.oversize['bytes']:,} bytes long, over the limit of {self.oversize['limit']:,} "
+                "bytes, and was not read; answer briefly")  # fmt: skip
 
     @property
     def billed(self) -> bool:
@@ -204,14 +256,21 @@ class Completion:
 
     @property
     def texts(self) -> list[str]:
-        """Every sample this answer holds: ``choices`` of an ``n > 1`` request, else ``[content]``."""
+        """Every sample this answer holds: ``choices`` of an ``n > 1`` request, else ``[content]`` (none when
+        it is no ``sample``)."""
+        if not self.sample:
+            return []
         return list(self.choices) if self.choices else [self.content]
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Completion:
+        oversize = record.get("oversize")
+        if not (isinstance(oversize, dict) and all(_count(oversize.get(k)) for k in ("bytes", "limit"))):
+            oversize = None
         return cls(record["content"], record["prompt_tokens"], record["completion_tokens"], cached=True,
                    mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")),
-                   choices=[c for c in record.get("choices") or [] if isinstance(c, str)])  # fmt: skip
+                   choices=[c for c in record.get("choices") or [] if isinstance(c, str)],
+                   oversize=oversize)  # fmt: skip
 
 
 class UnreadableCacheEntryError(ValueError):
@@ -251,7 +310,7 @@ class ResponseCache:
             value = json.loads(path.read_text())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:
             raise UnreadableCacheEntryError(f"{path}: {type(err).__name__}: {err}") from None
         if isinstance(value, dict):
             if isinstance(value.get("error"), str):
@@ -295,16 +354,23 @@ class ResponseCache:
                 "choose another with --cache-dir, or --cache off"
             ) from None
 
+    def holds_any(self) -> bool:
+        """Whether some recording is here (a run in ``read`` or ``readwrite`` mode would answer from it)."""
+        try:
+            return self.directory.is_dir() and next(self.directory.glob("*/*.json"), None) is not None
+        except OSError:
+            return False
+
     def check_readable(self) -> None:
         """Raise :class:`LLMSetupError` unless there is a recording to replay here."""
         hint = (
-            "(--cache read replays a recording: point --cache-dir at a run's llm_cache, or record with "
-            "--cache readwrite)"
+            "(--cache read replays a recording: point --cache-dir at a run's llm_cache, or record one first "
+            "with --cache write)"
         )
         if not self.directory.is_dir():
             what = "is not a directory" if self.directory.exists() else "does not exist"
             raise LLMSetupError(f"nothing to replay: the cache directory {self.directory} {what} {hint}")
-        if next(self.directory.glob("*/*.json"), None) is None:
+        if not self.holds_any():
             raise LLMSetupError(f"nothing to replay: {self.directory} holds no recording {hint}")
 
     def check_holds(self, model: str, base_url: str) -> None:
@@ -426,12 +492,17 @@ class _Pools:
         self.busy.append(0)
         return len(self.clients) - 1, self.clients[-1]
 
-    async def post(self, path: str, body: bytes) -> Any:
-        """The raw response to a POST of the JSON ``body`` (the SDK's errors for an error status)."""
+    async def post(self, path: str, body: bytes, limit: int) -> Body:
+        """The response body to a POST of the JSON ``body``, at most ``limit`` bytes of it kept (:func:`read_body`);
+        the SDK's errors for an error status."""
         i, client = self.pick()
         self.busy[i] += 1
         try:
-            return await client.post(path, cast_to=_raw(), content=body)
+            response = await client.post(path, cast_to=_raw(), content=body, stream=True)
+            try:
+                return await read_body(response.aiter_bytes(), limit)
+            finally:
+                await response.aclose()
         finally:
             self.busy[i] -= 1
 
@@ -439,6 +510,44 @@ class _Pools:
         clients, self.clients, self.busy = self.clients, [], []
         for client in clients:
             await client.close()
+
+
+@dataclass
+class Body:
+    """A response body as read: whole (``over`` false), or its first and last bytes when it was longer than
+    the limit (what lies between was received and dropped)."""
+
+    data: bytes
+    size: int  # bytes received
+    over: bool = False
+    tail: bytes = b""  # the last bytes received, when over (a completion's usage comes at its end)
+    ended: bool = True  # received to its end (false: cut after DRAIN_FACTOR times the limit)
+
+
+KEPT_OF_OVERSIZE = 64 * 1024  # bytes kept of each end of an oversize body, to read its usage
+DRAIN_FACTOR = 64  # an oversize body is read (and dropped) to this many times the limit for its usage, then cut
+
+
+async def read_body(chunks: Any, limit: int) -> Body:
+    """Read an async iterator of byte chunks, keeping at most ``limit`` bytes (memory stays bounded whatever
+    a server sends): the whole body when within the limit, else its two ends (:class:`Body`)."""
+    head = bytearray()
+    tail = b""
+    size = 0
+    over = False
+    async for chunk in chunks:
+        size += len(chunk)
+        if not over:
+            head += chunk
+            if len(head) <= limit:
+                continue
+            over = True
+            chunk = bytes(head[-KEPT_OF_OVERSIZE:])
+            del head[KEPT_OF_OVERSIZE:]
+        tail = (tail + chunk)[-KEPT_OF_OVERSIZE:]
+        if size > DRAIN_FACTOR * limit:
+            return Body(bytes(head), size, over=True, tail=tail, ended=False)
+    return Body(bytes(head), size, over=over, tail=tail)
 
 
 def _body(kwargs: dict[str, Any]) -> bytes:
@@ -614,6 +723,8 @@ class LLMClient:
                   "usage_estimated": completion.usage_estimated, "request": _describe(identity)}  # fmt: skip
         if completion.choices:
             record["choices"] = completion.choices
+        if completion.oversize:
+            record["oversize"] = completion.oversize
         self._memory[key] = record
         settle(("ok", record))
         if writes:
@@ -635,39 +746,65 @@ class LLMClient:
     ) -> list[Completion]:
         """``k`` samples of one prompt: one request with ``n=k`` where the endpoint takes it, else ``k``
         requests (samples 0..k-1, keyed apart; sample 0 is the plain request). An endpoint that rejects
-        ``n`` is remembered (by this client) and not asked with ``n`` again. A replay of a run that fell
-        back to ``k`` requests replays those. Each answer's ``texts`` are its samples (``k`` in all).
-        ``extra``: further sampling parameters, as for :meth:`complete`.
+        ``n`` (400 or 422), or answers it with fewer choices, is remembered (by this client) and not asked
+        with ``n`` again. A replay of a run that fell back to ``k`` requests replays those. ``extra``:
+        further sampling parameters, as for :meth:`complete`.
+
+        The answers' ``texts`` are the ``k`` samples. Every request made is in the answers' counts: a
+        rejected ``n=k`` request (and its retries) and one answered with fewer choices come first, as
+        answers that are no sample (``sample`` false, no ``texts``; the latter's tokens are billed).
+
+        **Separate requests are separate samples**: sample ``i`` is sent with the seed ``seed + i`` — with
+        no seed set, sample 0 with none (the plain request) and sample ``i`` with ``i`` — so no two
+        requests of the ``k`` have the same body. At temperature 0 an endpoint that decodes greedily
+        still answers them alike, as it answers ``n=k`` with ``k`` equal choices: the caller should say
+        so (:class:`agents.einstein_puzzle.policies.VerifiedLLMPlayer` does).
+
+        Raises :class:`LLMUnavailableError` when the ``n=k`` request, or any of the ``k`` requests, cannot
+        be answered; for the latter, once all ``k`` are settled, with the requests and retries of every
+        failed one and, in ``answers``, what was obtained (the caller's costs too).
         """
         ask: dict[str, Any] = {"schema_name": schema_name, "schema": schema, "prompt_version": prompt_version,
                                "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
                                "extra": extra}  # fmt: skip
         if k == 1:
             return [await self.complete(messages, **ask)]
-        errors: list[str] = []
+        paid: list[Completion] = []  # requests that gave no sample
         if self._n_supported is not False:
             try:
                 many = await self.complete(messages, n=k, **ask)
             except ChoicesUnsupportedError as err:
                 self._n_supported = False
-                errors.append(f"n={k} rejected: {err}")
+                paid.append(Completion("", requests=err.requests, retries=err.retries, sample=False,
+                                       errors=[*err.errors[:-1], f"n={k} rejected: {err}"]))  # fmt: skip
             except NotRecordedError:
                 pass  # a replay of a run that made k requests
             else:
                 if len(many.texts) >= k:  # (more than asked: the first k are the samples)
                     many.choices = many.texts[:k]
                     return [many]
-                self._n_supported = False  # answered one choice: the endpoint ignores n
-                errors.append(f"n={k} answered with {len(many.texts)} choice(s)")
+                self._n_supported = False  # answered fewer choices: the endpoint ignores n
+                many.sample = False
+                many.errors = [*many.errors, f"n={k} answered with {len(many.texts)} choice(s)"]
+                paid.append(many)
 
-        # separate requests differ in their seed (seed + i) when a seed is set: an endpoint that honours it
-        # would otherwise answer the same sample k times
         def asked(i: int) -> dict[str, Any]:
-            return {**ask, "seed": None if seed is None else seed + i}
+            return {**ask, "seed": i if seed is None else seed + i} if i else ask
 
-        singles = list(await asyncio.gather(*(self.complete(messages, sample=i, **asked(i)) for i in range(k))))
-        singles[0].errors = [*errors, *singles[0].errors]
-        return singles
+        settled = await asyncio.gather(*(self.complete(messages, sample=i, **asked(i)) for i in range(k)),
+                                       return_exceptions=True)  # fmt: skip
+        got = [r for r in settled if isinstance(r, Completion)]
+        failed = [r for r in settled if not isinstance(r, Completion)]
+        if failed:
+            other = next((e for e in failed if not isinstance(e, LLMUnavailableError)), None)
+            if other is not None:  # a setup error, a cancellation: as it came
+                raise other
+            lost = [e for e in failed if isinstance(e, LLMUnavailableError)]
+            kind = NotRecordedError if any(isinstance(e, NotRecordedError) for e in lost) else LLMUnavailableError
+            raise kind(f"{lost[0]} ({len(lost)} of {k} samples failed)", requests=sum(e.requests for e in lost),
+                       retries=sum(e.retries for e in lost), errors=[m for e in lost for m in e.errors],
+                       answers=[*paid, *got])  # fmt: skip
+        return [*paid, *got]
 
     @classmethod
     def _recorded(cls, cache: ResponseCache, key: str, mode: str) -> dict[str, Any] | None:
@@ -752,7 +889,7 @@ class LLMClient:
         try:
             raw = await self._client().get("/models", cast_to=_raw(), options={"timeout": min(s.timeout, 10.0)})
         except (openai.APITimeoutError, openai.APIConnectionError) as err:
-            offline = "; to replay a recording without it, pass --cache read" if s.cache == "readwrite" else ""
+            offline = "; to replay a recording without it, pass --cache read" if s.cache != "off" else ""
             return (f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the "
                     f"network{offline}")  # fmt: skip
         except openai.APIStatusError as err:
@@ -803,23 +940,34 @@ class LLMClient:
                 kwargs["response_format"] = {"type": "json_object"}
             requests += 1
             retryable: Exception | None = None
+            oversize: dict[str, int] | None = None
             try:
                 # The SDK's plain POST, as its docs show for any endpoint: the same client, connection
                 # pool and errors as chat.completions.create, without its per-call parameter transform
                 # (~4 ms: it re-walks the large JSON schema) or response model (we read two fields); the
-                # body goes as the JSON bytes the SDK would send, encoded once.
+                # body goes as the JSON bytes the SDK would send, encoded once, and comes back read
+                # up to the reply limit.
                 try:
-                    raw = await self._pools().post("/chat/completions", _body(kwargs))
+                    raw = await self._pools().post("/chat/completions", _body(kwargs), reply_limit(max_tokens, n))
                 except openai.UnprocessableEntityError as err:
                     if n == 1:
                         raise
                     # (some servers answer 422, not 400, to a parameter they do not take)
-                    raise ChoicesUnsupportedError(_short(err)) from None
-                choices, usage = parse_chat_choices(raw.content)
+                    raise ChoicesUnsupportedError(_short(err), requests=requests, retries=retries,
+                                                  errors=[*errors, _short(err)]) from None  # fmt: skip
+                if raw.over:  # an invalid reply, billed: nothing of its text is kept
+                    if b'"choices"' not in raw.data:  # (a proxy's page, not a completion: retried, never cached)
+                        raise UnreadableResponseError(f"{raw.size:,} bytes, over the reply limit, and not a chat "
+                                                      f"completion: {raw.data[:120]!r}")  # fmt: skip
+                    usage = oversize_usage(raw)
+                    choices, oversize = [""], {"bytes": raw.size, "limit": reply_limit(max_tokens, n)}
+                else:
+                    choices, usage = parse_chat_choices(raw.data)
                 content = choices[0]
             except openai.BadRequestError as err:
                 if n != 1 and not _about_response_format(err):  # (whatever else it says: asked without n, it may pass)
-                    raise ChoicesUnsupportedError(_short(err)) from None
+                    raise ChoicesUnsupportedError(_short(err), requests=requests, retries=retries,
+                                                  errors=[*errors, _short(err)]) from None  # fmt: skip
                 if mode != "text" and _about_response_format(err):
                     errors.append(f"{mode} rejected: {_short(err)}")
                     # concurrent requests may all be rejected: move past this mode once, never further
@@ -856,10 +1004,13 @@ class LLMClient:
                 continue
             estimated = usage is None
             if usage is None:
+                generated = raw.size // 4 if oversize else sum(estimate_tokens(c) for c in choices)
                 usage = {"prompt_tokens": estimate_tokens("".join(m["content"] for m in messages)),
-                         "completion_tokens": sum(estimate_tokens(c) for c in choices)}  # fmt: skip
+                         "completion_tokens": generated}  # fmt: skip
+            # what the policy, the records and the cache see: a secret the endpoint echoed is masked here,
+            # once, so that a replay reads exactly what this run read
             return Completion(
-                content=content,
+                content=redact_reply(content),
                 prompt_tokens=usage["prompt_tokens"],
                 completion_tokens=usage["completion_tokens"],
                 latency=time.perf_counter() - started,
@@ -868,7 +1019,8 @@ class LLMClient:
                 mode=mode,
                 errors=errors,
                 usage_estimated=estimated,
-                choices=choices if n != 1 else [],
+                choices=[redact_reply(c) for c in choices] if n != 1 and not oversize else [],
+                oversize=oversize,
             )
 
 
@@ -922,6 +1074,8 @@ def parse_chat_choices(body: bytes) -> tuple[list[str], dict[str, int] | None]:
         data = json.loads(body)
     except ValueError:
         raise UnreadableResponseError(f"not JSON: {body[:120]!r}") from None
+    except RecursionError:  # (nested deeper than the parser goes)
+        raise UnreadableResponseError(f"JSON nested too deep: {body[:120]!r}") from None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise UnreadableResponseError(f"no choices in {body[:120]!r}")
@@ -945,6 +1099,23 @@ def parse_chat_choices(body: bytes) -> tuple[list[str], dict[str, int] | None]:
     return texts, counts
 
 
+_USAGE_KEY = re.compile(rb'(?<!\\)"usage"\s*:\s*')
+
+
+def oversize_usage(body: Body) -> dict[str, int] | None:
+    """The usage an oversize body reports (looked for in its last bytes, then its first), or None."""
+    decoder = json.JSONDecoder()
+    for part in (body.tail, body.data):
+        for m in reversed(list(_USAGE_KEY.finditer(part))):
+            try:
+                usage, _ = decoder.raw_decode(part[m.end() :].decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(usage, dict) and all(_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")):
+                return {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]}
+    return None
+
+
 def _count(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
@@ -960,7 +1131,8 @@ def _about_response_format(err: Exception) -> bool:
 
 def _short(err: Exception) -> str:
     status = getattr(err, "status_code", None)
-    text = redact(" ".join(str(err).split()))  # a server may echo the key or the URL's credentials
+    # a server may echo the key or the URL's credentials (redacted before the cut: no secret is cut in half)
+    text = redact(" ".join(str(err)[:20_000].split()))
     return f"{type(err).__name__}{f' {status}' if status else ''}: {text[:200]}"
 
 

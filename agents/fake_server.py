@@ -151,6 +151,7 @@ class _Server:
         self.requests: list[dict[str, Any]] = []
         self.model_requests = 0
         self.paths: list[str] = []  # the path (with its query) of every chat request
+        self.authorizations: list[str] = []  # the Authorization header of every chat request ("": none)
         self.in_flight = 0
         self.max_in_flight = 0
         self.connections: set[asyncio.Task[Any]] = set()
@@ -206,6 +207,7 @@ class _Server:
         except ValueError:
             return _http(400, {"error": {"message": "request body is not JSON"}}, {})
         self.requests.append(request)
+        self.authorizations.append(auth)  # (beside its request: the script's n indexes both)
         n = len(self.requests) - 1
         samples = request.get("n", 1) if isinstance(request.get("n", 1), int) else 1
         if samples != 1 and not self.n_supported:  # as endpoints that serve one sample per request answer
@@ -297,6 +299,12 @@ class ScriptedLLMServer:
     def paths(self) -> list[str]:
         """The request path of every chat completion, with its query string."""
         return self._server.paths
+
+    @property
+    def authorizations(self) -> list[str]:
+        """The ``Authorization`` header of every chat completion request ("" when it had none): a script
+        answering request ``n`` finds its header at ``[n]`` (an echoing server, in tests of redaction)."""
+        return self._server.authorizations
 
     @property
     def max_in_flight(self) -> int:

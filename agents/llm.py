@@ -104,7 +104,10 @@ def account(info: dict[str, Any], c: Completion) -> None:
 
 
 def unavailable(info: dict[str, Any], err: LLMUnavailableError) -> None:
-    """Add what a failed ask tried to a decision's ``info`` (before the :class:`PolicyError`)."""
+    """Add what a failed ask tried to a decision's ``info`` (before the :class:`PolicyError`): the answers it
+    obtained before failing (``err.answers``), then the failed requests."""
+    for c in err.answers:
+        account(info, c)
     t = info["transport"]
     t["requests"] += err.requests
     t["retries"] += err.retries
@@ -192,7 +195,11 @@ class LLMPolicy(BasePolicy):
         """Ask, re-asking with the validation error; (parsed value or None, info).
 
         ``parse(completion)`` raises :class:`ReplyError` for an invalid reply, which is sent back in the
-        ``reask`` message (``{error}``: the error); ``schema=None`` asks for plain text."""
+        ``reask`` message (``{error}``: the error); ``schema=None`` asks for plain text. An oversize reply
+        (over the client's reply limit: :func:`agents.client.reply_limit`) is invalid without being parsed,
+        and is not quoted back: the re-ask's assistant turn says only how long it was. Anything else
+        ``parse`` raises fails the decision as a :class:`PolicyError` that keeps what was asked (the
+        episode's record counts its requests)."""
         info = new_info(self.model)
         for attempt in range(self.max_reasks + 1):
             try:
@@ -206,11 +213,18 @@ class LLMPolicy(BasePolicy):
             info["attempts"] = attempt + 1
             account(info, c)
             try:
+                if c.oversize_error is not None:
+                    raise ReplyError(c.oversize_error)
                 return parse(c), info
             except ReplyError as err:
                 info["invalid_replies"].append(str(err))
-                messages = [*messages, {"role": "assistant", "content": c.content},
+                said = c.content if c.oversize is None else f"(a reply of {c.oversize['bytes']:,} bytes, not shown)"
+                messages = [*messages, {"role": "assistant", "content": said},
                             {"role": "user", "content": reask.format(error=err)}]  # fmt: skip
+            except Exception as err:  # a parser's bug, say: the decision fails, its costs stay recorded
+                raise PolicyError(
+                    f"{self.name}: the reply could not be read ({type(err).__name__}: {str(err)[:200]})", info=info
+                ) from err
         info["fallback"] = True
         info["fallback_reason"] = f"no valid reply in {self.max_reasks + 1} attempts: {info['invalid_replies'][-1]}"
         return None, info

@@ -23,9 +23,18 @@ It draws ``k`` candidates — one request with ``n=k`` where the endpoint takes 
 (:meth:`agents.client.LLMClient.complete_many`) — and plays the first that passes the verifiers up to
 the chosen one (affordance, then communication, then reasoning; ``none``: any action of the grammar),
 else the least bad (passing the most of them, in that order; the first among ties; a reply that is no
-action is worst and, if all are, the player passes). It does not re-ask. Its info adds
-``verifier_interventions`` (1 when the first candidate was rejected) and ``verifier_candidates``
+action, or an oversize one, is worst and, if all are, the player passes). It does not re-ask. Its info
+adds ``verifier_interventions`` (1 when the first candidate was rejected) and ``verifier_candidates``
 (candidates examined).
+
+*What k samples are.* On an endpoint that rejects ``n > 1`` (400 or 422; asked once per player, then
+remembered) the ``k`` requests are ``k`` different requests: sample ``i`` is sent with the seed ``seed +
+i`` (no seed set: none for sample 0, ``i`` for the others), so they are ``k`` samples wherever the
+endpoint samples, and every request made — the rejected ``n=k`` request, each sample's retries, those of
+samples that failed — is counted in ``transport``. At ``temperature=0`` a model decodes greedily: its
+``k`` candidates, whether from ``n=k`` or from ``k`` requests, are then alike on an endpoint that decodes
+deterministically — one sample, paid ``k`` times — and the info says so with ``greedy_candidates=True``;
+give a temperature above 0 for candidates that can differ.
 
 Infos, per decision, are the exchange–audit agents' (:meth:`agents.llm.LLMPolicy._ask`): tokens,
 ``attempts``, ``invalid_replies`` (the re-asks' reasons), ``fallback`` and its reason, ``transport``
@@ -66,9 +75,22 @@ def _mask(observation: Mapping[str, Any]) -> np.ndarray:
     return np.asarray(observation["action_mask"])
 
 
+_SPACE = re.compile(r"\s+")
+
+
+def _line_breaks(reply: str) -> str:
+    """``reply`` with each run of whitespace that holds a line break made one line break (and a no-break
+    space, when the run held characters outside ASCII, which the grammar refuses): the action it names is
+    the same — line breaks stay where lines start and end, and the grammar reads whitespace as one space —
+    but finding the ``ACTION:`` line takes time quadratic in the length of such runs (a megabyte of newlines
+    would take hours)."""
+    return _SPACE.sub(lambda m: m.group() if "\n" not in m.group() else "\n" if m.group().isascii() else "\n\xa0",
+                      reply)  # fmt: skip
+
+
 def read_action(reply: str, n: int) -> Action:
     """The action a reply names (its ``ACTION:`` line if it has one), or a :class:`GrammarError`."""
-    return parse_action(action_line(reply), n)
+    return parse_action(action_line(_line_breaks(reply)), n)
 
 
 # -- why an action is not legal, from the text observation alone -------------------------------------------
@@ -227,7 +249,9 @@ class VerifiedLLMPlayer(LLMPlayer):
 
     Args:
         verifier: ``affordance``, ``communication``, ``reasoning`` or ``none`` (any action of the grammar).
-        k: candidates drawn per decision (one request with ``n=k`` where the endpoint takes it).
+        k: candidates drawn per decision (one request with ``n=k`` where the endpoint takes it, else ``k``
+            requests with distinct seeds; at temperature 0 they are alike on a deterministic endpoint:
+            the module docstring says what k samples are).
         model, base_url, temperature, max_tokens, seed, prompt_version, reasoning: as for :class:`LLMPlayer`
             (``max_reasks`` is accepted and unused: candidates are screened, not asked again).
     """
@@ -275,18 +299,23 @@ class VerifiedLLMPlayer(LLMPlayer):
                 seed=self.seed,
             )  # fmt: skip
         except LLMUnavailableError as err:
-            unavailable(info, err)
+            unavailable(info, err)  # (with what the samples that were answered cost)
             raise PolicyError(f"{self.name}: {err}", info=info) from None
         for c in answers:
             account(info, c)
-        info["attempts"] = len(answers)
+        info["attempts"] = sum(c.sample for c in answers)  # (requests that gave no sample are in transport)
+        if self.k > 1 and self.temperature == 0:
+            info["greedy_candidates"] = True
         order = list(VERIFIERS) if self.verifier != "none" else []
         upto = order.index(self.verifier) + 1 if order else 0
         candidates: list[Action | None] = []
         screened: list[tuple[int, ...]] = []
         chosen: int | None = None
-        for text in (t for c in answers for t in c.texts):
+        replies = [(t, c.oversize_error) for c in answers for t in c.texts]
+        for text, oversize in replies:
             try:
+                if oversize is not None:  # (its text was not read: no action)
+                    raise GrammarError(oversize)
                 action: Action | None = read_action(text, n)
             except GrammarError as err:
                 action = None

@@ -81,7 +81,8 @@ def parse_action(text: str, n: int) -> Action:
                 raise GrammarError(f"{line!r}: an answer names a goal bin ({', '.join(BIN_NAMES[:4])})")
             return Answer(numbers[0], bins[0])
         return Pass()
-    shown = line if len(line) <= 80 else line[:77] + "..."
+    said = " ".join(stripped.split())  # (quoted as written, not case-folded: a secret in it stays maskable)
+    shown = said if len(said) <= 80 else said[:77] + "..."
     raise GrammarError(f"{shown!r} is not an action; expected exactly one of: {GRAMMAR}")
 
 

@@ -239,11 +239,13 @@ def test_k_requests_when_the_endpoint_rejects_n_and_it_is_remembered() -> None:
             second = (await policy.aact_privileged(obs2, env2))[1]  # type: ignore[attr-defined]
             return first, second
 
-        first, _second = asyncio.run(twice())
+        first, second = asyncio.run(twice())
     with_n = [r for r in server.requests if r.get("n", 1) != 1]
     assert len(with_n) == 1  # asked once with n=3, rejected, then never again
     assert len(server.requests) == 1 + 3 + 3
-    assert first["transport"]["requests"] == 3 and any("n=3 rejected" in e for e in first["transport"]["errors"])
+    # the rejected request is one of the first decision's (every request made is counted)
+    assert first["transport"]["requests"] == 4 and any("n=3 rejected" in e for e in first["transport"]["errors"])
+    assert second["transport"]["requests"] == 3 and first["attempts"] == second["attempts"] == 3
     assert first["verifier_interventions"] == 0 and first["verifier_candidates"] == 1
 
 
