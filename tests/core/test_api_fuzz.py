@@ -194,6 +194,17 @@ def test_exchange_audit_refuses_an_episode_it_would_skip_to_for_ever() -> None:
         env.step({"proposer_0": None, "proposer_0x": 0})
 
 
+@pytest.mark.parametrize("schema", ["paper", "rich"])
+def test_exchange_audit_names_a_ragged_claims_list(schema: str) -> None:
+    env = exchange_audit_v0.env(claim_schema=schema)
+    env.reset(seed=0)
+    action = env.action_space("proposer_0").sample()
+    action["claims"] = [[1, 2], [3]]
+    with pytest.raises(ValueError, match=r"proposer_0 action\['claims'\] must be \d integers"):
+        env.step(action)
+    assert env.agent_selection == "proposer_0"  # nothing was played
+
+
 def test_a_refused_reset_is_no_reset() -> None:
     env = einstein_puzzle_v0.env()
     with pytest.raises(ValueError, match="seed"):
