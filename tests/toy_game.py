@@ -19,12 +19,13 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
-from pettingzoo.utils import wrappers
 
+from eq_env.core.api import before_reset, checked_actions, checked_agent, checked_episode, checked_options, checked_seed
 from eq_env.core.config import GameConfig, choice, number
 from eq_env.core.policy import BasePolicy, register_policy
 from eq_env.core.records import checked_fields
 from eq_env.core.spec import EnvSpec, register_env
+from eq_env.core.wrappers import OrderEnforcingWrapper
 
 ID = "eq_env/relay-v0"
 LEADER, RUNNERS = ("leader_0",), ("runner_0", "runner_1")
@@ -64,17 +65,20 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agents: list[str] = []
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
+        checked_agent(agent, AGENTS)
         return self._obs_space
 
     def action_space(self, agent: str) -> spaces.Space[Any]:
+        checked_agent(agent, AGENTS)
         return self._act_space
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        options = dict(options or {})
+        seed = checked_seed(seed)  # (the core's checks: a bad seed or option is refused before anything changes)
+        episode = checked_episode(checked_options(options, config=RelayConfig))
         if seed is not None:
-            self._seed, self._episode = int(seed), -1
-        if "episode" in options:
-            self._episode = int(options["episode"]) - 1
+            self._seed, self._episode = seed, -1
+        if episode is not None:
+            self._episode = episode - 1
         self._episode += 1
         rng = np.random.default_rng([self._seed if self._seed is not None else 0, self._episode])
         self.start = int(rng.integers(0, 3))
@@ -91,13 +95,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return np.array([self.counter + 1 <= self.config.target, self.counter + 2 <= self.config.target], np.int8)
 
     def observe(self, agent: str) -> dict[str, Any]:
-        if agent not in AGENTS:
-            raise ValueError(f"unknown agent {agent!r}")
+        checked_agent(agent, AGENTS)
         left = self.config.max_turns - self.turns
         counts = np.array([self.counter, self.config.target, left], np.int64)
         return {"observation": counts, "action_mask": self._mask()}
 
     def state(self) -> np.ndarray:
+        if not hasattr(self, "counter"):
+            raise before_reset("state()")
         return np.array([self.counter, self.turns], np.int64)
 
     def step(self, action: Any) -> None:
@@ -123,7 +128,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._accumulate_rewards()
 
     def render(self) -> str | None:
-        return f"relay: {self.counter}/{self.config.target} after {getattr(self, 'turns', 0)} turns\n"
+        return f"relay: {getattr(self, 'counter', '-')}/{self.config.target} after {getattr(self, 'turns', 0)} turns\n"
 
 
 class parallel_env(ParallelEnv):  # noqa: N801
@@ -148,7 +153,10 @@ class parallel_env(ParallelEnv):  # noqa: N801
         return {a: self._aec.observe(a) for a in AGENTS}, {a: {} for a in AGENTS}
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        self._aec.step(actions[self._aec.agent_selection])
+        if not self.agents:
+            raise RuntimeError("step() outside an episode: call reset() first (and again after an episode ends)")
+        acting = self._aec.agent_selection
+        self._aec.step(checked_actions(actions, self.agents, (acting,))[acting])
         obs = {a: self._aec.observe(a) for a in AGENTS}
         rewards = dict(self._aec.rewards)
         terms, truncs, infos = dict(self._aec.terminations), dict(self._aec.truncations), dict(self._aec.infos)
@@ -159,9 +167,12 @@ class parallel_env(ParallelEnv):  # noqa: N801
     def state(self) -> np.ndarray:
         return self._aec.state()
 
+    def render(self) -> str | None:
+        return self._aec.render()
+
 
 def env(**kwargs: Any) -> Any:
-    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
+    return OrderEnforcingWrapper(raw_env(**kwargs))
 
 
 # ---------------------------------------------------------------------------

@@ -105,6 +105,11 @@ given: `questions=` a list of `Question` or a path to a GSM8K-style JSONL file
 ``belief_coordination_v0.parallel_env(config=None, preset=None, render_mode=None, answerer=None,
 questions=None, **fields)``: a configuration, or a preset (`paper`, `grid`,
 `nine`, `debate`, `null`) with any field overridden (`n_executors=5`).
+`reset(seed=s, options={"episode": i})` plays episode `i` of seed `s`; `"episode"` is the only option (a
+game parameter such as `n_executors` is set when the environment is made). A call the API does not take —
+an unknown agent, a seed that is not a non-negative integer, options that are not a dict or hold another key,
+a parallel `step` given anything but a dict keyed by the agents in play, `observe()`, `last()` or `state()`
+before `reset()` — is refused with one clear error naming it, before anything changes.
 
 ## Version history
 
@@ -129,6 +134,14 @@ from eq_env.belief_coordination.answerers import Answer, SimulatedAnswerer, answ
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question, generated_question, load_jsonl, show_number
 from eq_env.belief_coordination.rules import EXECUTOR_FEATURES
+from eq_env.core.api import (
+    before_reset,
+    checked_actions,
+    checked_agent,
+    checked_episode,
+    checked_options,
+    checked_seed,
+)
 
 __all__ = ["CHARSET", "COORDINATOR", "ROLES_STREAMS", "BeliefCoordinationParallelEnv", "raw_env", "role_agents"]
 
@@ -139,6 +152,7 @@ _ALLOWED = frozenset(CHARSET)
 QUESTION_CHARS = 4000
 REPLY_CHARS = 600
 ANSWER_CHARS = 32  # a line "i: <number>" of the "answers" text
+RESET_OPTIONS = ("episode",)  # (a game parameter is set when the environment is made, never by reset)
 
 
 def role_agents(config: BeliefCoordinationConfig) -> dict[str, tuple[str, ...]]:
@@ -230,10 +244,10 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         self._action_spaces[COORDINATOR] = spaces.Discrete(n)
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
-        return self._observation_spaces[agent]
+        return self._observation_spaces[checked_agent(agent, self.possible_agents)]
 
     def action_space(self, agent: str) -> spaces.Space[Any]:
-        return self._action_spaces[agent]
+        return self._action_spaces[checked_agent(agent, self.possible_agents)]
 
     # -- episodes ----------------------------------------------------------------
     def _question(self, seed: int, episode: int) -> Question:
@@ -248,17 +262,14 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         return self.questions[int(order[episode % len(order)])]
 
     def reset(self, seed: int | None = None, options: Mapping[str, Any] | None = None) -> tuple[dict, dict]:
+        seed = checked_seed(seed)  # (every argument is checked before anything changes)
+        episode = checked_episode(checked_options(options, RESET_OPTIONS, config=BeliefCoordinationConfig))
         if seed is not None:
-            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-                raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-            self._seed, self._episode = int(seed), 0
+            self._seed, self._episode = seed, 0
         elif self._seed is None:
             self._seed, self._episode = int(np.random.SeedSequence().generate_state(1)[0]), 0
-        if options and "episode" in options:
-            episode = options["episode"]
-            if isinstance(episode, bool) or not isinstance(episode, (int, np.integer)) or episode < 0:
-                raise ValueError(f"options['episode'] must be a non-negative integer, got {episode!r}")
-            self._episode = int(episode)
+        if episode is not None:
+            self._episode = episode
         assert self._seed is not None
         self.episode = self._episode
         self.stream_seed = self._seed
@@ -292,7 +303,10 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
                 raise ValueError(f"{agent}: action must be a grid index in [0, {c.grid_size}), got {action!r}")
             grid_t, grid_p = c.grid_point(index)
             return float(grid_t), float(grid_p)
-        raw = np.asarray(action) if isinstance(action, (np.ndarray, list, tuple)) else np.array([])
+        try:
+            raw = np.asarray(action) if isinstance(action, (np.ndarray, list, tuple)) else np.array([])
+        except ValueError:  # (a ragged list: no array at all)
+            raw = np.array([])
         real = raw.dtype.kind in "iuf"  # (not bool, complex, text or objects)
         values = raw.astype(float) if real else np.array([])
         if values.shape != (2,) or not np.isfinite(values).all() or not ((values >= 0) & (values <= 1)).all():
@@ -323,14 +337,8 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
             raise ValueError("the episode is over (or not started); call reset()")
-        unknown = sorted(set(actions) - set(self.agents))
-        if unknown:
-            raise ValueError(f"actions for agents not in this game: {', '.join(map(str, unknown))}; agents: "
-                             f"{', '.join(self.agents)}")  # fmt: skip
         acting = [a for a in self.agents if not self._idle(a)]
-        missing = [a for a in acting if actions.get(a) is None]
-        if missing:
-            raise ValueError(f"no action for {', '.join(missing)} (acting this step)")
+        checked_actions(actions, self.agents, acting)  # (a dict, of this game's agents, with every acting one's)
         for agent in acting:
             self.check_action(agent, actions[agent])
         if self.answering:
@@ -384,8 +392,12 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
 
     def observe(self, agent: str) -> dict[str, Any]:
         """``agent``'s observation: built once per step and shared (read-only: copy one before changing it)."""
+        if not (isinstance(agent, str) and agent in self._observation_spaces):  # (the cache has other keys too)
+            checked_agent(agent, self.possible_agents)
         cached = self._observations.get(agent)
         if cached is None:
+            if not hasattr(self, "question"):
+                raise before_reset("observe()")
             cached = self._observations[agent] = self._observe(agent)
         return cached
 
@@ -473,7 +485,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         return "".join(blocks)
 
     def state(self) -> np.ndarray:
-        """The global state: the coordinator's features and the round."""
+        """The global state: the coordinator's features and the round (after the end: zeros and the round)."""
+        if not hasattr(self, "question"):
+            raise before_reset("state()")
         features = (
             self.observe(COORDINATOR)["observation"] if self.agents else np.zeros(1 + 3 * self.config.n_executors)
         )
@@ -530,4 +544,19 @@ class raw_env(parallel_to_aec_wrapper):  # type: ignore[misc]  # noqa: N801 - Pe
         agent = self.agent_selection
         if not (self.terminations.get(agent) or self.truncations.get(agent)):
             self.env.check_action(agent, action)
+        elif action is not None:  # (the conversion would fail on a bare assertion)
+            raise ValueError(f"{agent} is done (terminated or truncated): its only action is None, got {action!r}")
         super().step(action)
+
+    def observe(self, agent: str) -> Any:
+        agent = checked_agent(agent, self.possible_agents)
+        if not hasattr(self, "_observations"):
+            raise before_reset("observe()")
+        return super().observe(agent)
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not hasattr(self, "agent_selection"):
+            raise before_reset("last()")
+        if not self.agents:  # (every agent has stepped out: the conversion's last would fail on a KeyError)
+            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
+        return super().last(observe)  # type: ignore[no-any-return]

@@ -16,6 +16,14 @@ original; ``render`` in ``"ansi"`` mode; an action outside the space refused
 with an error, not played; the episode-jump contract the runner relies on
 (``reset(seed=s, options={"episode": i})`` is the ``i``-th episode of seed
 ``s``); and the agents the spec declares being the environment's.
+
+:func:`fuzz_api` goes further: a seeded fuzz of malformed calls of every kind on
+``env()`` and ``parallel_env()``, each of which must work as documented or be
+refused with a clear error naming what was wrong (its report lists every raw
+exception, silent acceptance and refused call that changed the environment)::
+
+    report = conformance.fuzz_api(spec, kwargs, calls=300, seed=0)
+    assert not report.problems, report.problems
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from __future__ import annotations
 import copy
 import pickle
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -34,6 +43,11 @@ from eq_env.core.spec import EnvSpec, env_spec
 
 __all__ = [
     "CHECKS",
+    "EITHER",
+    "INVALID",
+    "VALID",
+    "FuzzReport",
+    "action_verdict",
     "check_agents",
     "check_api",
     "check_bad_actions",
@@ -42,6 +56,7 @@ __all__ = [
     "check_parallel_api",
     "check_render",
     "check_seeds",
+    "fuzz_api",
 ]
 
 
@@ -193,3 +208,605 @@ CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
     check_episode_jump,
     check_agents,
 )
+
+
+# -- the API fuzz -------------------------------------------------------------------------------------
+#
+# Malformed calls of every kind on a game's PettingZoo API (AEC through its ``env()``, parallel through its
+# ``parallel_env()``), each judged against what the API promises: a call that is valid works; a call that is
+# not is refused with a clear error (a ValueError, or a RuntimeError for a call out of order) whose message
+# names what was wrong (the agent, the option, the seed, the expected form, or "reset"); a refused call leaves
+# the environment as it was. Anything else is a problem: a raw exception (KeyError, TypeError, AssertionError,
+# AttributeError... or a clear type that names nothing), a silent acceptance, or a refused call that changed
+# the environment.
+
+VALID, INVALID, EITHER = "valid", "invalid", "either"  # what a call is, by the API's promises
+_NOT_CLEAR = (RecursionError, NotImplementedError)  # (RuntimeErrors, but never an environment's refusal)
+
+
+@dataclass
+class FuzzReport:
+    """What :func:`fuzz_api` saw: how many calls of each outcome, and a line for each problem.
+
+    Attributes:
+        calls: calls made; worked / refused: calls that returned / raised a clear error.
+        raw: calls that raised anything else, or a clear type whose message names nothing of the call.
+        silent: invalid calls that returned (accepted without a word).
+        corrupted: refused calls after which the environment was not as before.
+        valid_refused: valid calls refused (clearly): stricter than the API says.
+    """
+
+    game: str
+    calls: int = 0
+    worked: int = 0
+    refused: int = 0
+    raw: list[str] = field(default_factory=list)
+    silent: list[str] = field(default_factory=list)
+    corrupted: list[str] = field(default_factory=list)
+    valid_refused: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        return [*self.raw, *self.silent, *self.corrupted, *self.valid_refused]
+
+    def summary(self) -> str:
+        return (f"{self.game}: {self.calls} calls, {self.worked} worked, {self.refused} refused clearly; "
+                f"{len(self.raw)} raw, {len(self.silent)} silent, {len(self.corrupted)} corrupted, "
+                f"{len(self.valid_refused)} valid refused")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call: what it does to an environment (returning what the call returns), what it is, and the words
+    (any one, case-insensitive) that a refusal must name."""
+
+    text: str
+    run: Callable[[Any], Any]
+    verdict: str
+    names: tuple[str, ...] = ()
+    reads: bool = False  # (a call that works changes nothing: the environment is used again as it is)
+
+
+def _short(value: Any) -> str:
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxstring, r.maxother, r.maxlist = 40, 40, 4
+    return r.repr(value)
+
+
+def _is_clear(err: BaseException, names: Sequence[str]) -> bool:
+    if not isinstance(err, (ValueError, RuntimeError)) or isinstance(err, _NOT_CLEAR):
+        return False
+    message = str(err).lower()
+    return bool(message) and (not names or any(n.lower() in message for n in names if n))
+
+
+# -- what is in a space -------------------------------------------------------------------------------
+
+
+def _int_like(x: Any) -> int | None:
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "iu":
+        return int(x)
+    return None
+
+
+def action_verdict(space: spaces.Space[Any], x: Any, mask: Any = None) -> str:
+    """Whether ``x`` is a ``VALID`` action of ``space`` (legal by ``mask`` too), an ``INVALID`` one (not of
+    the space: every environment must refuse it), or ``EITHER`` (a bool for an integer, another dtype, an
+    illegal action of the space: the game decides)."""
+    if isinstance(space, spaces.Discrete):
+        if isinstance(x, (bool, np.bool_)):
+            return EITHER
+        v = _int_like(x)
+        if v is None and isinstance(x, np.ndarray) and x.shape == (1,) and x.dtype.kind in "iu":
+            v = int(x[0])  # (an RL library's batch of one: a game may take it)
+        if v is None:
+            return INVALID
+        if not space.start <= v < space.start + space.n:
+            return INVALID
+        if isinstance(x, np.ndarray) or (mask is not None and not np.asarray(mask)[v - space.start]):
+            return EITHER
+        return VALID
+    if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        try:
+            arr = np.asarray(x)
+        except Exception:  # (ragged lists and such: not an array at all)
+            return INVALID
+        if arr.dtype.kind == "b":
+            return EITHER
+        allowed = "iuf" if isinstance(space, spaces.Box) else "iu"
+        if arr.dtype.kind not in allowed or arr.shape != space.shape:
+            return INVALID
+        if not np.isfinite(arr.astype(float)).all():
+            return INVALID
+        if isinstance(space, spaces.Box):
+            inside = bool(np.all(arr >= space.low) and np.all(arr <= space.high))
+        elif isinstance(space, spaces.MultiDiscrete):
+            inside = bool(np.all(arr >= space.start) and np.all(arr < space.start + space.nvec))
+        else:
+            inside = bool(np.all((arr == 0) | (arr == 1)))
+        if not inside:
+            return INVALID
+        return VALID if space.contains(x) else EITHER
+    if isinstance(space, spaces.Dict):
+        if not isinstance(x, Mapping) or set(x) != set(space.spaces):
+            return INVALID
+        return _combined(action_verdict(s, x[k]) for k, s in space.spaces.items())
+    if isinstance(space, spaces.Tuple):
+        if not isinstance(x, (tuple, list)) or len(x) != len(space.spaces):
+            return INVALID
+        return _combined(action_verdict(s, v) for s, v in zip(space.spaces, x, strict=True))
+    if isinstance(space, spaces.Text):
+        if not isinstance(x, str):
+            return INVALID
+        return VALID if space.contains(x) else EITHER
+    return VALID if space.contains(x) else EITHER
+
+
+def _combined(verdicts: Iterable[str]) -> str:
+    seen = set(verdicts)
+    return INVALID if INVALID in seen else EITHER if EITHER in seen else VALID
+
+
+def _mask_of(obs: Any) -> Any:
+    return obs.get("action_mask") if isinstance(obs, Mapping) else None
+
+
+def _idle(obs: Any) -> bool:
+    """The observation says its agent has nothing to decide (``"idle"``, or an action mask of zeros)."""
+    if not isinstance(obs, Mapping):
+        return False
+    mask = obs.get("action_mask")
+    return bool(obs.get("idle", 0)) or (mask is not None and not np.asarray(mask).any())
+
+
+class _Junk:
+    """Malformed values of every kind, for actions, agents, seeds and options."""
+
+    COMMON: tuple[Any, ...] = (
+        None, "0", "pass", "", b"\x00", 0.5, 1.0, -1, float("nan"), float("inf"), -float("inf"), 2**64, 10**100,
+        -(2**63), True, [0], [[0]], [[0.5, 0.5]], (0,), {}, {"a": 1}, set(), np.array([]), np.zeros((2, 2)),
+        np.array(["a"]), np.array([0.5, np.nan]), np.float32(0.0), np.int64(-1), complex(1, 1), [0.5, 0.5],
+        np.array([0.5, 0.5], dtype=object), [[1, 2], [3]], "\x00" * 3, "ｐａｓｓ",
+    )  # fmt: skip
+
+    def __init__(self, rng: Any) -> None:
+        self.rng = rng
+
+    def pick(self, values: Sequence[Any]) -> Any:
+        return values[self.rng.randrange(len(values))]
+
+    def action(self, space: spaces.Space[Any], valid: Any) -> Any:
+        """A value for an action of ``space``: junk of any kind, the edges of the space, or ``valid`` broken."""
+        kind = self.rng.randrange(4)
+        if kind == 0:
+            return self.pick(self.COMMON)
+        if isinstance(space, spaces.Discrete):
+            lo, hi = int(space.start), int(space.start + space.n)
+            return self.pick([hi, lo - 1, np.int64(hi), np.array(hi), np.array([lo]), float(lo), np.uint64(2**64 - 1),
+                              np.int8(-1), str(lo), lo, np.int64(lo), np.array(lo), [lo]])  # fmt: skip
+        if isinstance(space, (spaces.Box, spaces.MultiDiscrete)):
+            base = np.asarray(valid)
+            broken = base.astype(float)
+            if broken.size:
+                broken.flat[self.rng.randrange(broken.size)] = self.pick([np.nan, np.inf, -1e9, 1e9, -1.0, 2.5])
+            high = space.high if isinstance(space, spaces.Box) else space.nvec
+            return self.pick([broken, base.tolist(), np.append(base, 0), base.reshape(-1, 1), base.astype(str),
+                              base[:0], np.asarray(high) + 1, [*base.tolist(), 0],
+                              base.astype(np.float64)])  # fmt: skip
+        if isinstance(space, spaces.Dict) and isinstance(valid, Mapping):
+            keys = list(space.spaces)
+            key = keys[self.rng.randrange(len(keys))]
+            out = dict(valid)
+            choice = self.rng.randrange(4)
+            if choice == 0:
+                del out[key]
+            elif choice == 1:
+                out[self.pick(["extra", "Action", key.upper(), 0])] = out[key]
+            else:
+                out[key] = self.action(space.spaces[key], valid[key])
+            return out
+        return self.pick(self.COMMON)
+
+    def agents(self, possible: Sequence[str]) -> list[Any]:
+        first = possible[0]
+        return [f"{first}x", first.upper(), "", " " + first, None, 0, -1, 3.5, float("nan"), ["a"], {"a": 1},
+                (first,), b"x", np.str_("nobody"), "agent_99", f"{first}\x00"]  # fmt: skip
+
+    SEEDS_BAD: tuple[Any, ...] = (-1, -(2**70), 1.5, 3.0, "3", b"3", True, False, np.bool_(True), float("nan"),
+                                  float("inf"), [1], (1,), {}, np.float64(2.0), np.array([1, 2]), complex(1, 0),
+                                  "", np.int64(-3))  # fmt: skip
+    SEEDS_EITHER: tuple[Any, ...] = (2**70, np.uint64(2**64 - 1), np.int8(3), np.array(3), 2**31, 10**30)
+    SEEDS_VALID: tuple[Any, ...] = (0, 7, 12345, np.int64(5), None)
+    OPTIONS_NOT_DICT: tuple[Any, ...] = ("x", [1], 1, ("episode", 1), True, b"", [("episode", 1)], 0.5)
+    EPISODES_BAD: tuple[Any, ...] = (-1, 1.5, "2", True, None, float("nan"), [1], 2.0, -(2**70), b"1", np.float32(1))
+    EPISODES_EITHER: tuple[Any, ...] = (2**70, np.uint64(2**64 - 1), np.array(2), 10**30)
+
+
+def _fingerprint(env: Any, api: str) -> bytes:
+    """What a refused call must leave as it was: the agents, whose turn, observations, rewards and the state
+    (each read as it can be: an error reading one is part of the fingerprint), pickled: equal bytes, equal
+    values."""
+
+    def read(what: Callable[[], Any]) -> Any:
+        try:
+            return what()
+        except Exception as err:  # (before reset, say: the error itself is what must not change)
+            return f"{type(err).__name__}: {err}"
+
+    out = [read(lambda: list(env.agents))]
+    if api == "aec":
+        out.append(read(lambda: env.agent_selection))
+        out.append(read(lambda: [env.observe(a) for a in env.agents]))
+        out.append(read(lambda: [dict(env.rewards), dict(env.terminations), dict(env.truncations)]))
+    out.append(read(env.state))
+    return pickle.dumps(out)
+
+
+@dataclass
+class _Snapshot:
+    """An environment in one phase (``new``: never reset; ``live``: an agent to act; ``dead``: the agent to
+    step is done and owes ``step(None)``; ``over``: every agent is done), pickled; the live copy the calls
+    use while it stays in that phase; and the first observations of the episode a plain ``reset()`` of the
+    snapshot plays."""
+
+    api: str
+    phase: str
+    blob: bytes
+    live: tuple[Any, Any] | None = None
+    pristine: bool = True  # (the live copy is the snapshot's state: no call has changed it)
+    next_episode: bytes | None = None
+
+
+class _Fuzzer:
+    """The calls of :func:`fuzz_api`: environments in every phase, malformed calls for each, the verdicts."""
+
+    def __init__(self, game: EnvSpec, kwargs: Mapping[str, Any], seed: int) -> None:
+        import random
+
+        self.game, self.kwargs = game, dict(kwargs)
+        self.rng = random.Random(seed)
+        self.junk = _Junk(self.rng)
+        self.report = FuzzReport(game.name)
+        self.snapshots: list[_Snapshot] = []
+        self.next_episode_checks = 0.3  # the share of refused resets after which the next episode is compared
+        probe = self.make("aec")
+        self.fields = list(type(probe.unwrapped.config).field_names())
+        self.possible = list(probe.possible_agents)
+
+    def make(self, api: str) -> Any:
+        module = self.game.module()
+        return module.env(**self.kwargs) if api == "aec" else module.parallel_env(**self.kwargs)
+
+    # -- environments in every phase ------------------------------------------------------------------
+    def _sample(self, env: Any, agent: str, obs: Any) -> Any:
+        space = env.action_space(agent)
+        mask = _mask_of(obs)
+        if isinstance(space, spaces.Discrete) and mask is not None:
+            return space.sample(np.asarray(mask, np.int8))
+        return space.sample()
+
+    @staticmethod
+    def _aec_phase(env: Any) -> str:
+        if not getattr(env, "_has_reset", True):
+            return "new"
+        if not env.agents:
+            return "over"
+        agent = env.agent_selection
+        return "dead" if env.terminations[agent] or env.truncations[agent] else "live"
+
+    def prepare(self) -> None:
+        """Environments in every phase, for both APIs: fresh; reset and 0, 1, 2, 5 random legal steps into an
+        episode; played to the end (an agent dead, then every agent out)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for api in ("aec", "parallel"):
+                self._keep(api, "new", self.make(api), None)
+                for steps in (0, 1, 2, 5, 10**6):
+                    self._prepare(api, steps, steps)
+
+    def _keep(self, api: str, phase: str, env: Any, obs: Any) -> None:
+        self.snapshots.append(_Snapshot(api, phase, pickle.dumps((env, obs))))
+
+    def _prepare(self, api: str, seed: int, steps: int) -> None:
+        env = self.make(api)
+        for a in env.possible_agents:
+            env.action_space(a).seed(seed)
+        if api == "aec":
+            env.reset(seed=seed)
+            for _ in range(steps):
+                if self._aec_phase(env) != "live":
+                    break
+                agent = env.agent_selection
+                env.step(self._sample(env, agent, env.observe(agent)))
+            phase = self._aec_phase(env)
+            self._keep(api, phase, env, None)
+            if phase == "dead":  # play it out: every agent's step(None)
+                while env.agents:
+                    agent = env.agent_selection
+                    dead = env.terminations[agent] or env.truncations[agent]
+                    env.step(None if dead else self._sample(env, agent, env.observe(agent)))
+                self._keep(api, "over", env, None)
+            return
+        obs, _ = env.reset(seed=seed)
+        for _ in range(steps):
+            if not env.agents:
+                break
+            obs, *_ = env.step({a: self._sample(env, a, obs[a]) for a in env.agents})
+        self._keep(api, "live" if env.agents else "over", env, obs)
+
+    # -- the calls, by kind: each draws its values and says what the call is -----------------------------
+    def _bad_agent(self) -> Any:
+        return self.junk.pick(self.junk.agents(self.possible))
+
+    def space_of_unknown_agent(self, env: Any, obs: Any) -> _Call:
+        bad, which = self._bad_agent(), self.junk.pick(("observation_space", "action_space"))
+        return _Call(f"{which}({_short(bad)})", lambda e: getattr(e, which)(bad), INVALID, (_short(bad),), True)
+
+    def space_of_an_agent(self, env: Any, obs: Any) -> _Call:
+        good, which = self.junk.pick(self.possible), self.junk.pick(("observation_space", "action_space"))
+        return _Call(f"{which}({good!r})", lambda e: getattr(e, which)(good), VALID, (), True)
+
+    def render(self, env: Any, obs: Any) -> _Call:
+        return _Call("render()", lambda e: e.render(), EITHER, (), True)
+
+    def reset_bad_seed(self, env: Any, obs: Any) -> _Call:
+        seed = self.junk.pick(self.junk.SEEDS_BAD)
+        return _Call(f"reset(seed={_short(seed)})", lambda e: e.reset(seed=seed), INVALID, ("seed",))
+
+    def reset_odd_seed(self, env: Any, obs: Any) -> _Call:
+        seed = self.junk.pick((*self.junk.SEEDS_EITHER, *self.junk.SEEDS_VALID))
+        verdict = VALID if seed in self.junk.SEEDS_VALID and not isinstance(seed, np.ndarray) else EITHER
+        return _Call(f"reset(seed={_short(seed)})", lambda e: e.reset(seed=seed), verdict, ("seed",))
+
+    def reset_options_not_a_dict(self, env: Any, obs: Any) -> _Call:
+        options = self.junk.pick(self.junk.OPTIONS_NOT_DICT)
+        return _Call(f"reset(options={_short(options)})", lambda e: e.reset(seed=0, options=options), INVALID,
+                     ("options",))  # fmt: skip
+
+    def reset_unknown_option(self, env: Any, obs: Any) -> _Call:
+        key = self.junk.pick([*self.fields, "bogus", "Episode", "episode ", 1, None, "seed", "agents"])
+        value = self.junk.pick([9, 0, 1.5, "x", None])
+        return _Call(f"reset(options={{{key!r}: {value!r}}})", lambda e: e.reset(seed=0, options={key: value}),
+                     INVALID, (repr(key),))  # fmt: skip
+
+    def reset_bad_episode(self, env: Any, obs: Any) -> _Call:
+        episode = self.junk.pick(self.junk.EPISODES_BAD)
+        return _Call(f"reset(options={{'episode': {_short(episode)}}})",
+                     lambda e: e.reset(seed=0, options={"episode": episode}), INVALID, ("episode",))  # fmt: skip
+
+    def reset_odd_episode(self, env: Any, obs: Any) -> _Call:
+        episode = self.junk.pick((*self.junk.EPISODES_EITHER, 0, 1, 4, np.int64(2)))
+        verdict = EITHER if episode in self.junk.EPISODES_EITHER else VALID
+        options = self.junk.pick(({"episode": episode}, {"episode": episode, "options": 1}))
+        return _Call(f"reset(seed=3, options={_short(options)})", lambda e: e.reset(seed=3, options=options),
+                     verdict, ("episode",))  # fmt: skip
+
+    def reset_plain(self, env: Any, obs: Any) -> _Call:
+        options = self.junk.pick((None, {}))
+        return _Call(f"reset(seed=0, options={options!r})", lambda e: e.reset(seed=0, options=options), VALID)
+
+    COMMON = ("space_of_unknown_agent", "space_of_unknown_agent", "space_of_an_agent", "render", "reset_bad_seed",
+              "reset_bad_seed", "reset_odd_seed", "reset_options_not_a_dict", "reset_unknown_option",
+              "reset_unknown_option", "reset_bad_episode", "reset_bad_episode", "reset_odd_episode",
+              "reset_plain")  # fmt: skip
+
+    # the AEC API
+    def observe_unknown_agent(self, env: Any, obs: Any) -> _Call:
+        bad = self._bad_agent()
+        return _Call(f"observe({_short(bad)})", lambda e: e.observe(bad), INVALID, (_short(bad), "reset"), True)
+
+    def before_reset(self, env: Any, obs: Any) -> _Call:
+        good, value = self.junk.pick(self.possible), self.junk.pick([0, None, *self.junk.COMMON])
+        text, run = self.junk.pick([
+            (f"observe({good!r})", lambda e: e.observe(good)), ("last()", lambda e: e.last()),
+            ("state()", lambda e: e.state()), (f"step({_short(value)})", lambda e: e.step(value)),
+            ("agent_iter()", lambda e: next(iter(e.agent_iter()))),
+        ])  # fmt: skip
+        return _Call(f"{text} before reset", run, INVALID, ("reset",))
+
+    def reads(self, env: Any, obs: Any, verdict: str = VALID) -> _Call:
+        good = self.junk.pick(self.possible)
+        text, run = self.junk.pick([(f"observe({good!r})", lambda e: e.observe(good)),
+                                    ("last()", lambda e: e.last()), ("state()", lambda e: e.state())])  # fmt: skip
+        return _Call(text, run, verdict, ("reset", "over"), True)
+
+    def reads_after_the_end(self, env: Any, obs: Any) -> _Call:
+        return self.reads(env, obs, EITHER)
+
+    def step_after_the_end(self, env: Any, obs: Any) -> _Call:
+        value = self.junk.pick([0, None, *self.junk.COMMON])  # (PettingZoo's wrapper warns)
+        return _Call(f"step({_short(value)}) after the end", lambda e: e.step(value), EITHER, ("reset",))
+
+    def step_dead(self, env: Any, obs: Any) -> _Call:
+        agent = env.agent_selection
+        value = self.junk.pick([None, None, 0, *self.junk.COMMON[1:]])
+        return _Call(f"step({_short(value)}) for the done {agent}", lambda e: e.step(value),
+                     VALID if value is None else INVALID, (agent, "None"))  # fmt: skip
+
+    def step_live(self, env: Any, obs: Any) -> _Call:
+        agent = env.agent_selection
+        seen = env.observe(agent)
+        space, mask = env.action_space(agent), _mask_of(seen)
+        valid = self._sample(env, agent, seen)
+        value = self.junk.pick((valid, self.junk.action(space, valid), self.junk.action(space, valid)))
+        verdict = EITHER if _idle(seen) else action_verdict(space, value, mask)
+        return _Call(f"step({_short(value)}) for {agent}", lambda e: e.step(value), verdict, (agent,))
+
+    AEC: ClassVar[dict[str, tuple[str, ...]]] = {
+        "new": (*COMMON, "observe_unknown_agent", "before_reset", "before_reset", "before_reset"),
+        "live": (*COMMON, "observe_unknown_agent", "reads", "step_live", "step_live", "step_live", "step_live"),
+        "dead": (*COMMON, "observe_unknown_agent", "reads", "step_dead", "step_dead"),
+        "over": (*COMMON, "observe_unknown_agent", "reads_after_the_end", "step_after_the_end"),
+    }
+
+    # the parallel API
+    def parallel_out_of_episode(self, env: Any, obs: Any) -> _Call:
+        actions = {a: 0 for a in self.possible}
+        return _Call("step({...})", lambda e: e.step(actions), INVALID, ("reset",))
+
+    def parallel_state(self, env: Any, obs: Any) -> _Call:
+        return _Call("state()", lambda e: e.state(), INVALID if env.agents == [] and obs is None else EITHER,
+                     ("reset",), True)  # fmt: skip
+
+    def _acting(self, env: Any, obs: Any) -> tuple[list[str], set[str], bool]:
+        """The agents in play, those whose observation says they are idle, and whether that says who acts."""
+        agents = list(env.agents)
+        idle = {a for a in agents if _idle(obs[a])}
+        return agents, idle, bool(idle)
+
+    def parallel_valid(self, env: Any, obs: Any) -> _Call:
+        valid = {a: self._sample(env, a, obs[a]) for a in env.agents}
+        return _Call("step(valid actions)", lambda e: e.step(valid), VALID)
+
+    def parallel_not_a_dict(self, env: Any, obs: Any) -> _Call:
+        agents = list(env.agents)
+        valid = [self._sample(env, a, obs[a]) for a in agents]
+        form = self.junk.pick([valid, [[0.5, 0.5]] * len(agents), [np.zeros(2)] * len(agents), "x", None, 5,
+                               list(zip(agents, valid, strict=True)), tuple(valid)])  # fmt: skip
+        return _Call(f"step({_short(form)})", lambda e: e.step(form), INVALID, ("dict", "mapping"))
+
+    def parallel_unknown_agent(self, env: Any, obs: Any) -> _Call:
+        valid = {a: self._sample(env, a, obs[a]) for a in env.agents}
+        key = self.junk.pick([k for k in self.junk.agents(self.possible) if isinstance(k, (str, int, float, bytes))
+                              or k is None])  # fmt: skip
+        actions = {**valid, key: self.junk.pick(["junk", 0, None, valid[env.agents[0]]])}
+        return _Call(f"step({{...valid, {_short(key)}: ...}})", lambda e: e.step(actions), INVALID, (_short(key),))
+
+    def parallel_one_broken(self, env: Any, obs: Any) -> _Call:
+        agents, idle, known = self._acting(env, obs)
+        valid = {a: self._sample(env, a, obs[a]) for a in agents}
+        agent = self.junk.pick(agents)
+        space = env.action_space(agent)
+        value = self.junk.action(space, valid[agent])
+        verdict = EITHER if agent in idle or not known else action_verdict(space, value, _mask_of(obs[agent]))
+        actions = {**valid, agent: value}
+        return _Call(f"step({{{agent}: {_short(value)}, ...valid}})", lambda e: e.step(actions), verdict, (agent,))
+
+    def parallel_one_missing(self, env: Any, obs: Any) -> _Call:
+        agents, idle, known = self._acting(env, obs)
+        agent = self.junk.pick(agents)
+        actions = {a: self._sample(env, a, obs[a]) for a in agents if a != agent}
+        return _Call(f"step(valid actions without {agent})", lambda e: e.step(actions),
+                     EITHER if agent in idle or not known else INVALID, (agent,))  # fmt: skip
+
+    def parallel_all_broken(self, env: Any, obs: Any) -> _Call:
+        agents, idle, _ = self._acting(env, obs)
+        acting = [a for a in agents if a not in idle]
+        value = self.junk.action(env.action_space(agents[0]), self._sample(env, agents[0], obs[agents[0]]))
+        verdicts = [action_verdict(env.action_space(a), value, _mask_of(obs[a])) for a in acting]
+        actions = dict.fromkeys(agents, value)
+        invalid = bool(verdicts) and all(v == INVALID for v in verdicts)
+        return _Call(f"step(every agent: {_short(value)})", lambda e: e.step(actions), INVALID if invalid else EITHER,
+                     tuple(acting))  # fmt: skip
+
+    def parallel_empty(self, env: Any, obs: Any) -> _Call:
+        agents, idle, _ = self._acting(env, obs)
+        acting = tuple(a for a in agents if a not in idle)
+        return _Call("step({})", lambda e: e.step({}), INVALID if acting else EITHER, acting)
+
+    PARALLEL: ClassVar[dict[str, tuple[str, ...]]] = {
+        "new": (*COMMON, "parallel_out_of_episode", "parallel_state"),
+        "live": (*COMMON, "parallel_valid", "parallel_not_a_dict", "parallel_unknown_agent", "parallel_one_broken",
+                 "parallel_one_broken", "parallel_one_missing", "parallel_all_broken", "parallel_empty"),
+        "over": (*COMMON, "parallel_out_of_episode", "parallel_state"),
+    }  # fmt: skip
+
+    # -- one call ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _phase(api: str, env: Any, obs: Any) -> str:
+        if api == "aec":
+            return _Fuzzer._aec_phase(env)
+        return "new" if obs is None else "live" if env.agents else "over"
+
+    def one(self) -> None:
+        """One call on one of the environments: the one the last calls left, while it is still in the phase of
+        its snapshot (a valid step in a live episode leaves one live), else the snapshot again."""
+        snapshot = self.snapshots[self.rng.randrange(len(self.snapshots))]
+        if snapshot.live is not None and self._phase(snapshot.api, *snapshot.live) != snapshot.phase:
+            snapshot.live = None
+        if snapshot.live is None:
+            snapshot.live, snapshot.pristine = pickle.loads(snapshot.blob), True
+        env, obs = snapshot.live
+        kinds = (self.AEC if snapshot.api == "aec" else self.PARALLEL)[snapshot.phase]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call = getattr(self, kinds[self.rng.randrange(len(kinds))])(env, obs)
+            self.judge(snapshot, env, obs, call)
+
+    def judge(self, snapshot: _Snapshot, env: Any, obs: Any, call: _Call) -> None:
+        """Make the call, judge it, and keep the environment it leaves (and, in the parallel API, the
+        observations it returned) for the next calls."""
+        where = f"{self.game.name} {snapshot.api}/{snapshot.phase}: {call.text}"
+        report = self.report
+        report.calls += 1
+        before = None if call.reads and call.verdict == VALID else _fingerprint(env, snapshot.api)
+        check_next = (snapshot.phase != "new" and call.text.startswith("reset(")
+                      and self.rng.random() < self.next_episode_checks)  # fmt: skip
+        twin = pickle.dumps(env) if check_next and not snapshot.pristine else None
+        try:
+            result = call.run(env)
+        except Exception as err:  # (the point: every exception is judged)
+            error: Exception | None = err
+        else:
+            error = None
+        if error is None:
+            report.worked += 1
+            if call.verdict == INVALID:
+                report.silent.append(where)
+            if not call.reads:
+                snapshot.pristine = False
+                if snapshot.api == "parallel" and isinstance(result, tuple) and len(result) in (2, 5):
+                    obs = result[0]  # (a step's or a reset's observations)
+                snapshot.live = (env, obs)
+            return
+        if not _is_clear(error, call.names):
+            report.raw.append(f"{where} -> {type(error).__name__}: {_short(str(error))}")
+            snapshot.live = None  # (in whatever state the error left it: start again from the snapshot)
+            return
+        report.refused += 1
+        if call.verdict == VALID:
+            report.valid_refused.append(f"{where} -> {type(error).__name__}: {_short(str(error))}")
+        same = before is None or before == _fingerprint(env, snapshot.api)
+        if same and check_next:  # a refused reset must not have moved the seed or the episode either
+            if twin is not None:
+                expected = self._next_episode(pickle.loads(twin), snapshot.api)[0]
+            else:
+                if snapshot.next_episode is None:
+                    snapshot.next_episode = self._next_episode(pickle.loads(snapshot.blob)[0], snapshot.api)[0]
+                expected = snapshot.next_episode
+            seen, obs = self._next_episode(env, snapshot.api)
+            same = seen == expected
+            snapshot.live, snapshot.pristine = (env, obs), False
+        if not same:
+            report.corrupted.append(f"{where} -> refused ({_short(str(error))}) but the environment changed")
+            snapshot.live = None
+
+    @staticmethod
+    def _next_episode(env: Any, api: str) -> tuple[bytes, Any]:
+        """The first observations of the episode a plain ``reset()`` plays (pickled), and the parallel API's."""
+        if api == "aec":
+            env.reset()
+            return pickle.dumps([env.observe(a) for a in env.agents]), None
+        obs = env.reset()[0]
+        return pickle.dumps(obs), obs
+
+
+def fuzz_api(env: Any, kwargs: Mapping[str, Any] | None = None, *, calls: int = 300, seed: int = 0) -> FuzzReport:
+    """``calls`` malformed (and a few valid) calls on the game's AEC ``env()`` and its ``parallel_env()``, drawn
+    with ``seed``: unknown agents (wrong names, None, numbers, unhashables) in ``observation_space``,
+    ``action_space`` and ``observe``; every call before ``reset`` and after the end; actions of every wrong
+    type and shape (NaN, huge ints, nested lists, strings, None, broken dicts, the space's edges); bad seeds
+    and options (not a dict, unknown keys, game parameters, bad episodes); the parallel ``step`` given a list,
+    an unknown agent, a missing or broken entry. Each is judged as the class comments above say; the report
+    counts the outcomes and lists every problem. The same ``seed`` makes the same calls."""
+    fuzzer = _Fuzzer(env_spec(env), kwargs or {}, seed)
+    fuzzer.prepare()
+    for _ in range(calls):
+        fuzzer.one()
+    return fuzzer.report

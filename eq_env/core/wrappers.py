@@ -1,5 +1,5 @@
-"""The standard wrapper of every game's versioned ``env()``: PettingZoo's order enforcing, with the games' own
-errors for calls out of order and without its forwarding cost on the hot path."""
+"""The standard wrapper of every game's versioned ``env()``: PettingZoo's order enforcing, with clear errors
+for calls out of order and unknown agents, and without its forwarding cost on the hot path."""
 
 from __future__ import annotations
 
@@ -8,21 +8,33 @@ from typing import Any
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.order_enforcing import AECOrderEnforcingIterable, AECOrderEnforcingIterator
 
+from eq_env.core.api import before_reset, checked_agent
+
 __all__ = ["OrderEnforcingWrapper"]
 
 
 class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
-    """PettingZoo's order-enforcing wrapper, with the environment's own errors for calls out of order.
+    """PettingZoo's order-enforcing wrapper, with clear errors for calls out of order and unknown agents.
 
-    Before ``reset()`` the wrapper's checks would fire first, with an AttributeError about
-    ``agent_selection`` from ``last()`` and AssertionErrors from ``observe()``, ``step()`` and
-    ``state()``; once the episode is over its ``last()`` would fail on a KeyError. The raw environment
-    checks all of these itself and says to call ``reset()``, so these calls go straight to it (the
-    wrapper changes no observation). ``agents`` and ``agent_selection``, read by ``agent_iter`` every
-    step, and a step in a running episode also go straight to the environment, with the wrapper's checks
-    (PettingZoo's ``__getattr__`` forwarding costs more than a short turn should). Everything
-    else is PettingZoo's wrapper as is.
+    PettingZoo's wrapper answers a call before ``reset()`` with an AttributeError about ``agent_selection``
+    (``last()``) or a bare AssertionError (``observe()``, ``step()``, ``state()``, ``render()``), and
+    ``last()`` once the episode is over with a KeyError; an unknown agent reaches the environment's own
+    lookups. Here, whatever the game: ``observe()``, ``last()``, ``state()`` and ``step()`` before the
+    first successful ``reset()`` raise a RuntimeError saying to call it (a ``reset()`` the game refuses
+    counts as none); ``last()`` after every agent is done says the episode is over; an agent that is not
+    one of ``possible_agents`` in ``observation_space``, ``action_space`` or ``observe`` is an
+    :class:`~eq_env.core.api.UnknownAgentError` naming it; ``render()`` is the game's (each renders "no
+    game yet" before a reset). ``agents`` and ``agent_selection``, read by ``agent_iter`` every step, and a
+    step in a running episode go straight to the environment, with the wrapper's checks (PettingZoo's
+    ``__getattr__`` forwarding costs more than a short turn should). Everything else (a step after the
+    end warns, as in PettingZoo) is PettingZoo's wrapper as is.
     """
+
+    def observation_space(self, agent: str) -> Any:
+        return self.env.observation_space(checked_agent(agent, self.env.possible_agents))
+
+    def action_space(self, agent: str) -> Any:
+        return self.env.action_space(checked_agent(agent, self.env.possible_agents))
 
     @property
     def agents(self) -> list[str]:
@@ -37,33 +49,45 @@ class OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
         return self.env.agent_selection  # type: ignore[no-any-return]
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        return self.env.last(observe)
+        if not self._has_reset:
+            raise before_reset("last()")
+        if not self.env.agents:  # (every agent has stepped out: AECEnv.last would fail on a KeyError)
+            raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
+        return self.env.last(observe)  # type: ignore[no-any-return]
 
     def observe(self, agent: str) -> Any:
-        return self.env.observe(agent) if not self._has_reset else super().observe(agent)
+        agent = checked_agent(agent, self.env.possible_agents)
+        if not self._has_reset:
+            raise before_reset("observe()")
+        return self.env.observe(agent)
 
     def step(self, action: Any) -> None:
         env = self.env
         if not self._has_reset:
-            env.step(action)  # (refuses: call reset() first)
-        elif env.agents:  # (what PettingZoo's wrapper does here, without its layers)
+            raise before_reset("step()")
+        if env.agents:  # (what PettingZoo's wrapper does here, without its layers)
             self._has_updated = True
             env.step(action)
         else:
             super().step(action)  # (after the last agent's step: PettingZoo's warning, as usual)
 
     def state(self) -> Any:
-        return self.env.state() if not self._has_reset else super().state()
+        if not self._has_reset:
+            raise before_reset("state()")
+        return self.env.state()
+
+    def render(self) -> Any:
+        return self.env.render()
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        # (PettingZoo's reset, without its two layers of super())
+        # (PettingZoo's reset, without its two layers of super(); a reset the game refuses is no reset)
+        self.env.reset(seed=seed, options=options)
         self._has_reset = True
         self._has_updated = True
-        self.env.reset(seed=seed, options=options)
 
     def agent_iter(self, max_iter: int = 2**63) -> Any:
         if not self._has_reset:
-            raise RuntimeError("call reset() before agent_iter()")
+            raise before_reset("agent_iter()")
         return _Iterable(self, max_iter)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -72,12 +73,15 @@ def _modes(text: str) -> list[str]:
     return modes
 
 
+_RANGE = re.compile(r"\s*([0-9]+)\s*-\s*([0-9]+)\s*")  # LOW-HIGH (a leading "-" is a negative count)
+
+
 def _sizes(text: str) -> list[int]:
     """``4``, ``4,6`` or ``4-8``."""
     parse = int_in(4, 16)
-    if "-" in text:
-        low, _, high = text.partition("-")
-        a, b = parse(low), parse(high)
+    matched = _RANGE.fullmatch(text)
+    if matched:
+        a, b = parse(matched[1]), parse(matched[2])
         if a > b:
             raise argparse.ArgumentTypeError(f"expected LOW-HIGH with LOW <= HIGH, got {text!r}")
         return list(range(a, b + 1))

@@ -215,6 +215,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
+from eq_env.core.api import checked_actions, checked_agent, checked_episode, checked_options, checked_seed
 from eq_env.einstein_puzzle import spaces as codec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.generator import generate, puzzle_rng
@@ -238,8 +239,6 @@ _INDEX = {agent: i for i, agent in enumerate(PLAYERS)}
 _PLAIN_INTS = (int, np.int64)  # (what policies and Discrete.sample give)
 RENDER_MODES = ("ansi", "human")
 RESET_OPTIONS = ("episode",)
-# PettingZoo's api tests call reset(options={"options": 1}) to check that reset takes options: accepted, ignored
-_PETTINGZOO_PROBE = "options"
 METADATA: dict[str, Any] = {
     "name": "einstein_puzzle_v0",
     "render_modes": list(RENDER_MODES),
@@ -266,36 +265,10 @@ def episode_puzzle(config: EinsteinPuzzleConfig, seed: int, episode: int) -> Puz
                     max_depth=config.max_depth)  # fmt: skip
 
 
-def _checked_seed(seed: Any) -> int | None:
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-    return int(seed)
-
-
 def _checked_episode(options: Any) -> int | None:
-    """The ``"episode"`` option, if given; unknown options are refused rather than ignored."""
-    if options is None:
-        return None
-    if not isinstance(options, Mapping):
-        raise ValueError(f"options must be a dict (or None), got {type(options).__name__} {options!r}")
-    for key in options:
-        if key not in RESET_OPTIONS and key != _PETTINGZOO_PROBE:
-            hint = ""
-            if key in EinsteinPuzzleConfig.field_names():
-                hint = f" ({key} is a game parameter: make an environment with {key}=...)"
-            raise ValueError(f"unknown reset option {key!r}; reset takes 'episode'{hint}")
-    if "episode" not in options:
-        return None
-    index = options["episode"]
-    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) or index < 0:
-        raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
-    return int(index)
-
-
-def _unknown_agent(agent: Any) -> ValueError:
-    return ValueError(f"unknown agent {agent!r}; agents: {', '.join(PLAYERS)}")
+    """The ``"episode"`` option, if given; options that are not a dict, and unknown options, are refused
+    rather than ignored."""
+    return checked_episode(checked_options(options, RESET_OPTIONS, config=EinsteinPuzzleConfig))
 
 
 @lru_cache(maxsize=32)
@@ -351,20 +324,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         )
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
-        try:
-            return self.observation_spaces[agent]
-        except (KeyError, TypeError):  # (TypeError: an unhashable name)
-            raise _unknown_agent(agent) from None
+        return self.observation_spaces[checked_agent(agent, PLAYERS)]
 
     def action_space(self, agent: str) -> spaces.Space[Any]:
-        try:
-            return self.action_spaces[agent]
-        except (KeyError, TypeError):
-            raise _unknown_agent(agent) from None
+        return self.action_spaces[checked_agent(agent, PLAYERS)]
 
     # -- episodes -------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        seed = _checked_seed(seed)
+        seed = checked_seed(seed)
         index = _checked_episode(options)
         if seed is not None:
             self.episode_seed, self.episode_index = seed, -1
@@ -394,10 +361,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # -- observations ---------------------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, Any]:
-        try:
-            player = _INDEX[agent]
-        except (KeyError, TypeError):
-            raise _unknown_agent(agent) from None
+        player = _INDEX[checked_agent(agent, PLAYERS)]
         game = self.game
         if game is None:
             raise RuntimeError("observe() before reset(): call env.reset(seed=...) first")
@@ -514,15 +478,24 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         pass
 
     def __getstate__(self) -> dict[str, Any]:
-        # cached observations are rebuilt after unpickling (read-only flags do not survive pickling)
-        return {**self.__dict__, "_observations": [None, None]}
+        # cached observations are rebuilt after unpickling (read-only flags do not survive pickling); the
+        # action tables are the process's shared ones (rebuilding 48n + 1 actions costs most of an unpickling)
+        state = {**self.__dict__, "_observations": [None, None]}
+        del state["_actions"], state["_texts"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._actions = codec.actions(self.config.n)
+        self._texts = _action_texts(self.config.n)
 
 
 class EinsteinPuzzleParallelEnv(ParallelEnv):
     """The collaborative Einstein puzzle under PettingZoo's parallel API (the same arguments as :class:`raw_env`).
 
     The game is turn-taking: each ``step(actions)`` plays the action of the agent whose turn it is
-    (``actions`` must hold it); the other agent's entry may be omitted or anything, and is ignored. Both
+    (``actions``, a dict keyed by this game's agents, must hold it; an unknown agent's key is refused); the
+    other agent's entry may be omitted or anything, and is ignored. Both
     agents receive the team reward; ``infos`` holds the acting agent's ``"last_action"`` and, at the end, both
     agents' ``success``, ``turns`` and ``placed``.
     """
@@ -562,7 +535,8 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
         if not self.agents:
             raise RuntimeError("step() outside an episode: call reset() first (and again after an episode ends)")
         acting = self._aec.agent_selection
-        if not isinstance(actions, Mapping) or acting not in actions:
+        checked_actions(actions, self.agents, ())  # (a dict keyed by this game's agents)
+        if acting not in actions:
             raise ValueError(f"it is {acting}'s turn: actions must include {acting!r}")
         aec = self._aec
         aec.step(actions[acting])

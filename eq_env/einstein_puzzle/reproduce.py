@@ -28,7 +28,8 @@ nothing it has. Writes into the output directory:
 * ``table_plans.csv`` / ``table_plans.md`` — the oracle's mean optimal plan length on the frozen suite per
   comm mode and n (4–8), beside the paper's at n = 4;
 * ``taxonomy.csv`` — error-taxonomy counts per condition (first seed), when
-  :mod:`eq_env.einstein_puzzle.taxonomy` provides ``counts(records)``; cached in ``taxonomy.jsonl``;
+  :mod:`eq_env.einstein_puzzle.taxonomy` provides ``counts(records)``; cached in ``taxonomy.jsonl`` (a line
+  per condition, in the conditions' order whatever the backend and ``--jobs``);
 * ``results.jsonl`` — one record per condition and seed, with the full configuration;
 * ``summary.md`` — the tables and a plain reading: what agrees with the paper, what differs and why.
 
@@ -44,7 +45,9 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -271,7 +274,30 @@ def _taxonomy(conds: Sequence[Condition], seed: int, out: Path, executor: Execut
                 record = _taxonomy_record(c, seed, out / "episodes")
                 store.append(record)
                 done[record["key"]] = record
+    _write_in_order(store, [run_key(c, seed) for c in unique.values()])
     return [{**dict(c.labels), **done[run_key(c, seed)]["counts"]} for c in conds]
+
+
+def _write_in_order(store: ResultsStore, keys: Sequence[str]) -> None:
+    """Rewrite ``store``'s file with one record per key (the last), those of ``keys`` first in that order, the
+    others after as first written — atomically, and only if it is not so already. Records are appended as
+    they finish (a killed run keeps them), in an order that depends on the workers; the file left behind
+    must not."""
+    records = store.records()
+    latest = {r["key"]: r for r in records}
+    wanted = [k for k in keys if k in latest] + [k for k in latest if k not in set(keys)]
+    if [r["key"] for r in records] == wanted:
+        return
+    tmp = store.path.with_suffix(f".tmp{os.getpid()}")
+    try:
+        with tmp.open("w") as fh:
+            for key in wanted:
+                fh.write(json.dumps(latest[key], allow_nan=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, store.path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _is_llm(condition: Condition) -> bool:

@@ -162,8 +162,8 @@ with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `miss_<claim>`, `audit_delayed`, and `regime`). Invalid values raise `ValueError`.
 
 `reset(seed=s)` starts episode 0 of seed `s` (a non-negative integer); each later `reset()` the next
-episode; `reset(seed=s, options={"episode": i})` jumps to episode `i` (`"episode"` is the only
-option; any other key is a `ValueError`, not ignored). `last()` or `step()` before `reset()`, or
+episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`, below 10,000,000 (`"episode"` is
+the only option; any other key is a `ValueError`, not ignored). `last()` or `step()` before `reset()`, or
 `last()` once the episode is over, is a `RuntimeError` saying to call `reset()`. Every
 episode consumes a fixed block of random numbers, so episode `i` of seed `s`
 has the same position, noise and audit coin under every `q`, `B`, `V`, `L`,
@@ -212,6 +212,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
+from eq_env.core.api import checked_actions
 from eq_env.core.config import GameConfig
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
@@ -269,6 +270,7 @@ def resolve_config(
 
 
 RESET_OPTIONS = ("episode",)
+MAX_EPISODE = 10_000_000  # options["episode"] below it: the CLI's bound of episodes per seed (5 s of skipping)
 # PettingZoo's api_test and parallel_api_test call reset(options={"options": 1}) to check that reset takes
 # an options argument; that probe is accepted (and ignored), every other unknown key is refused.
 _PETTINGZOO_PROBE = "options"
@@ -353,8 +355,9 @@ class _EpisodeBase(Generic[ConfigT, GameT]):
         if not options or "episode" not in options:
             return None
         index = options["episode"]
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
-            raise ValueError(f"options['episode'] must be a non-negative integer, got {index!r}")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < MAX_EPISODE:
+            raise ValueError(f"options['episode'] must be a non-negative integer below {MAX_EPISODE:,} (a seed's "
+                             f"draws are skipped forward episode by episode), got {index!r}")  # fmt: skip
         return int(index)
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
@@ -739,6 +742,7 @@ class _ParallelAdapter(_Adapter[ConfigT, GameT], ParallelEnv):
                 raise RuntimeError("step() after the episode ended; call reset()")
             raise RuntimeError("step() before reset(): call env.reset(seed=...) first")
         acting = PROPOSER if phase is Phase.PROPOSAL else VALIDATOR
+        checked_actions(actions, self.agents, ())  # (a dict keyed by this game's agents; the acting one below)
         if acting not in actions:
             raise ActionError(f"phase {phase.name}: actions must include {acting!r}, got keys {sorted(actions)}")
         if phase is Phase.PROPOSAL:
@@ -776,7 +780,8 @@ class ExchangeAuditParallelEnv(_ParallelAdapter[ExchangeAuditConfig, ExchangeAud
     ``proposer_0``'s action is read; in the second (``phase`` 1) only
     ``validator_0``'s. The other agent's entry may be omitted or anything
     (it is ignored), so generic parallel loops that send every agent an
-    action work unchanged. Rewards arrive on the second step.
+    action work unchanged; ``actions`` must be a dict, and a key that is
+    none of the game's agents is refused. Rewards arrive on the second step.
     """
 
     _config_class = ExchangeAuditConfig

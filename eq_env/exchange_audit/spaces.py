@@ -694,7 +694,10 @@ def _box(value: Any, bounds: tuple[np.ndarray, np.ndarray], names: tuple[str, ..
 
 
 def _multidiscrete(value: Any, nvec: tuple[int, ...], what: str, names: tuple[str, ...] = CLAIM_TYPES) -> list[int]:
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # (a ragged list: no array at all)
+        arr = np.asarray(None)
     if arr.shape != (len(nvec),) or arr.dtype.kind not in "iu":
         raise ActionError(f"{what} must be {len(nvec)} integers, got {value!r}")
     out = arr.tolist()

@@ -282,6 +282,31 @@ def test_communication() -> None:
     assert _kinds(provide)[0] == (COMMUNICATION, "illegal ask", 0)
 
 
+def test_a_reshare_of_a_relation_both_players_hold_is_a_share_of_what_the_partner_has() -> None:
+    """Player 0 shares a relation both players hold (rational: nothing says the partner has it yet); player 1
+    then shares the same relation back: it re-shares what the partner shared, whoever else holds it."""
+    episode, p = _find(lambda p: any(h == BOTH for h in p.holders[1:]))
+    k = next(k for k in range(1, p.n) if p.holders[k] == BOTH)
+    items = classify_record(_play([f"share {k}", f"share {k}"], episode=episode))
+    turns = [i for i in items if i.scope == "action" and i.turn is not None and i.turn < 2]
+    assert [(i.category, i.kind, i.turn, i.player) for i in turns] == [
+        (COMMUNICATION, "share of what the partner has", 1, 1)]  # fmt: skip
+    assert f"partner shared constraint {k}" in turns[0].reason
+
+
+def test_none_mode_a_rejected_placement_the_player_knew_was_wrong_is_no_guess() -> None:
+    """In none mode a rejected placement is a wrong guess only when the verifier allows it (the goal bin still
+    possible); one into a bin the player knows is not the object's goal is a wrong placement."""
+    episode, p = _find(lambda p: p.start[p.constraints[0].a] == BOTTOM_START)
+    grounded = p.constraints[0].a  # player 0 knows its goal exactly (the grounding)
+    wrong = next(b for b in row_bins(0) if b != p.goal[grounded])
+    items = classify_record(_play([f"move {grounded} from bottom_start to {BIN_NAMES[wrong]}"], episode=episode,
+                                  mode="none"))  # fmt: skip
+    (first,) = [i for i in items if i.scope == "action" and i.turn == 0]
+    assert (first.category, first.kind, first.outcome) == (REASONING, "wrong placement", "rejected")
+    assert "cannot go" in first.reason
+
+
 def test_share_about_placed_objects() -> None:
     """A relation of player 0's about two objects it placed (lucky placements: guesses), shared afterwards."""
 

@@ -29,6 +29,8 @@ def test_case_spacing_and_one_period_are_forgiven() -> None:
         ("share 4", "no constraint 4"),
         ("ask 9", "no object 9"),
         ("answer 1 common", "names a goal bin"),
+        ("answer 1 bottom_start", "names a goal bin"),  # (a start bin is a bin, and no goal bin)
+        ("answer 1 top_start", "names a goal bin"),
         ("pass pass", "is not an action"),
         ("x" * 500, "..."),
     ],

@@ -296,6 +296,19 @@ def test_eq_env_einstein_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert "unknown comm mode" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("value", "said"), [("-4", "got -4"), ("4-", "got '4-'"), ("4--8", "got '4--8'"),
+                                             ("-4-8", "got '-4-8'"), ("8-4", "LOW <= HIGH, got '8-4'"),
+                                             ("3-5", "got 3")])  # fmt: skip
+def test_plan_names_the_bad_object_count(value: str, said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative count is no range with an empty end: the error quotes what was typed."""
+    from eq_env.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["einstein", "plan", f"--n={value}"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --n" in err and said in err and "got ''" not in err
+
+
 def test_the_text_tells_of_a_pending_ask_without_presuming_an_answer() -> None:
     env = raw_env(config=EinsteinPuzzleConfig(comm_mode="seek_only"))
     env.reset(seed=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 import baselines.einstein_puzzle  # noqa: F401 - registers the policies
 from eq_env.cli import main
 from eq_env.core import experiments
+from eq_env.core.executors import Executor, LocalExecutor
 from eq_env.core.policy import make_policy, parse_policy_spec
 from eq_env.einstein_puzzle import reproduce as rp
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
@@ -234,6 +236,40 @@ def test_resume_recomputes_nothing_then_only_what_is_missing(tmp_path: Path, mon
     assert sorted(results.read_text().splitlines()) == sorted(before.splitlines())
     # the tables are the same as those of the uninterrupted run (the time taken aside)
     assert re.sub(r"\d+\.\d s\.", "", (tmp_path / "summary.md").read_text()) == re.sub(r"\d+\.\d s\.", "", summary)
+
+
+class _ReversedExecutor(Executor):
+    """Runs every call here, and hands the results back last first: workers finishing out of order."""
+
+    name = "reversed"
+
+    def runs_inline(self, calls: int) -> bool:
+        return False
+
+    def map_unordered(self, fn: Any, calls: Any, names: Any = ()) -> Any:
+        yield from reversed([fn(*args, **kwargs) for args, kwargs in calls])
+
+    def describe(self) -> str:
+        return "reversed"
+
+
+def test_taxonomy_jsonl_is_in_the_conditions_order_whatever_the_finishing_order(tmp_path: Path) -> None:
+    opts = rp.ReproduceOptions(episodes=1, seeds=1, sizes=(4,), comm_modes=("none",), players=("random",),
+                               verifiers=("none", "reasoning"), jobs=1, plan_puzzles=0)  # fmt: skip
+    conds = rp.conditions(opts)
+    keys = [experiments.run_key(c, 0) for c in conds]
+    assert len(keys) == 2
+    for out, executor in ((tmp_path / "inline", LocalExecutor(1)), (tmp_path / "reversed", _ReversedExecutor())):
+        rows = rp._taxonomy(conds, 0, out, executor)
+        assert [r["verifier"] for r in rows] == ["none", "reasoning"]
+    inline, reversed_ = ((tmp_path / d / "taxonomy.jsonl").read_text() for d in ("inline", "reversed"))
+    assert inline == reversed_
+    assert [json.loads(line)["key"] for line in inline.splitlines()] == keys
+    # a resumed file (a record missing, another written twice) is put back in order too
+    lines = inline.splitlines(keepends=True)
+    (tmp_path / "reversed" / "taxonomy.jsonl").write_text(lines[1] + lines[1])
+    rp._taxonomy(conds, 0, tmp_path / "reversed", _ReversedExecutor())
+    assert (tmp_path / "reversed" / "taxonomy.jsonl").read_text() == inline
 
 
 @pytest.mark.slow

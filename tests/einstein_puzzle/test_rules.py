@@ -11,14 +11,17 @@ import itertools
 import numpy as np
 import pytest
 
+from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.generator import generate
 from eq_env.einstein_puzzle.rules import (
+    ACCEPTED,
     BIN_NAMES,
     BOTH,
     BOTTOM_LEFT,
     BOTTOM_RIGHT,
     BOTTOM_START,
     COMMON,
+    ILLEGAL,
     TOP_LEFT,
     TOP_RIGHT,
     TOP_START,
@@ -31,6 +34,7 @@ from eq_env.einstein_puzzle.rules import (
     Puzzle,
     Share,
     compose,
+    default_max_steps,
     new_game,
     reachable,
     relation,
@@ -229,6 +233,29 @@ def test_the_step_limit_truncates() -> None:
     assert g.over and g.truncated and not g.success
     with pytest.raises(RuntimeError, match="over"):
         g.play(Pass())
+
+
+@pytest.mark.parametrize(("n", "limit"), [(4, 30), (6, 30), (7, 30), (8, 40), (9, 45), (16, 80)])
+def test_the_automatic_step_limit_is_30_up_to_seven_objects_then_five_per_object(n: int, limit: int) -> None:
+    """The paper's human study: 30 turns, 40 for 8 objects (5 per object beyond); 7 objects still get 30."""
+    assert default_max_steps(n) == limit
+    assert EinsteinPuzzleConfig(n=n).step_limit == limit
+    assert new_game(generate(n, np.random.default_rng(n))).max_steps == limit
+
+
+def test_an_illegal_ask_makes_no_answer_legal() -> None:
+    """An ask about a placed object is illegal: a failed turn, so the partner's answer on the next turn has no
+    ask to follow and is illegal too (nothing is told)."""
+    g = new_game(hand_puzzle())
+    assert g.play(Move(2, BOTTOM_START, BOTTOM_LEFT)).outcome == ACCEPTED  # p0 places 2 (public: both know it)
+    g.play(Pass())
+    ask = g.play(Ask(2))  # p0 asks about the placed object
+    assert ask.outcome == ILLEGAL and "placed already" in ask.reason
+    assert g.last_ask() is None
+    assert g.knowledge(1).goal(2) == BOTTOM_LEFT  # (p1 could answer it, had the ask been legal)
+    assert "did not just ask" in g.check(Answer(2, BOTTOM_LEFT))
+    answer = g.play(Answer(2, BOTTOM_LEFT))
+    assert answer.outcome == ILLEGAL and g.told == ({}, {})
 
 
 # -- the original code's bugs, done right ------------------------------------------------------------------
