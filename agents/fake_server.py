@@ -364,7 +364,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description="A local scripted OpenAI-compatible server (tests, benchmarks).")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    from eq_env.core.cli import number_type
+
+    seconds = number_type(float, "seconds in [0, 3600]", lambda v: 0 <= v <= 3600)  # (NaN fails both)
+    parser.add_argument("--latency", type=seconds, default=0.0, help="seconds added to every answer")
     parser.add_argument("--chaos", action="store_true", help="answer with ChaosScript (every failure mode)")
     args = parser.parse_args(argv)
     server = ScriptedLLMServer(ChaosScript() if args.chaos else None, latency=args.latency)

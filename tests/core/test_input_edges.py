@@ -283,3 +283,15 @@ def _relay_task() -> Any:
         seeds=lambda quick: (0, 1), estimate=lambda c: Estimate(1.0, 10.0, 1.0),
         report=lambda conds, records: TaskReport((metric,), (), Cell.of([])),
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "1e9", "٤"])
+def test_the_local_servers_latency_flag_takes_seconds_in_range_only(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agents.fake_server import main as serve
+
+    with pytest.raises(SystemExit) as exit_:
+        serve(["--latency", value])  # refused before any server starts
+    assert exit_.value.code == 2
+    assert "argument --latency: expected seconds in [0, 3600]" in capsys.readouterr().err
