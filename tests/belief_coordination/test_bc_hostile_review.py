@@ -201,21 +201,32 @@ def test_pin_f2_equals_a_brute_force_through_the_environment():
                 a = actions[e].copy()
                 a[i] = k
                 dev[i, k, e] = reward(e, a)
-    tune = np.arange(b) % 2 == 0
-    gains, in_sample = [], []
-    for i in range(2):
-        out, full = np.zeros(b), np.zeros(b)
+    halves = [np.arange(b) % 2 == 0, np.arange(b) % 2 == 1]
+
+    def choose(i: int, on: np.ndarray) -> np.ndarray:
+        """Executor i's gain on every question, its deviation chosen per level on the questions ``on``."""
+        gain = np.zeros(b)
         for level in np.unique(batch.difficulty):
             at = batch.difficulty == level
-            k_tune = max(range(g), key=lambda k: (dev[i, k, at & tune].mean(), -k))
-            k_all = max(range(g), key=lambda k: (dev[i, k, at].mean(), -k))
-            out[at], full[at] = dev[i, k_tune, at] - base[at], dev[i, k_all, at] - base[at]
-        gains.append(out[~tune].mean())
-        in_sample.append(full.mean())
+            if (at & on).any():
+                k = max(range(g), key=lambda k: (dev[i, k, at & on].mean(), -k))
+                gain[at] = dev[i, k, at] - base[at]
+        return gain
+
+    # cross-fitting: each half chooses for the other; ε: the executor the choosing half found best
+    gains, in_sample, composite = [], [], np.zeros(b)
+    for i in range(2):
+        held = np.where(halves[1], choose(i, halves[0]), choose(i, halves[1]))
+        gains.append(held.mean())
+        in_sample.append(choose(i, np.ones(b, bool)).mean())
+    for h in (0, 1):
+        best = max(range(2), key=lambda i: (choose(i, halves[h])[halves[h]].mean(), -i))
+        composite[halves[1 - h]] = choose(best, halves[h])[halves[1 - h]]
     f2 = reproduce.equilibrium_gaps(cfg, actions, batch.difficulty, grid_player(cfg, batch))
     assert f2["gain"] == pytest.approx(gains, abs=1e-12)
     assert f2["gain_in_sample"] == pytest.approx(in_sample, abs=1e-12)
-    assert f2["epsilon"] == pytest.approx(max(gains), abs=1e-12)
+    assert f2["epsilon"] == pytest.approx(composite.mean(), abs=1e-12)
+    assert f2["largest_gain"] == pytest.approx(max(gains), abs=1e-12) and f2["questions"] == b
 
 
 # =============================================================================================================
@@ -426,7 +437,8 @@ def _fake_records() -> list[dict]:
                  "temperature": 0.7, "penalty": 1.1, "no_answer": 0.0} for k in methods}  # fmt: skip
         m["econ"] = {**m["econ"], "tokens": econ_tokens}
         records.append({"key": f"k{seed}", "instrument": "sensitive", "n": 3, "seed": seed, "questions": 10,
-                        "methods": m, "f2": {"epsilon": 0.01, "gain": [0.01, 0.0, 0.0]}})  # fmt: skip
+                        "episodes": 90, "multi": "fixed", "failed": [], "methods": m,
+                        "f2": {"epsilon": 0.01, "gain": [0.01, 0.0, 0.0], "largest_gain": 0.01}})  # fmt: skip
     return records
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bc_gate import Gate
 
 from agents.belief_coordination.answerer import LLMAnswerer, sample_ids
 from agents.belief_coordination.coordinator import LLMCoordinator, read_commitment
@@ -450,7 +451,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
         configure(**FAST)
         LLMClient.forget()
         url = secret_url(server.url)
-        assert _main(*ARGS, "--out", str(out), "--base-url", url) == 0
+        assert _main(*ARGS, "--out", str(out), "--base-url", url) == 3  # (the script's "down" requests fail)
         configure(**{k: getattr(before, k) for k in before.__dataclass_fields__})
         LLMClient.forget()
         yield {"out": out, "server": server, "script": script, "url": url, "requests": list(server.requests)}
@@ -467,7 +468,7 @@ def test_replay_from_another_directory_is_identical_with_zero_requests(recorded:
     assert any(_down(b) for b in recorded["requests"])  # the recording holds failures
     replay = tmp_path / "replay"
     assert _main(*ARGS, "--out", str(replay), "--base-url", secret_url(server.url, "another-password"),
-                 "--cache", "read", "--cache-dir", str(rec / "llm_cache")) == 0  # fmt: skip
+                 "--cache", "read", "--cache-dir", str(rec / "llm_cache")) == 3  # fmt: skip
     assert (len(server.requests), server.model_requests) == (asked, listed)
     for name in TABLES:
         assert (replay / name).read_text() == (rec / name).read_text(), name
@@ -487,7 +488,7 @@ def test_no_secret_reaches_any_file(recorded: dict[str, Any], tmp_path: Path) ->
     assert failures and all("echo Bearer ***" in f["error"] for f in failures)  # the echo was recorded, masked
     replay = tmp_path / "replay"
     assert _main(*ARGS, "--out", str(replay), "--base-url", recorded["url"], "--cache", "read", "--cache-dir",
-                 str(rec / "llm_cache")) == 0  # fmt: skip
+                 str(rec / "llm_cache")) == 3  # fmt: skip
     files = [p for d in (rec, replay) for p in d.rglob("*") if p.is_file()]
     assert len(files) > 20
     leaks = [(str(p), s) for p in files for s in SECRETS if s.encode() in p.read_bytes()]
@@ -584,8 +585,8 @@ def test_a_run_without_easy_or_hard_questions_is_recorded(tmp_path: Path, capsys
     assert (tmp_path / "o" / "results.jsonl").read_text().count("\n") == 1
 
 
-RUNNER = ("import sys; from agents.client import configure; "
-          f"configure(**{FAST!r}); "
+RUNNER = ("import sys; from agents.client import configure; "  # (no timeout while the gate holds a request)
+          f"configure(**{ {**FAST, 'timeout': 60.0}!r}); "
           "from eq_env.cli import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
 
 
@@ -596,14 +597,16 @@ def _start(out: Path, url: str) -> subprocess.Popen[str]:
                             text=True)  # fmt: skip
 
 
-def _kill_when(proc: subprocess.Popen[str], sig: int, ready: Any, limit: float = 40.0) -> tuple[int, str]:
-    deadline = time.monotonic() + limit
-    while proc.poll() is None and not ready():
-        assert time.monotonic() < deadline, "the run never reached the point to kill it"
-        time.sleep(0.003)
+def _kill_when_held(proc: subprocess.Popen[str], gate: Gate, sig: int, slots: int) -> tuple[int, str]:
+    """Send ``sig`` once the run has ``slots`` requests waiting at the gate (every slot of its concurrency
+    taken: whatever it was answered before is recorded), then drop them (503, never asked of the script): an
+    event, not a moment. (Dropped at once, not after the process ends: a process closing its connections
+    must not wait on a server that holds them.)"""
+    gate.wait_held(slots)
     assert proc.poll() is None, "the run finished before it could be killed"
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    gate.release(drop=True)
+    _, err = proc.communicate(timeout=120)
     return proc.returncode, err
 
 
@@ -611,44 +614,51 @@ def _kill_when(proc: subprocess.Popen[str], sig: int, ready: Any, limit: float =
 def test_a_run_killed_twice_resumes_asks_only_what_is_missing_and_ends_identical(recorded: dict[str, Any],
                                                                                  tmp_path: Path) -> None:  # fmt: skip
     """Pinned: SIGINT in the middle of seed 0's requests (exit 130, one line); the command again, SIGKILL in
-    the middle of seed 1's (seed 0's record already in results.jsonl); the command a third time. No answer
-    that was cached is asked again (only the few in flight at each kill, and the hostile script's permanent
-    failures, which readwrite asks again by design), seed 0 is not replayed after its record, every request
-    of the uninterrupted run is made, and the tables equal the uninterrupted run's."""
+    the middle of seed 1's (seed 0's record already in results.jsonl); the command a third time. Each kill
+    comes when the server holds as many requests as the run has in flight (``--concurrency``), so everything
+    answered before it is recorded: no answer is asked twice (but the hostile script's permanent failures,
+    which readwrite asks again by design: seed 0's, recorded with failed episodes, is played again by the
+    third command, asking exactly those), every request of the uninterrupted run is made, and the tables
+    equal the uninterrupted run's."""
     out = tmp_path / "out"
     results = out / "results.jsonl"
     concurrency = int(ARGS[ARGS.index("--concurrency") + 1])
-    with ScriptedLLMServer(EchoingHostile(), latency=0.02, models=["fake"]) as server:
-        # 1. SIGINT while seed 0 is being asked
-        status, err = _kill_when(_start(out, server.url), signal.SIGINT, lambda: len(server.requests) >= 12)
+    seed0 = {sample_ids((0, e, i, r))[1] for e in range(6) for i in range(2) for r in range(3)}
+    with ScriptedLLMServer(EchoingHostile(), models=["fake"]) as server:
+        gate = Gate(server)
+        # 1. SIGINT while seed 0 is being asked: from the 13th request on, the server holds them
+        gate.hold(lambda body, arrived: arrived > 12)
+        status, err = _kill_when_held(_start(out, server.url), gate, signal.SIGINT, concurrency)
         assert status == 130 and "interrupted" in err and "Traceback" not in err and err.count("\n") == 1, err
         assert not results.exists() or results.read_text() == ""
-        first = _bodies(server.requests)
-        n1 = len(server.requests)
-        # 2. SIGKILL while seed 1 is being asked
-        mark: list[int] = []
+        first, got1 = _bodies(server.requests), _bodies(gate.answered)
+        n1, a1 = len(server.requests), len(gate.answered)
+        # 2. SIGKILL while seed 1 is being asked: its 13th request on is held
+        seed1 = [0]
 
-        def seed1_underway() -> bool:
-            if not mark and results.exists() and results.read_text().count("\n") == 1:
-                mark.append(len(server.requests))
-            return bool(mark) and len(server.requests) >= mark[0] + 12
+        def seed1_underway(body: dict[str, Any], arrived: int) -> bool:
+            if body.get("seed") in seed0:
+                return False
+            seed1[0] += 1
+            return seed1[0] > 12
 
-        status, _ = _kill_when(_start(out, server.url), signal.SIGKILL, seed1_underway)
+        gate.hold(seed1_underway)
+        proc = _start(out, server.url)
+        gate.wait_held(concurrency)
+        assert results.read_text().count("\n") == 1  # seed 0's record: written before seed 1 began
+        status, _ = _kill_when_held(proc, gate, signal.SIGKILL, concurrency)
         assert status == -signal.SIGKILL and results.read_text().count("\n") == 1
-        second = _bodies(server.requests[n1:])
+        second, got2 = _bodies(server.requests[n1:]), _bodies(gate.answered[a1:])
         n2 = len(server.requests)
         # 3. to the end, here
         LLMClient.forget()
-        assert _main(*ARGS, "--out", str(out), "--base-url", server.url) == 0
+        assert _main(*ARGS, "--out", str(out), "--base-url", server.url) == 3  # (the permanent failures)
         third = _bodies(server.requests[n2:])
 
-    def again(later: set[str], earlier: set[str]) -> set[str]:
-        return {b for b in later & earlier if not _down(json.loads(b))}
-
-    assert len(again(second, first)) <= concurrency
-    assert len(again(third, first | second)) <= concurrency
-    seed0 = {sample_ids((0, e, i, r))[1] for e in range(6) for i in range(2) for r in range(3)}
-    assert not any(json.loads(b)["seed"] in seed0 for b in third), "seed 0 asked again after its record"
+    # no request answered (with a completion) before a kill is asked again
+    assert second & got1 == set() and third & (got1 | got2) == set()
+    asked = [json.loads(b) for b in third if json.loads(b)["seed"] in seed0]
+    assert asked and all(_down(b) for b in asked), "seed 0 asked again after its record, beyond its failures"
     assert first | second | third == _bodies(recorded["requests"])
     for name in TABLES:
         assert (out / name).read_text() == (recorded["out"] / name).read_text(), name
