@@ -179,6 +179,7 @@ def test_the_llm_path_takes_the_generic_llm_flags_and_records_its_costs(tmp_path
         assert (replay / name).read_text() == (out / name).read_text(), name
 
 
+@pytest.mark.slow  # (two commands in process: over a quarter of a second)
 def test_the_no_key_error_names_flags_that_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Defect 2: with no key for OpenAI's endpoint the error said "pass --api-key", which the command then

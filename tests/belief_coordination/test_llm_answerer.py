@@ -197,6 +197,7 @@ def test_unreachable_endpoint_fails_fast_with_a_setup_error() -> None:
         answerer.answer([request(executor=i) for i in range(4)])
 
 
+@pytest.mark.slow  # (thirteen connections and their retries: over a quarter of a second)
 def test_an_endpoint_dropping_every_connection_is_given_up_after_one_check() -> None:
     """Fail fast, counted rather than timed: the endpoint check's one connection, then a setup error; not
     four requests, each retried (the same endpoint without the check gets 4 x (1 + 2 retries) connections)."""
