@@ -32,6 +32,11 @@ is a plain JSON number. The steps are the solution's non-empty lines before
 and an optional ``"difficulty"`` in [0, 1] overrides the difficulty (and, for a
 plain-number answer, sets the steps too). Blank lines are skipped; any other
 malformed line raises ``ValueError`` naming the file and the line.
+:func:`read_questions` reads the file once, as a stream, and stops at the
+questions asked for: a pipe (``<(zcat q.jsonl.gz)``) or a FIFO works, a huge
+file costs only the lines read, and the lines after those are never read (nor
+checked). A line longer than :data:`MAX_LINE_BYTES` is refused (``/dev/zero``
+has no line end at all).
 
 **Answers.** :func:`parse_number` reads a final-answer string ("1,234", "$5",
 "-3.5", "12."); :func:`final_number` finds the answer a model's reply commits
@@ -54,22 +59,26 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_LINE_BYTES",
     "MAX_STEPS",
     "MAX_VALUE",
     "QUESTION_STREAM",
     "Question",
+    "QuestionFile",
     "final_number",
     "generate_question",
     "generated_question",
     "load_jsonl",
     "parse_number",
     "question_rng",
+    "read_questions",
     "steps_for",
 ]
 
 MAX_STEPS = 8  # reasoning steps of the hardest question (difficulty 1)
 MAX_VALUE = 10**6  # bound of every count in a generated question
 QUESTION_STREAM = 7  # the SeedSequence stream of generated questions (other uses of a seed take other streams)
+MAX_LINE_BYTES = 1 << 20  # a question file's longest line (GSM8K's longest is about 1.3 KB)
 
 
 @dataclass(frozen=True)
@@ -367,37 +376,93 @@ def _question(obj: object, where: str, qid: str) -> Question:
     return Question(qid, text.strip(), answer, steps, level)
 
 
-def load_jsonl(path: str | os.PathLike[str]) -> list[Question]:
-    """The questions of a JSONL file in the GSM8K layout (see the module docstring), in file order.
+@dataclass(frozen=True)
+class QuestionFile:
+    """The questions :func:`read_questions` read from a file.
 
-    Raises ``ValueError`` for a missing or unreadable file, a file with no questions, and (naming the line)
-    every malformed line.
+    Attributes:
+        path: the file as given.
+        questions: its questions, in file order (at most the ``limit`` asked for).
+        digest: SHA-256 (hex) of the bytes read: what the questions were made from (a run key names it).
+        lines: the lines read (blank ones included).
+        complete: whether the file ended; False when reading stopped at ``limit`` questions.
     """
-    path = Path(path)
-    if path.is_dir():
+
+    path: str
+    questions: tuple[Question, ...]
+    digest: str
+    lines: int
+    complete: bool
+
+
+def read_questions(path: str | os.PathLike[str], limit: int | None = None) -> QuestionFile:
+    """The first ``limit`` questions (all, with None) of a JSONL file in the GSM8K layout (module docstring).
+
+    The file is opened once and read line by line, each line at most :data:`MAX_LINE_BYTES`: a pipe or a
+    FIFO is read as it comes, and reading stops at the ``limit``-th question, so neither a huge file nor an
+    endless stream is read past what is needed. Raises ``ValueError`` for a missing or unreadable file, a
+    file with no questions, a line too long and (naming the line) every malformed line read.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
+    name = Path(path).name
+    if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a JSONL file of questions")
     try:
-        data = path.read_bytes()
+        fh = open(path, "rb")  # (closed by the with below, after the loop that may stop early)
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file (expected a JSONL file of questions)") from None
     except OSError as e:
         raise ValueError(f"{path}: cannot read it ({e.strerror or e})") from None
-    questions = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        where = f"{path} line {lineno}"
-        try:
-            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # tolerate a byte-order mark
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{where}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
-        except (ValueError, RecursionError) as e:  # e.g. an integer of too many digits, nesting too deep
-            raise ValueError(f"{where}: invalid JSON ({_show(str(e) or type(e).__name__)})") from None
-        questions.append(_question(obj, where, f"{path.name}:{lineno}"))
+    digest = hashlib.sha256()
+    questions: list[Question] = []
+    lineno = 0
+    complete = False
+    with fh:
+        while limit is None or len(questions) < limit:
+            try:
+                raw = fh.readline(MAX_LINE_BYTES + 1)
+            except OSError as e:
+                raise ValueError(f"{path}: cannot read it ({e.strerror or e})") from None
+            if not raw:
+                complete = True
+                break
+            lineno += 1
+            where = f"{path} line {lineno}"
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise ValueError(f"{where}: longer than {MAX_LINE_BYTES} bytes (expected one JSON object per line: "
+                                 "is it a JSONL file?)")  # fmt: skip
+            digest.update(raw)
+            question = _line_question(raw, where, f"{name}:{lineno}", first=lineno == 1)
+            if question is not None:
+                questions.append(question)
     if not questions:
         raise ValueError(f"{path}: no questions (the file is empty or blank)")
-    return questions
+    return QuestionFile(str(path), tuple(questions), digest.hexdigest(), lineno, complete)
+
+
+def _line_question(raw: bytes, where: str, qid: str, first: bool) -> Question | None:
+    """One line's question (None for a blank line); a ``ValueError`` starting with ``where`` if malformed."""
+    try:
+        line = raw.decode("utf-8-sig" if first else "utf-8")  # tolerate a byte-order mark
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{where}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    if not line.strip():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except (ValueError, RecursionError) as e:  # e.g. an integer of too many digits, nesting too deep
+        raise ValueError(f"{where}: invalid JSON ({_show(str(e) or type(e).__name__)})") from None
+    return _question(obj, where, qid)
+
+
+def load_jsonl(path: str | os.PathLike[str], limit: int | None = None) -> list[Question]:
+    """The questions of a JSONL file in the GSM8K layout (see the module docstring), in file order: the first
+    ``limit`` of them (all, with None), read as :func:`read_questions` does.
+
+    Raises ``ValueError`` for a missing or unreadable file, a file with no questions, and (naming the line)
+    every malformed line read.
+    """
+    return list(read_questions(path, limit).questions)

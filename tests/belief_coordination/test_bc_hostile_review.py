@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -201,21 +202,32 @@ def test_pin_f2_equals_a_brute_force_through_the_environment():
                 a = actions[e].copy()
                 a[i] = k
                 dev[i, k, e] = reward(e, a)
-    tune = np.arange(b) % 2 == 0
-    gains, in_sample = [], []
-    for i in range(2):
-        out, full = np.zeros(b), np.zeros(b)
+    halves = [np.arange(b) % 2 == 0, np.arange(b) % 2 == 1]
+
+    def choose(i: int, on: np.ndarray) -> np.ndarray:
+        """Executor i's gain on every question, its deviation chosen per level on the questions ``on``."""
+        gain = np.zeros(b)
         for level in np.unique(batch.difficulty):
             at = batch.difficulty == level
-            k_tune = max(range(g), key=lambda k: (dev[i, k, at & tune].mean(), -k))
-            k_all = max(range(g), key=lambda k: (dev[i, k, at].mean(), -k))
-            out[at], full[at] = dev[i, k_tune, at] - base[at], dev[i, k_all, at] - base[at]
-        gains.append(out[~tune].mean())
-        in_sample.append(full.mean())
+            if (at & on).any():
+                k = max(range(g), key=lambda k: (dev[i, k, at & on].mean(), -k))
+                gain[at] = dev[i, k, at] - base[at]
+        return gain
+
+    # cross-fitting: each half chooses for the other; ε: the executor the choosing half found best
+    gains, in_sample, composite = [], [], np.zeros(b)
+    for i in range(2):
+        held = np.where(halves[1], choose(i, halves[0]), choose(i, halves[1]))
+        gains.append(held.mean())
+        in_sample.append(choose(i, np.ones(b, bool)).mean())
+    for h in (0, 1):
+        best = max(range(2), key=lambda i: (choose(i, halves[h])[halves[h]].mean(), -i))
+        composite[halves[1 - h]] = choose(best, halves[h])[halves[1 - h]]
     f2 = reproduce.equilibrium_gaps(cfg, actions, batch.difficulty, grid_player(cfg, batch))
     assert f2["gain"] == pytest.approx(gains, abs=1e-12)
     assert f2["gain_in_sample"] == pytest.approx(in_sample, abs=1e-12)
-    assert f2["epsilon"] == pytest.approx(max(gains), abs=1e-12)
+    assert f2["epsilon"] == pytest.approx(composite.mean(), abs=1e-12)
+    assert f2["largest_gain"] == pytest.approx(max(gains), abs=1e-12) and f2["questions"] == b
 
 
 # =============================================================================================================
@@ -379,11 +391,11 @@ def test_f13_an_unknown_agent_in_the_actions_is_named():
 def test_f14_question_traits_never_hang():
     q = Question("zero", "How many are left?", 0.0, 1, 0.0)
 
-    def timeout(signum, frame):
-        raise TimeoutError("question_traits did not return within 1 s")
+    def timeout(signum, frame):  # a hang guard, not a measurement: the call takes milliseconds
+        raise TimeoutError("question_traits did not return (a hang)")
 
     previous = signal.signal(signal.SIGALRM, timeout)
-    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    signal.setitimer(signal.ITIMER_REAL, 60.0)
     try:
         try:
             params = SimulationParams(noise_answers=40)
@@ -426,7 +438,8 @@ def _fake_records() -> list[dict]:
                  "temperature": 0.7, "penalty": 1.1, "no_answer": 0.0} for k in methods}  # fmt: skip
         m["econ"] = {**m["econ"], "tokens": econ_tokens}
         records.append({"key": f"k{seed}", "instrument": "sensitive", "n": 3, "seed": seed, "questions": 10,
-                        "methods": m, "f2": {"epsilon": 0.01, "gain": [0.01, 0.0, 0.0]}})  # fmt: skip
+                        "episodes": 90, "multi": "fixed", "failed": [], "methods": m,
+                        "f2": {"epsilon": 0.01, "gain": [0.01, 0.0, 0.0], "largest_gain": 0.01}})  # fmt: skip
     return records
 
 
@@ -577,6 +590,20 @@ def _without_timings(path: Path) -> dict:
     return out
 
 
+def _wait_gone(pids: list[str], limit: float = 120.0) -> None:
+    """Wait until each process has exited: its pidfd becomes readable then (an event; ``limit`` is a hang guard)."""
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(int(pid))
+        except ProcessLookupError:
+            continue  # gone already
+        try:
+            ready, _, _ = select.select([fd], [], [], limit)
+            assert ready, f"worker {pid} still runs after its parent was killed"
+        finally:
+            os.close(fd)
+
+
 @pytest.mark.slow
 def test_pin_sigkill_mid_run_then_resume_equals_an_uninterrupted_run_in_another_process(tmp_path):
     whole = tmp_path / "whole"
@@ -595,7 +622,7 @@ def test_pin_sigkill_mid_run_then_resume_equals_an_uninterrupted_run_in_another_
     workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
     proc.kill()
     proc.wait()
-    time.sleep(1.5)
+    _wait_gone(workers)  # the workers end with their parent: wait for each one's exit, not for a while
     assert [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
             Path(f"/proc/{w}/status").read_text().lower()] == []  # fmt: skip
     assert _cli(cut, *KILL_FLAGS).returncode == 0

@@ -78,9 +78,11 @@ def test_the_runs_are_reproducible_bit_for_bit(tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--answerer", "llm"], "--answerer llm needs --model"),
+        (["--answerer", "llm", "--model", "m", "--temperature", "0.5"], "--temperature does not apply"),
+        (["--answerer", "llm", "--model", "m", "--llm-seed", "3"], "--llm-seed does not apply"),
         (["--model", "m"], "--model needs --answerer llm"),
         (["--cache", "read"], "--cache needs --answerer llm"),
+        (["--backoff", "2", "--api-key", "k"], "--api-key and --backoff need --answerer llm"),
         (["--n-executors", "2,2"], "distinct"),
         (["--n-executors", "17"], "--n-executors"),
         (["--questions", "1"], "--questions"),
@@ -116,20 +118,21 @@ def test_the_llm_path_runs_end_to_end_and_replays_with_zero_requests(tmp_path):
     llm = ["--answerer", "llm", "--model", "fake", "--equilibrium-questions", "2", "--no-null", "--seeds", "1",
            "--questions", "6"]  # fmt: skip
     with ScriptedLLMServer(hostile_script(_answers(6)), models=["fake"]) as server:
-        assert _reproduce(first, *llm, "--base-url", server.url) == 0
+        assert _reproduce(first, *llm, "--base-url", server.url) == 3  # (the hostile server's outages)
         asked = len(server.requests)
         assert asked > 0
         record = json.loads((first / "results.jsonl").read_text())
         methods = record["methods"]
         assert set(methods) == {"single", "fixed", "random", "schedule", "tuned", "debate", "econ", "frozen"}
         assert methods["debate"]["tokens"] > methods["fixed"]["tokens"] > methods["single"]["tokens"] > 0
-        assert 0 < methods["fixed"]["no_answer"] < 1  # the hostile server's failures and malformed replies count
+        assert 0 < methods["fixed"]["no_answer"] < 1  # the hostile server's malformed and empty replies count
+        assert record["failed"] and all("500" in f["error"] for f in record["failed"])  # its outages do not
         LLMClient.forget()  # (a new process: nothing in memory)
         assert _reproduce(replay, *llm, "--base-url", server.url, "--cache", "read", "--cache-dir",
-                          str(first / "llm_cache")) == 0  # fmt: skip
+                          str(first / "llm_cache")) == 3  # fmt: skip
         assert len(server.requests) == asked  # a replay asks nothing, failures included
     again = json.loads((replay / "results.jsonl").read_text())
-    assert again["methods"] == methods and again["f2"] == record["f2"]
+    assert again["methods"] == methods and again["f2"] == record["f2"] and again["failed"] == record["failed"]
     assert (replay / "methods.md").read_text() == (first / "methods.md").read_text()
     assert "fake" not in json.dumps(record) or "sk-" not in json.dumps(record)
 

@@ -96,6 +96,53 @@ def test_reward_terms_by_hand():
     assert not rules.equal(np.array([np.nan]), np.array([np.nan])).any()
 
 
+def test_equal_answers_are_within_a_millionth():
+    """Pinned: answers are exact numbers: 1234.0000001 is 1234, but 1234.0005 and 1234.000002 are not."""
+    a = np.array([1234.0000001, 1234.0005, 1234.000002, 1234.001, 0.0000005])
+    b = np.array([1234.0, 1234.0, 1234.0, 1234.0, 0.0])
+    assert rules.equal(a, b).tolist() == [True, False, False, False, True]
+    assert rules.equal(b, a).tolist() == [True, False, False, False, True]
+
+
+def test_the_debate_bonus_by_hand():
+    """Pinned (module docstring of the answerers): in a debate round each candidate's path score rises by
+    conformity (1.0) times the share of the *other* executors who gave it, and the correct answer's by
+    verification (0.5) more when at least one other executor gave it."""
+    from eq_env.belief_coordination.answerers import debate_bonus
+
+    params = SimulationParams()
+    assert (params.conformity, params.verification, params.noise_answers) == (1.0, 0.5, 6)
+    # four executors: correct (0), correct, the trap (1), no answer (-1)
+    bonus = debate_bonus(np.array([0, 0, 1, -1]), params)
+    assert bonus.shape == (4, 8)
+    third = 1 / 3
+    want = np.zeros((4, 8))
+    want[0, :2] = [third + 0.5, third]  # the others: one correct, one trap (of three others)
+    want[1, :2] = [third + 0.5, third]
+    want[2, :2] = [2 * third + 0.5, 0.0]  # the others: two correct
+    want[3, :2] = [2 * third + 0.5, third]
+    assert np.allclose(bonus, want, rtol=0, atol=1e-12)
+    # nobody else gave the correct answer: no verification bonus, only conformity to the trap
+    pair = debate_bonus(np.array([1, 1]), params)
+    assert np.allclose(pair, [[0, 1, 0, 0, 0, 0, 0, 0]] * 2, rtol=0, atol=1e-12)
+
+
+def test_token_counts_round_up():
+    """Pinned: the simulated prompt is 60 tokens of instructions plus the question at four characters a token,
+    rounded up; a debate round adds the other replies read, each rounded up (at least one token)."""
+    from eq_env.belief_coordination.answerers import AnswerRequest, prompt_tokens
+    from eq_env.belief_coordination.questions import Question
+
+    def question(chars: int) -> Question:
+        return Question("q", "x" * chars, 1.0, 1, 0.0)
+
+    assert [prompt_tokens(question(c)) for c in (8, 9, 10, 11, 12, 13)] == [62, 63, 63, 63, 63, 64]
+    q = question(10)
+    debate = AnswerRequest(q, 0.7, 1.1, 0, round=1, others=("abcde", "", "abcd"), others_values=(1.0, None, 1.0))
+    (answer,) = SimulatedAnswerer().answer([debate])
+    assert answer.prompt_tokens == 63 + 2 + 1 + 1
+
+
 # -- the environment ----------------------------------------------------------------------------------------
 class Spy(SimulatedAnswerer):
     def __init__(self) -> None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bc_gate import Gate
 
 from agents.belief_coordination.answerer import (
     OMITTED,
@@ -191,10 +193,41 @@ def test_rate_limit_with_retry_after_is_retried() -> None:
 
 def test_unreachable_endpoint_fails_fast_with_a_setup_error() -> None:
     answerer = LLMAnswerer("fake", base_url=f"http://127.0.0.1:{closed_port()}/v1")
-    started = time.perf_counter()
     with pytest.raises(LLMSetupError, match="cannot reach"):
         answerer.answer([request(executor=i) for i in range(4)])
-    assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.slow  # (thirteen connections and their retries: over a quarter of a second)
+def test_an_endpoint_dropping_every_connection_is_given_up_after_one_check() -> None:
+    """Fail fast, counted rather than timed: the endpoint check's one connection, then a setup error; not
+    four requests, each retried (the same endpoint without the check gets 4 x (1 + 2 retries) connections)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    connections = [0]
+
+    def drop_each() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            connections[0] += 1
+            conn.recv(65536)
+            conn.close()
+
+    threading.Thread(target=drop_each, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        with pytest.raises(LLMSetupError, match="cannot reach"):
+            LLMAnswerer("fake", base_url=url).answer([request(executor=i) for i in range(4)])
+        assert connections[0] == 1
+        configure(check_endpoint=False)
+        LLMClient.forget()
+        answers = LLMAnswerer("fake", base_url=url).answer([request(executor=i) for i in range(4)])
+        assert all(a.failed for a in answers) and connections[0] == 1 + 4 * 3
+    finally:
+        listener.close()
 
 
 def test_an_endpoint_rejecting_the_penalty_parameter_fails_fast() -> None:
@@ -219,13 +252,18 @@ def test_answer_works_inside_a_running_event_loop() -> None:
 
 
 def test_concurrency_is_bounded() -> None:
+    """The server holds each request until as many as the bound are waiting together (a wave), then answers
+    them: the peak is the bound exactly, never more, whatever the machine's load."""
+    configure(timeout=60.0)  # (the gate holds requests: only a bug keeps them past a wave)
     batch = [request(executor=i) for i in range(6)]
-    with ScriptedLLMServer(solver_script(ANSWERS), latency=0.05) as server:
+    with ScriptedLLMServer(solver_script(ANSWERS)) as server:
+        gate = Gate(server)
+        gate.waves(2, total=6)
         LLMAnswerer("fake", base_url=server.url, concurrency=2).answer(batch)
-        assert server.max_in_flight == 2
-    with ScriptedLLMServer(solver_script(ANSWERS), latency=0.05) as server:
-        LLMAnswerer("fake", base_url=server.url).answer(batch)
-        assert server.max_in_flight == 6  # (default 8)
+        assert gate.peak == 2 and gate.waves_released == 3
+        gate.waves(6, total=6)
+        LLMAnswerer("fake", base_url=server.url).answer([request(executor=i, episode=1) for i in range(6)])
+        assert gate.peak == 6 and gate.waves_released == 1  # (default 8: all six at once)
 
 
 def test_a_long_reply_keeps_its_end() -> None:

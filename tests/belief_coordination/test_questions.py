@@ -4,13 +4,17 @@ JSONL loader (every malformed kind names its file and line) and the answer-numbe
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from eq_env.belief_coordination.questions import (
+    MAX_LINE_BYTES,
     MAX_STEPS,
     MAX_VALUE,
     QUESTION_STREAM,
@@ -23,6 +27,7 @@ from eq_env.belief_coordination.questions import (
     load_jsonl,
     parse_number,
     question_rng,
+    read_questions,
     steps_for,
 )
 
@@ -241,6 +246,79 @@ def test_missing_empty_and_directory_paths_are_refused(tmp_path: Path) -> None:
         load_jsonl(tmp_path / "empty.jsonl")
     with pytest.raises(ValueError, match=r"blank\.jsonl: no questions"):
         load_jsonl(write(tmp_path, "", "  ", name="blank.jsonl"))
+
+
+# -- question files as streams -------------------------------------------------------------------------
+def test_a_fifo_is_read_once_and_only_as_far_as_needed(tmp_path: Path) -> None:
+    """Defect: the file was read whole, two or three times: a FIFO (or ``<(zcat q.jsonl.gz)``) hung on the
+    second read. Here a writer thread offers 100,000 questions through a FIFO: 20 are read, the reader
+    closes the pipe, and the writer is stopped by it after at most a pipe buffer's worth of lines."""
+    fifo = tmp_path / "q.fifo"
+    os.mkfifo(fifo)
+    written = [0]
+
+    def writer() -> None:
+        try:
+            with open(fifo, "w") as fh:  # (blocks until the reader opens it)
+                for k in range(100_000):
+                    fh.write(row(question=f"What is {k} + 1?", answer=k + 1) + "\n")
+                    written[0] += 1
+        except BrokenPipeError:  # the reader stopped reading: what the test expects
+            pass
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    got = read_questions(fifo, limit=20)
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the writer was never stopped: the reader kept reading"
+    assert [q.answer for q in got.questions] == [k + 1.0 for k in range(20)]
+    assert (got.lines, got.complete) == (20, False)
+    assert written[0] < 5_000, written[0]  # (a 64 KiB pipe buffer holds about 1,200 of these lines)
+
+
+def test_a_huge_file_costs_only_the_lines_needed(tmp_path: Path) -> None:
+    """Defect: a 1 GiB file of questions took 5.8 GB and never ended though ``--questions 20`` needs twenty.
+    A 1 GiB file (20 questions, then a sparse gigabyte that is no question at all): the first 20 are read,
+    nothing after them (a line read after them would be refused), in well under a megabyte of memory."""
+    path = tmp_path / "huge.jsonl"
+    with path.open("w") as fh:
+        for k in range(20):
+            fh.write(row(question=f"What is {k} + 2?", answer=k + 2) + "\n")
+    os.truncate(path, 1 << 30)
+    tracemalloc.start()
+    try:
+        got = read_questions(path, limit=20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(got.questions) == 20 and (got.lines, got.complete) == (20, False)
+    assert peak < 1 << 20, peak
+    with pytest.raises(ValueError, match=r"huge\.jsonl line 21: longer than"):
+        read_questions(path, limit=21)  # (the 21st line is the sparse gigabyte: refused after 1 MiB of it)
+
+
+def test_a_line_without_an_end_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+    """Defect: ``--questions-file /dev/zero`` ended in a MemoryError traceback. A line longer than
+    MAX_LINE_BYTES is refused after reading that much of it; a line of exactly that length is fine."""
+    with pytest.raises(ValueError, match=r"^/dev/zero line 1: longer than 1048576 bytes") as info:
+        read_questions("/dev/zero", limit=20)
+    assert "\n" not in str(info.value)
+    question = "x" * (MAX_LINE_BYTES - len(row(question="")))
+    exact = write(tmp_path, row(question=question), row(question="y" + question), name="long.jsonl")
+    assert len(exact.read_bytes().split(b"\n")[0]) == MAX_LINE_BYTES
+    assert read_questions(exact, limit=1).questions[0].text == question
+    with pytest.raises(ValueError, match=r"long\.jsonl line 2: longer than"):
+        read_questions(exact)
+
+
+def test_the_digest_is_of_the_lines_read(tmp_path: Path) -> None:
+    """Two files with the same first questions give the same questions and digest when only those are read,
+    and different ones when the difference is read."""
+    a = write(tmp_path, row(answer=1), row(answer=2), row(answer=3), name="a.jsonl")
+    b = write(tmp_path, row(answer=1), row(answer=2), row(answer=4), name="b.jsonl")
+    assert read_questions(a, 2).digest == read_questions(b, 2).digest
+    assert read_questions(a).digest != read_questions(b).digest
+    assert read_questions(a).complete and read_questions(a).lines == 3
 
 
 # -- numbers in answers ------------------------------------------------------------------------------------
