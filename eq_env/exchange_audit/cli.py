@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from eq_env.core.cli import (
     MAX_EPISODES,
     MAX_ROUNDS,
+    MAX_TIMESTEPS,
     Command,
     add_backend_flags,
     add_config_flags,
@@ -662,6 +663,11 @@ def _punish_rounds(text: str) -> int | None:
     return int_in(1, 100_000, " or 'forever'")(text)
 
 
+# 0 (no PPO) or train's range: a larger count was once cut to 10^9 in silence, a training that never ends
+_ppo_timesteps = number_type(int, f"0 (no PPO) or a number of steps in [64, {MAX_TIMESTEPS}]",
+                             lambda v: v == 0 or 64 <= v <= MAX_TIMESTEPS)  # fmt: skip
+
+
 def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.repeated.experiment import DEFAULT_DELTAS, POLICIES
 
@@ -698,11 +704,6 @@ def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
                     help="train a PPO proposer with the history in its observation for N steps per checked cell "
                          "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
     rp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-
-
-def _ppo_timesteps(text: str) -> int:
-    value = number_type(int, "0 (no PPO) or a number of steps of at least 64", lambda v: v == 0 or 64 <= v)(text)
-    return int(min(value, 1_000_000_000))
 
 
 def _repeated(args: argparse.Namespace) -> int:

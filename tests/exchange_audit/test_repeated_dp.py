@@ -196,6 +196,13 @@ def test_a_patient_horizon_is_solved_in_time_linear_in_its_states() -> None:
         (["repeated", "--out", "OUT", "--punish-rounds", "0"], "argument --punish-rounds"),
         (["repeated", "--out", "OUT", "--rounds", "0"], "argument --rounds"),
         (["repeated", "--out", "OUT", "--ppo-timesteps", "10"], "argument --ppo-timesteps"),
+        # a 400-digit count was cut to 10^9 steps in silence: a training that never ends
+        (
+            ["repeated", "--out", "OUT", "--ppo-timesteps", "4" * 400],
+            "--ppo-timesteps: expected 0 (no PPO) or a "
+            "number of steps in [64, 1000000000], got '444444444444'... (400 characters)",
+        ),
+        (["repeated", "--out", "OUT", "--ppo-timesteps", "1000000001"], "in [64, 1000000000], got 1000000001"),
         (["repeated", "--out", "OUT", "--gamma", "1.5"], "argument --gamma"),
         (["repeated", "--out", "OUT", "--episodes", "3"], "argument --episodes"),
         (["repeated", "--out", "OUT", "--preset", "paper"], "argument --preset"),
@@ -372,7 +379,11 @@ def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Any) -> None
     for kwargs, match in (({"qs": []}, "at least one"), ({"deltas": [], "rounds": []}, "at least one"),
                           ({"policies": ["grim"]}, "grim"), ({"q0": 0.3}, "q_min"),
                           ({"deltas": [1.0]}, "continuation"), ({"preset": "paper"}, "knows its compliance"),
-                          ({"false_fail": 1.5}, "false_fail_intent")):  # fmt: skip
+                          ({"false_fail": 1.5}, "false_fail_intent"),
+                          ({"ppo_timesteps": 10**400}, r"ppo_timesteps must be 0 \(no PPO\) or an integer in "
+                                                       r"\[64, 1000000000\], got '1000.*\(401 characters\)"),
+                          ({"ppo_timesteps": 10}, "ppo_timesteps"),
+                          ({"ppo_timesteps": 64.0}, "ppo_timesteps")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             repeated(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
     assert not (tmp_path / "x").exists()
