@@ -239,6 +239,10 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--timesteps", type=timesteps_arg, default=30_000, help="steps per training, at least 64")
     sp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
+    sp.add_argument("--opponents", choices=("all", "latest"), default="all",
+                    help="each training faces every policy the other role has played so far, one drawn per "
+                         "episode (default: fictitious play), or its latest only (best-response dynamics, which "
+                         "cycle)")  # fmt: skip
     sp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     add_config_flags(sp, ExchangeAuditConfig)
 
@@ -247,7 +251,8 @@ def _selfplay(args: argparse.Namespace) -> int:
     from baselines.exchange_audit.rl import selfplay
 
     selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
-             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None)  # fmt: skip
+             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None,
+             opponents=args.opponents)  # fmt: skip
     print((args.out / "selfplay.md").read_text())
     print(f"wrote selfplay.csv, selfplay.md, selfplay.png and a model per training to {args.out}")
     return 0
@@ -747,8 +752,9 @@ COMMANDS = (
         "alternate training of the proposer and the validator for K rounds",
         _selfplay_arguments,
         _selfplay,
-        "Each round trains the proposer against the current validator, then the validator against it (the first "
-        "proposer faces the rule validator); prints approval, bad approval, welfare and both payoffs after each "
+        "Each round trains the proposer, then the validator, each against every policy the other role has played "
+        "so far, one drawn per episode (fictitious play; --opponents latest: the latest only); the first "
+        "proposer faces the rule validator; prints approval, bad approval, welfare and both payoffs after each "
         "training and writes them to --out (selfplay.csv/.md/.png). Re-running resumes.",
         "finished trainings are saved in --out; run the same command to resume",
     ),
