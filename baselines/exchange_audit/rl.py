@@ -14,8 +14,11 @@ A saved model is a policy like any other: :meth:`SB3Policy.load`, or the spec
 ``reproduce``, ``sweep``). It acts in bulk too (``act_batch``: one batched
 forward pass), so the batch engine and the best-response search can use it.
 
-:func:`selfplay` alternates: the proposer against the validator, then the
-validator against that proposer, for K rounds.
+:func:`selfplay` alternates: the proposer, then the validator, for K rounds,
+each training against every policy the other role has played so far, one
+drawn per episode (:class:`MixturePolicy`: fictitious play), or against its
+latest policy only (``opponents="latest"``: best-response dynamics, which
+cycle: a validator trained on one proposer's lie is open to the next).
 
 Training is single-threaded (``torch.set_num_threads(1)``): with 2 cores,
 PPO's small networks run far slower when torch spreads them over threads.
@@ -49,7 +52,7 @@ from eq_env.exchange_audit.features import (
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.exchange_audit.views import NothingToLearnError
 
-__all__ = ["ALGOS", "NothingToLearnError", "SB3Policy", "TrainResult", "make_vec", "selfplay", "train"]
+__all__ = ["ALGOS", "MixturePolicy", "NothingToLearnError", "SB3Policy", "TrainResult", "make_vec", "selfplay", "train"]
 
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training seeds start at 0
@@ -127,6 +130,53 @@ class SB3Policy:
             return out
         assert isinstance(views, ValidatorBatch)
         return self._predict(validator_features_batch(views)).reshape(-1).astype(bool)
+
+
+class MixturePolicy:
+    """Plays, in each episode, one of ``members`` (policies or specs of ``role``) drawn uniformly at random: the
+    average opponent of fictitious play (:func:`selfplay` with ``opponents="all"``).
+
+    It acts one observation at a time (``act``) and in bulk (``act_batch``, when every member does: each row gets
+    its own draw), so the vectorised training environments and the batch engine play it. Reset with a seed, it
+    draws the same members in the same episodes.
+    """
+
+    def __init__(self, role: Role, members: Sequence[Any]) -> None:
+        from eq_env.core.policy import make_policy
+
+        if not members:
+            raise ValueError("a mixture needs at least one member")
+        self.role: Role = role
+        self.labels = [_opponent_label(m) for m in members]
+        self.members = [make_policy(m, role) for m in members]  # type: ignore[arg-type]
+        self.rng = np.random.default_rng(0)
+
+    def __repr__(self) -> str:
+        return f"MixturePolicy({self.role!r}, {self.labels!r})"
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+        for member in self.members:
+            member.reset(seed=seed)
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        return self.members[int(self.rng.integers(len(self.members)))].act(observation)
+
+    def act_batch(self, views: Any) -> Any:
+        from eq_env.exchange_audit.batch import is_batchable
+        from eq_env.exchange_audit.equilibrium import _merge
+
+        if not all(is_batchable(m) for m in self.members):
+            raise TypeError(f"{self!r}: a member cannot act in bulk")
+        n = views.n if isinstance(views, ProposerBatch) else len(views.ambiguous)
+        picks = self.rng.integers(len(self.members), size=n)
+        outs = [m.act_batch(views) for m in self.members]  # type: ignore[attr-defined]
+        if self.role == "proposer":
+            merged: SubmissionBatch = outs[0]
+            for k in range(1, len(outs)):
+                merged = _merge(picks == k, outs[k], merged)
+            return merged
+        return np.choose(picks, [np.asarray(o, dtype=bool) for o in outs])
 
 
 def _sb3_for(role: Role) -> Any:
@@ -318,6 +368,7 @@ def train(
     return TrainResult(out, role, algo, timesteps, seconds, run / seconds, curve, summary, run)
 
 
+SELFPLAY_OPPONENTS = ("latest", "all")
 SELFPLAY_COLUMNS = ("round", "trained", "approval_rate", "bad_approval_rate", "welfare", "proposer_payoff",
                     "validator_payoff")  # fmt: skip
 
@@ -332,9 +383,17 @@ def selfplay(
     algo: str = "ppo",
     eval_episodes: int = 2000,
     progress: bool | None = None,
+    opponents: str = "all",
 ) -> list[dict[str, Any]]:
     """Alternating training: each round trains the proposer against the current validator, then the
     validator against that proposer.
+
+    ``opponents``: whom each training faces — ``"all"`` (default) every policy the other role has played so
+    far, one drawn uniformly per episode (:class:`MixturePolicy`: fictitious play; the first proposer's pool is
+    the rule validator, a validator's every proposer trained so far, the latest included); ``"latest"`` the
+    other role's latest policy only (best-response dynamics). The latter cycles: a validator trained on one
+    proposer's lie approves another, which the next proposer finds (the README shows both). Each row is the
+    latest pair's, whatever the training faced.
 
     The first proposer faces the paper's rule validator. Returns a row per training — round, role
     trained, and the runner's metrics of the pair after it (on held-out seeds) — and writes them to
@@ -345,14 +404,20 @@ def selfplay(
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    if opponents not in SELFPLAY_OPPONENTS:
+        raise ValueError(f"opponents must be one of {SELFPLAY_OPPONENTS}, got {opponents!r}")
     out = Path(out)
     config = config or ExchangeAuditConfig()
     current: dict[str, Any] = {"proposer": "honest", "validator": "rule"}
+    pool: dict[str, list[Any]] = {"proposer": [], "validator": ["rule"]}  # what each role has played so far
     history: list[dict[str, Any]] = []
     for r in range(rounds):
         roles: tuple[Role, Role] = ("proposer", "validator")
         for i, role in enumerate(roles):
-            opponent = current["validator" if role == "proposer" else "proposer"]
+            other: Role = "validator" if role == "proposer" else "proposer"
+            opponent = current[other]
+            if opponents == "all" and len(pool[other]) > 1:
+                opponent = MixturePolicy(other, pool[other])
             path = out / f"round{r}_{role}"
             step_seed = seed + 2 * r + i
             try:
@@ -370,7 +435,13 @@ def selfplay(
                 trained = f"{role} (skipped: {err})"
             else:
                 current[role] = f"sb3:path={path}"
+                pool[role].append(current[role])
                 trained = role
+                if isinstance(opponent, MixturePolicy):  # (train measured it against the mixture it faced)
+                    from eq_env.exchange_audit.runner import evaluate
+
+                    evaluation = evaluate(config, current["proposer"], current["validator"], episodes=eval_episodes,
+                                          seeds=list(EVAL_SEEDS)).summary  # fmt: skip
             history.append({"round": r, "trained": trained, "proposer": str(current["proposer"]),
                             "validator": str(current["validator"]),
                             **{k: v[0] for k, v in evaluation.items()}})  # fmt: skip

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from eq_env.core.cli import (
     MAX_EPISODES,
     MAX_ROUNDS,
+    MAX_TIMESTEPS,
     Command,
     add_backend_flags,
     add_config_flags,
@@ -238,6 +239,10 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--timesteps", type=timesteps_arg, default=30_000, help="steps per training, at least 64")
     sp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
+    sp.add_argument("--opponents", choices=("all", "latest"), default="all",
+                    help="each training faces every policy the other role has played so far, one drawn per "
+                         "episode (default: fictitious play), or its latest only (best-response dynamics, which "
+                         "cycle)")  # fmt: skip
     sp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     add_config_flags(sp, ExchangeAuditConfig)
 
@@ -246,7 +251,8 @@ def _selfplay(args: argparse.Namespace) -> int:
     from baselines.exchange_audit.rl import selfplay
 
     selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
-             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None)  # fmt: skip
+             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None,
+             opponents=args.opponents)  # fmt: skip
     print((args.out / "selfplay.md").read_text())
     print(f"wrote selfplay.csv, selfplay.md, selfplay.png and a model per training to {args.out}")
     return 0
@@ -662,6 +668,11 @@ def _punish_rounds(text: str) -> int | None:
     return int_in(1, 100_000, " or 'forever'")(text)
 
 
+# 0 (no PPO) or train's range: a larger count was once cut to 10^9 in silence, a training that never ends
+_ppo_timesteps = number_type(int, f"0 (no PPO) or a number of steps in [64, {MAX_TIMESTEPS}]",
+                             lambda v: v == 0 or 64 <= v <= MAX_TIMESTEPS)  # fmt: skip
+
+
 def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     from eq_env.exchange_audit.repeated.experiment import DEFAULT_DELTAS, POLICIES
 
@@ -698,11 +709,6 @@ def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
                     help="train a PPO proposer with the history in its observation for N steps per checked cell "
                          "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
     rp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-
-
-def _ppo_timesteps(text: str) -> int:
-    value = number_type(int, "0 (no PPO) or a number of steps of at least 64", lambda v: v == 0 or 64 <= v)(text)
-    return int(min(value, 1_000_000_000))
 
 
 def _repeated(args: argparse.Namespace) -> int:
@@ -746,8 +752,9 @@ COMMANDS = (
         "alternate training of the proposer and the validator for K rounds",
         _selfplay_arguments,
         _selfplay,
-        "Each round trains the proposer against the current validator, then the validator against it (the first "
-        "proposer faces the rule validator); prints approval, bad approval, welfare and both payoffs after each "
+        "Each round trains the proposer, then the validator, each against every policy the other role has played "
+        "so far, one drawn per episode (fictitious play; --opponents latest: the latest only); the first "
+        "proposer faces the rule validator; prints approval, bad approval, welfare and both payoffs after each "
         "training and writes them to --out (selfplay.csv/.md/.png). Re-running resumes.",
         "finished trainings are saved in --out; run the same command to resume",
     ),

@@ -40,6 +40,9 @@ def test_the_nash_equilibrium_by_hand() -> None:
     # a lie fined L = 1 whenever audited (d = 1): (1 - q)·2 - q·1 = 1 at q = 1/3
     eq = nash_equilibrium(V=2.0, audit_cost=0.2, bad_approval_loss=10.0, noncompliant_share=0.25, L=1.0, detect=1.0)
     assert eq.q == pytest.approx(1 / 3) and eq.m == pytest.approx(0.08)
+    # caught only half the time (d = 1/2, L = 2): (1 - q)·2 - q·(1/2)·2 = 1 at q = 1/3, not (V - n0)/(V + L) = 1/4
+    eq = nash_equilibrium(V=2.0, audit_cost=0.2, bad_approval_loss=10.0, noncompliant_share=0.25, L=2.0, detect=0.5)
+    assert eq.q == pytest.approx(1 / 3) and (1 - eq.q) * 2.0 - eq.q * 0.5 * 2.0 == pytest.approx(1.0)
     # both are indifferent there: the lie pays NO_TRADE's 1, and U_V(q, m*) does not move with q
     q, m = 0.5, 0.08
 

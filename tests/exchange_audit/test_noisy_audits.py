@@ -293,3 +293,55 @@ def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Path) -> Non
         with pytest.raises(ValueError, match=match):
             noisy_audits(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
     assert not (tmp_path / "x").exists()
+
+
+def _audit_fail_probability(checks: int, miss: float, false_fail: float, lie: bool) -> float:
+    """P(the game's audit fails an artifact of four made claims, one of them false if ``lie``), enumerated
+    exactly over the claims sampled (every subset of ``checks`` equally likely) and every claim's flip."""
+    import itertools
+
+    from eq_env.exchange_audit.game import (
+        Artifact,
+        AuditOutcome,
+        Claims,
+        Intent,
+        Proposal,
+        ProposerAction,
+        State,
+        Submission,
+        run_audit,
+    )
+
+    config = PAPER.replace(q=1.0, B=checks).with_audit_noise(miss, false_fail)
+    state = State(False, Intent.HEDGE, 1.0, 0.3, 1.5 if lie else 0.5, 0.1, 0.7)  # a lie: risk beyond its limit
+    claims = Claims(intent=Intent.HEDGE, risk_within_limit=True, net_delta_bounded=True, confidence=0.9)
+    sub = Submission(ProposerAction.REQUEST_APPROVAL, Proposal(Intent.HEDGE, 0.9, 0.1, 0.7), Artifact(claims))
+    subsets = list(itertools.combinations(range(4), checks))
+    total = 0.0
+    for subset in subsets:
+        keys = tuple(0.1 if i in subset else 0.9 for i in range(4))  # the smallest keys are the claims checked
+        for flips in itertools.product((False, True), repeat=4):
+            weight = 1.0
+            for i, flip in enumerate(flips):
+                rate = miss if (lie and i == 1) else false_fail  # claim 1, risk_within_limit, is the lie
+                weight *= rate if flip else 1 - rate
+            check_u = tuple(0.0 if flip else 1.0 for flip in flips)  # below its rate: the verdict flips
+            failed = run_audit(sub, state, (0.0, *keys), config, check_u).outcome is AuditOutcome.FAIL
+            total += weight * failed / len(subsets)
+    return total
+
+
+@pytest.mark.parametrize("checks", [4, 2, 1])
+def test_the_noisy_detection_is_the_games_audit_with_both_rates_above_zero(checks: int) -> None:
+    """d and φ with ε₀ = 0.3 and ε₁ = 0.1, by hand and enumerated from the game's audit. With both rates above
+    zero the lie's checked true claims pass with (1 − ε₁)^(B−1), not (1 − ε₁)^B (one of its B checks is the lie)."""
+    from eq_env.exchange_audit.noisy import noisy_detection
+
+    by_hand = {  # d = 1 − [π·ε₀·(1 − ε₁)^(B−1) + (1 − π)·(1 − ε₁)^B], φ = 1 − (1 − ε₁)^B, π = B/4
+        4: (1 - 0.3 * 0.9**3, 1 - 0.9**4),  # 0.7813, 0.3439
+        2: (1 - (0.5 * 0.3 * 0.9 + 0.5 * 0.9**2), 1 - 0.9**2),  # 0.46, 0.19
+        1: (1 - (0.25 * 0.3 + 0.75 * 0.9), 1 - 0.9),  # 0.25, 0.1
+    }[checks]
+    assert noisy_detection(checks, 0.3, 0.1) == pytest.approx(by_hand, abs=1e-12)
+    game = (_audit_fail_probability(checks, 0.3, 0.1, lie=True), _audit_fail_probability(checks, 0.3, 0.1, lie=False))
+    assert game == pytest.approx(by_hand, abs=1e-12)

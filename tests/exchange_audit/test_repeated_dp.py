@@ -143,6 +143,34 @@ def test_fixed_q_deters_exactly_where_the_one_shot_game_does() -> None:
             s.at("proposer", q) <= MENU[0].at("proposer", q) for s in MENU[1:])  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "continuation, rounds, q, deterred",
+    [(0.5, 100, 0.9, True), (0.9, 100, 0.6, False), (1.0, 2, 0.9, True), (1.0, 5, 0.6, False)],
+)
+def test_the_condition_checks_where_honesty_goes_and_values_a_liars_future_at_its_best(
+    continuation: float, rounds: int, q: float, deterred: bool
+) -> None:
+    """A lenient trigger (q_punish = 0 after a failed audit) where an honest proposer never fails an audit: the
+    punished state, where the shading lie pays (2.0 against 1.7 at q = 0), is one honest play never reaches.
+
+    * Impatient (δ = 0.5) or near the end (T = 2) at q = 0.9, getting caught costs more than lying there brings:
+      honesty is a best response, though a lie pays in a state it never reaches (checking every state said no).
+    * Patient at q = 0.6, lying to get caught and lying on pays: not deterred (valuing the punished state as
+      honest play there, 1.7 a round, said deterred).
+
+    The verdict is the dynamic programme's: its best response is worth no more than honesty for ever iff it holds.
+    """
+    config = RepeatedConfig(rounds=rounds, continuation=continuation).replace(
+        audit_policy="trigger", q=q, q_punish=0.0)  # fmt: skip
+    states = reputation_states(config)
+    assert MENU[0].failed == 0.0 and states.q[1] == 0.0 and MENU[1].at("proposer", 0.0) > MENU[0].at("proposer", 0.0)
+    policy, values = solve(states, MENU, config.rounds, config.continuation)
+    honest = evaluate(states, MENU, np.zeros_like(policy), config.rounds, config.continuation, 0.1)
+    assert bool(values[0] <= honest.value + 1e-9) is deterred
+    assert policy[-1, 1] != 0  # (the lie pays where honest play never goes: the last round, punished)
+    assert deterrence_holds(states, MENU, config.rounds, config.continuation) is deterred
+
+
 def test_the_sparse_transitions_are_the_dense_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each state's three successors carry what ReputationStates.transitions' dense matrix does, and honesty's
     values iterated (for many states) are the dense solve's."""
@@ -158,9 +186,11 @@ def test_the_sparse_transitions_are_the_dense_ones(monkeypatch: pytest.MonkeyPat
         assert dp._expected(states, probs, value) == pytest.approx(dense, abs=1e-12)
         share = np.random.default_rng(2).dirichlet(np.ones(states.n))
         assert dp._forward(states, probs[1], share) == pytest.approx(share @ states.transitions(MENU[1]), abs=1e-12)
-        solved = dp._honest_values(states, rewards[0], probs[0], config.continuation)
+        solved = dp._stationary_values(states, rewards[0], probs[0], config.continuation)
         monkeypatch.setattr(dp, "_DENSE_SOLVE", 0)
-        assert dp._honest_values(states, rewards[0], probs[0], config.continuation) == pytest.approx(solved, rel=1e-12)
+        assert dp._stationary_values(states, rewards[0], probs[0], config.continuation) == pytest.approx(
+            solved, rel=1e-12
+        )
         monkeypatch.undo()
 
 
@@ -196,6 +226,13 @@ def test_a_patient_horizon_is_solved_in_time_linear_in_its_states() -> None:
         (["repeated", "--out", "OUT", "--punish-rounds", "0"], "argument --punish-rounds"),
         (["repeated", "--out", "OUT", "--rounds", "0"], "argument --rounds"),
         (["repeated", "--out", "OUT", "--ppo-timesteps", "10"], "argument --ppo-timesteps"),
+        # a 400-digit count was cut to 10^9 steps in silence: a training that never ends
+        (
+            ["repeated", "--out", "OUT", "--ppo-timesteps", "4" * 400],
+            "--ppo-timesteps: expected 0 (no PPO) or a "
+            "number of steps in [64, 1000000000], got '444444444444'... (400 characters)",
+        ),
+        (["repeated", "--out", "OUT", "--ppo-timesteps", "1000000001"], "in [64, 1000000000], got 1000000001"),
         (["repeated", "--out", "OUT", "--gamma", "1.5"], "argument --gamma"),
         (["repeated", "--out", "OUT", "--episodes", "3"], "argument --episodes"),
         (["repeated", "--out", "OUT", "--preset", "paper"], "argument --preset"),
@@ -372,7 +409,11 @@ def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Any) -> None
     for kwargs, match in (({"qs": []}, "at least one"), ({"deltas": [], "rounds": []}, "at least one"),
                           ({"policies": ["grim"]}, "grim"), ({"q0": 0.3}, "q_min"),
                           ({"deltas": [1.0]}, "continuation"), ({"preset": "paper"}, "knows its compliance"),
-                          ({"false_fail": 1.5}, "false_fail_intent")):  # fmt: skip
+                          ({"false_fail": 1.5}, "false_fail_intent"),
+                          ({"ppo_timesteps": 10**400}, r"ppo_timesteps must be 0 \(no PPO\) or an integer in "
+                                                       r"\[64, 1000000000\], got '1000.*\(401 characters\)"),
+                          ({"ppo_timesteps": 10}, "ppo_timesteps"),
+                          ({"ppo_timesteps": 64.0}, "ppo_timesteps")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             repeated(tmp_path / "x", progress=False, **kwargs)  # type: ignore[arg-type]
     assert not (tmp_path / "x").exists()

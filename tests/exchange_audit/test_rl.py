@@ -376,3 +376,95 @@ def test_equilibrium_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["equilibrium", "--q", "0.3", "--V", "2", "--L", "1", "--B", "1", "--episodes", "8000"]) == 0
     out = capsys.readouterr().out
     assert "proposer: best response" in out and "validator: best response" in out and "deviating strategy" in out
+
+
+# ---------------------------------------------------------------------------
+# Fictitious play: the mixture of past opponents
+# ---------------------------------------------------------------------------
+def test_a_mixture_plays_one_member_per_episode_seeded() -> None:
+    """In bulk and one observation at a time, each episode is one member's, drawn uniformly and the same for a
+    seed: a mixture of the rule validator and always-approve approves where the rule does, and more."""
+    from baselines.exchange_audit.rl import MixturePolicy
+    from eq_env.exchange_audit.batch import draw_nature
+
+    config = TEMPTATION.replace(q=0.3)
+    mixture = MixturePolicy("validator", ["approve", "block"])
+    assert repr(mixture) == "MixturePolicy('validator', ['approve', 'block'])"
+    cols = [
+        simulate(config, make_policy("honest", "proposer"), mixture, episodes=400, seed=3)["approved"] for _ in range(2)
+    ]
+    asked = simulate(
+        config, make_policy("honest", "proposer"), make_policy("approve", "validator"), episodes=400, seed=3
+    )["approved"]
+    assert np.array_equal(cols[0], cols[1]) and not (cols[0] & ~asked).any()  # seeded; approves only what asks
+    assert 0.4 < cols[0].sum() / asked.sum() < 0.6  # (half the requests meet the approving member)
+    mixture.reset(seed=5)
+    one_at_a_time = [mixture.act({"action_mask": np.ones(2, dtype=np.int8)}) for _ in range(200)]
+    assert set(one_at_a_time) == {0, 1}
+    # proposers: every row is one member's submission, both members play
+    nature = draw_nature(config, DrawStream(0), 300)
+    views = proposer_batch(nature, config)
+    members = [make_policy(s, "proposer") for s in ("honest", "silent")]
+    outs = [m.act_batch(views) for m in members]
+    both = MixturePolicy("proposer", ["honest", "silent"])
+    both.reset(seed=1)
+    mixed = both.act_batch(views)
+    from_first = np.all([getattr(mixed, k) == getattr(outs[0], k) for k in ("request", "claim_intent", "words")], 0)
+    from_second = np.all([getattr(mixed, k) == getattr(outs[1], k) for k in ("request", "claim_intent", "words")], 0)
+    assert (from_first | from_second).all() and (from_first & ~from_second).any() and (from_second & ~from_first).any()
+    with pytest.raises(ValueError, match="at least one member"):
+        MixturePolicy("proposer", [])
+
+
+def test_the_selfplay_command_passes_its_opponents_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    from baselines.exchange_audit import rl
+    from eq_env.cli import main
+
+    seen: dict[str, Any] = {}
+
+    def fake(out: Path, **kwargs: Any) -> list:
+        seen.update(kwargs)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "selfplay.md").write_text("| the table |\n")
+        return []
+
+    monkeypatch.setattr(rl, "selfplay", fake)
+    assert main(["selfplay", "--out", str(tmp_path / "a"), "--rounds", "2", "--opponents", "latest"]) == 0
+    assert seen["opponents"] == "latest" and seen["rounds"] == 2 and "| the table |" in capsys.readouterr().out
+    assert main(["selfplay", "--out", str(tmp_path / "b")]) == 0 and seen["opponents"] == "all"  # (the default)
+    with pytest.raises(SystemExit):
+        main(["selfplay", "--out", str(tmp_path / "c"), "--opponents", "best"])
+    err = capsys.readouterr().err.strip()
+    assert "argument --opponents: invalid choice: 'best'" in err and "\n" not in err
+    with pytest.raises(ValueError, match="opponents must be one of"):
+        selfplay(tmp_path / "d", opponents="best")
+
+
+@pytest.mark.slow  # (eight short trainings: half a minute)
+def test_fictitious_selfplay_faces_every_past_opponent_and_reproduces(tmp_path: Path) -> None:
+    """With opponents="all" round 1's proposer faces the rule validator and round 0's validator, one drawn per
+    episode, and round 1's validator both proposers; the same seed gives the same learning curves and the same
+    round table, bit for bit (in another directory)."""
+    import json
+
+    kwargs: dict[str, Any] = {"rounds": 2, "timesteps": 1024, "seed": 0, "config": TEMPTATION.replace(q=0.1),
+                              "eval_episodes": 20, "opponents": "all", "progress": False}  # fmt: skip
+    runs = [selfplay(tmp_path / name, **kwargs) for name in ("a", "b")]
+
+    def opponent(run: str, training: str) -> str:
+        return json.loads((tmp_path / run / training / "policy.json").read_text())["opponent"]
+
+    a = tmp_path / "a"
+    assert opponent("a", "round0_proposer") == "rule"
+    assert opponent("a", "round0_validator") == f"sb3:path={a}/round0_proposer"
+    assert opponent("a", "round1_proposer") == f"MixturePolicy('validator', ['rule', 'sb3:path={a}/round0_validator'])"
+    assert opponent("a", "round1_validator") == (
+        f"MixturePolicy('proposer', ['sb3:path={a}/round0_proposer', 'sb3:path={a}/round1_proposer'])"
+    )
+    assert runs[1][-1]["proposer"] == f"sb3:path={tmp_path / 'b'}/round1_proposer"  # rows: the latest pair
+    metrics = [[{k: v for k, v in row.items() if k not in ("proposer", "validator")} for row in run] for run in runs]
+    assert metrics[0] == metrics[1]
+    for training in ("round0_proposer", "round0_validator", "round1_proposer", "round1_validator"):
+        curves = [(tmp_path / run / training / "learning_curve.csv").read_text() for run in ("a", "b")]
+        assert curves[0] == curves[1] and curves[0].count("\n") > 2, training

@@ -42,22 +42,31 @@ counts them). :func:`repeated_best_response` chooses the policy on one half of t
 measures it on the other, against honesty for ever.
 
 **The repeated-game deterrence condition.** Honesty for ever is a best response iff no single deviation from it
-pays at any state honest play reaches (the one-shot deviation principle). With R_σ(s) = r_σ(q_s), W the values
-of honesty for ever and P_σ the verdict transitions, the condition at state s is
+pays at any state honest play reaches, the deviator's future valued at its best (the one-shot deviation
+principle). With R_σ(s) = r_σ(q_s), V* the values of the best response and P_σ the verdict transitions, the
+condition at state s is
 
-    R_ℓ(s) − R_h(s) ≤ δ·[P_h(s) − P_ℓ(s)]·W        for every lie ℓ,         (*)
+    R_ℓ(s) − R_h(s) ≤ δ·[P_h(s) − P_ℓ(s)]·V*        for every lie ℓ,        (*)
 
-the one-shot gain against the future it costs. :func:`deterrence_holds` checks (*) exactly (W from the linear
-system of honesty for ever; for δ = 1 backwards over the T rounds). In closed form:
+the one-shot gain against the future it costs. Both halves matter. A state honest play never reaches (a
+punishment an honest proposer never earns) is not checked: honesty may stay a best response although a lie
+pays there, when getting there costs more than it brings. But the future there is the deviator's best, not
+honesty's: where a lenient "punishment" (q_punish below q) makes lying pay, a lie that gets caught leads to
+it, and valuing it as honest play would call a profitable detour deterred. Where honesty is a best response
+in every state, V* = W, the values of honesty for ever. :func:`deterrence_holds` checks (*) exactly (V* by
+policy iteration from honesty, each step a linear system; for δ = 1 backwards over the T rounds). In closed
+form:
 
 * ``fixed`` q: the state never changes, the right side is 0: a lie is deterred iff it does not pay in one
   round, q ≥ q*₁ (for the shading lie q*₁ = 1 − no_trade_payoff/V: 0.5 at V = 2). Repetition changes nothing.
 * ``trigger`` with a grim punishment q_p (a failed audit: q = q_p for ever): with φ_σ = κᶠ_σ,
 
-      R_ℓ(q) − R_h(q) ≤ δ·q·(φ_ℓ − φ_h)·[R_h(q) − R_h(q_p)] / (1 − δ + δ·q·φ_h),
+      R_ℓ(q) − R_h(q) ≤ δ·q·(φ_ℓ − φ_h)·[R_h(q) − R*(q_p)] / (1 − δ + δ·q·φ_h),
 
-  the brief's "one-shot gain ≤ δ·q·π·(loss of future rents)/(1 − δ)" when an honest proposer never fails
-  (φ_h = 0). The future rent lost is R_h(q) − R_h(q_p): what *more audits cost an honest proposer*. In the
+  R*(q_p) = max_σ R_σ(q_p) the best a punished proposer can do each round (R_h(q_p) when honesty is best at
+  q_p, as under q_p ≥ q*₁); the brief's "one-shot gain ≤ δ·q·π·(loss of future rents)/(1 − δ)" when an
+  honest proposer never fails (φ_h = 0). The future rent lost is R_h(q) − R_h(q_p): what *more audits cost an
+  honest proposer*. In the
   paper's game with known compliance (preset ``paper_scripted``) an audit never fails an honest proposer and
   even gets it approved where its noisy numbers sit beyond a limit, so R_h rises with q: the punishment is no
   punishment, the right side is ≤ 0, and the trigger deters no lie the one-shot game does not (slightly fewer:
@@ -514,10 +523,12 @@ def _reachable(states: ReputationStates, probs: np.ndarray, start: int = 0) -> n
 _DENSE_SOLVE = 500  # up to this many states W comes from a dense linear solve; beyond, by value iteration
 
 
-def _honest_values(states: ReputationStates, reward: np.ndarray, probs: np.ndarray, continuation: float) -> np.ndarray:
-    """W = reward + δ·P·W, the values of honesty for ever on an unbounded horizon δ < 1 (P: (S, 3) verdict
-    probabilities): a dense solve for a few states, else iterated to float precision (the error shrinks by δ
-    per sweep, and each sweep costs O(S), not O(S²))."""
+def _stationary_values(
+    states: ReputationStates, reward: np.ndarray, probs: np.ndarray, continuation: float
+) -> np.ndarray:
+    """W = reward + δ·P·W, the values of one stage strategy per state played for ever (honesty, or any choice
+    per state) on an unbounded horizon δ < 1 (P: (S, 3) verdict probabilities): a dense solve for a few states,
+    else iterated to float precision (the error shrinks by δ per sweep, and each sweep costs O(S), not O(S²))."""
     if states.n <= _DENSE_SOLVE:
         moves = np.zeros((states.n, states.n))
         np.add.at(moves, (np.repeat(np.arange(states.n), 3), states.next.ravel()), probs.ravel())
@@ -529,31 +540,41 @@ def _honest_values(states: ReputationStates, reward: np.ndarray, probs: np.ndarr
     return value
 
 
+def _best_values(states: ReputationStates, rewards: np.ndarray, probs: np.ndarray, continuation: float) -> np.ndarray:
+    """V* = max_σ [R_σ + δ·P_σ·V*] on the unbounded horizon δ < 1, by policy iteration from honesty: evaluate a
+    choice per state exactly, switch a state to a strategy that beats its choice by more than float dust,
+    until none does (each switch raises every value, so it ends, in a few steps)."""
+    columns = np.arange(states.n)
+    choice = np.zeros(states.n, dtype=np.int64)
+    while True:
+        value = _stationary_values(states, rewards[choice, columns], probs[choice, columns], continuation)
+        q_values = rewards + continuation * _expected(states, probs, value)
+        best = np.argmax(q_values, axis=0)
+        better = q_values[best, columns] > q_values[choice, columns] + _TIE
+        if not better.any():
+            return value
+        choice = np.where(better, best, choice)
+
+
 def deterrence_holds(
     states: ReputationStates, strategies: Sequence[StageStrategy], rounds: int, continuation: float
 ) -> bool:
     """Condition (*) of the module docstring: no single deviation from honesty for ever (strategy 0) pays at any
-    state honest play reaches. δ < 1 is taken as the unbounded geometric horizon (the cap T does not bind);
-    δ = 1 as exactly T rounds, checked round by round."""
+    state honest play reaches, the future valued at the best response's values V*. δ < 1 is taken as the
+    unbounded geometric horizon (the cap T does not bind); δ = 1 as exactly T rounds, checked round by round."""
     rewards, probs = _arrays(states, strategies)
     if continuation < 1.0:
-        value = _honest_values(states, rewards[0], probs[0], continuation)
+        value = _best_values(states, rewards, probs, continuation)
         q_values = rewards + continuation * _expected(states, probs, value)
         where = _reachable(states, probs[0])
         return bool(((q_values[1:] - q_values[0])[:, where] <= _TIE).all())
-    value = np.zeros(states.n)
     reached = np.zeros(states.n)
     reached[0] = 1.0
-    shares = []
-    for _ in range(rounds):  # which states honest play reaches in each round
-        shares.append(reached > 0)
-        reached = _forward(states, probs[0], reached)
-    for t in reversed(range(rounds)):
-        go_on = 1.0 if t + 1 < rounds else 0.0
-        q_values = rewards + go_on * _expected(states, probs, value)
-        if ((q_values[1:] - q_values[0])[:, shares[t]] > _TIE).any():
+    policy, _ = solve(states, strategies, rounds, continuation)  # backwards: honesty wherever no lie beats it
+    for t in range(rounds):  # the states honest play reaches in round t must all choose honesty
+        if (policy[t][reached > 0] != 0).any():
             return False
-        value = q_values[0]
+        reached = _forward(states, probs[0], reached)
     return True
 
 

@@ -165,6 +165,12 @@ def repeated(
         raise ValueError(f"the experiment needs at least one knob value, horizon and audit policy (of "
                          f"{', '.join(POLICIES)}), got qs={qs}, deltas={list(deltas)}, rounds={list(rounds)}, "
                          f"policies={list(policies)}")  # fmt: skip
+    from eq_env.core.cli import MAX_TIMESTEPS, shown
+
+    if isinstance(ppo_timesteps, bool) or not isinstance(ppo_timesteps, int) or not (
+            ppo_timesteps == 0 or 64 <= ppo_timesteps <= MAX_TIMESTEPS):  # fmt: skip
+        raise ValueError(f"ppo_timesteps must be 0 (no PPO) or an integer in [64, {MAX_TIMESTEPS}], got "
+                         f"{shown(repr(ppo_timesteps), quoted=False)}")  # fmt: skip
     base = RepeatedConfig.from_preset(preset, V=V, L=L)
     if not base.stage.reveal_compliance:
         raise ValueError(
