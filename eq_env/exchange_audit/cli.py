@@ -167,7 +167,7 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
                     help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
     tr.add_argument("--eval-episodes", type=episodes_arg, default=2000,
                     help="episodes per evaluation seed (default 2000)")  # fmt: skip
-    tr.add_argument("--n-envs", type=_positive_int, default=8,
+    tr.add_argument("--n-envs", type=int_in(1, 4096), default=8,
                     help="environments stepped together, seeded seed, seed+1, ... (default 8)")  # fmt: skip
     tr.add_argument("--no-vec-env", dest="vectorised", action="store_false",
                     help="step the environments as single views in SB3's DummyVecEnv instead of the native "
@@ -176,16 +176,6 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
     from baselines.rllib import add_rllib_flags
 
     add_rllib_flags(tr)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _train(args: argparse.Namespace) -> int:

@@ -240,6 +240,8 @@ BAD_FLAGS = [
     (["sweep", "--out", OUT], "--jobs", "0"),
     (["train", "--role", "proposer", "--out", OUT], "--timesteps", "10"),
     (["train", "--role", "proposer", "--out", OUT], "--timesteps", "-1"),
+    (["train", "--role", "proposer", "--out", OUT], "--n-envs", "٤"),
+    (["train", "--role", "proposer", "--out", OUT], "--n-envs", "99999"),
     (["train", "--role", "proposer", "--out", OUT], "--seed", "-1"),
     (["train", "--role", "proposer", "--out", OUT], "--eval-episodes", "0"),
     (["train", "--role", "proposer", "--out", OUT], "--q-values", ""),
