@@ -11,7 +11,6 @@ import asyncio
 import csv
 import json
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -224,13 +223,15 @@ def test_a_corrupt_recording_is_named_in_a_replay(tmp_path: Path) -> None:
     assert "unreadable" in bad.error and str(recorded[0]) in bad.error
 
 
-def test_replaying_from_a_missing_cache_directory_is_refused_at_once(tmp_path: Path, capsys: Any) -> None:
-    started = time.perf_counter()
+def test_replaying_from_a_missing_cache_directory_is_refused_at_once(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits = no_backoff(monkeypatch)
     status = main(["reproduce", "--out", str(tmp_path / "out"), "--proposer", "llm", "--cache", "read",
                    "--cache-dir", str(tmp_path / "no_such_dir")])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and "nothing to replay" in err[0] and "does not exist" in err[0]
-    assert time.perf_counter() - started < 10
+    assert waits == []  # at once: refused before any request, so never a retry's wait
     assert not (tmp_path / "out" / "results.jsonl").exists() or not (tmp_path / "out" / "results.jsonl").read_text()
 
 
@@ -347,6 +348,17 @@ def test_credentials_are_masked_in_every_recorded_endpoint() -> None:
 # ---------------------------------------------------------------------------
 # 12. An endpoint that cannot serve the run fails fast, with one line
 # ---------------------------------------------------------------------------
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits the client would make before retrying (none, for a run that fails fast): recorded, not slept,
+    so a test checks "fast" by the events that would make it slow, not by the clock."""
+    import agents.client
+
+    waits: list[float] = []
+    real = agents.client._backoff
+    monkeypatch.setattr(agents.client, "_backoff", lambda *a: waits.append(real(*a)) or 0.0)
+    return waits
+
+
 def one_line_error(capsys: Any) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0], err
@@ -356,10 +368,10 @@ def one_line_error(capsys: Any) -> str:
 def test_an_unreachable_endpoint_fails_fast_and_records_nothing(tmp_path: Path, capsys: Any,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    started = time.perf_counter()
+    waits = no_backoff(monkeypatch)
     status = main(["play", "--proposer", "llm", "--base-url", f"http://127.0.0.1:{closed_port()}/v1",
                    "--max-retries", "5"])  # fmt: skip
-    assert status == 2 and time.perf_counter() - started < 10
+    assert status == 2 and waits == []  # fast: stopped at the check, never retried (5 retries would wait ~15 s)
     line = one_line_error(capsys)
     assert "cannot reach the endpoint" in line and "to replay a recording without it, pass --cache read" in line
     assert list(tmp_path.iterdir()) == []  # no recorded failure left behind, not even a cache directory
