@@ -1,10 +1,18 @@
 """The test suite's own game: :mod:`toy_game` (three agents, multi-turn), registered beside the package's
 games so that every registry-derived test — the conformance battery first — runs on it too."""
 
-import pytest
-import toy_game  # noqa: F401 - registers "eq_env/relay-v0" (tests only)
+import sys
 
-import eq_env  # noqa: F401 - the package's games first: the first registered is the default
+# Compiled modules are cached (in __pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set, as on
+# CI machines: without the cache every run recompiles the package and pytest rewrites every test module again
+# (15 s of a fast run here), and each of the suite's subprocesses compiles the package afresh (about 1 s each).
+# Subprocesses only read the cache, which is what saves their second.
+sys.dont_write_bytecode = False
+
+import pytest  # noqa: E402 - after the setting above, so that what it imports is cached too
+import toy_game  # noqa: E402, F401 - registers "eq_env/relay-v0" (tests only)
+
+import eq_env  # noqa: E402, F401 - the package's games first: the first registered is the default
 
 
 @pytest.fixture(autouse=True)

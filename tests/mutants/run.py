@@ -23,8 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,15 +63,20 @@ def plant(mutant: dict) -> str:
     original = path.read_text()
     if original.count(mutant["old"]) != 1:
         return "stale"
+    # compiled files go to a directory of this mutant's own: a mutant of the same size as the line it replaces,
+    # written in the same second, would otherwise leave a cached compilation the restored file shares its size
+    # and time with (tests/conftest.py caches them)
+    cache = tempfile.mkdtemp(prefix="eq_env_mutant_")
     try:
         path.write_text(original.replace(mutant["old"], mutant["new"]))
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "PYTHONPYCACHEPREFIX": cache}
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant["tests"]],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     finally:
         path.write_text(original)
+        shutil.rmtree(cache, ignore_errors=True)
     return "survived" if done.returncode == 0 else "killed"
 
 
