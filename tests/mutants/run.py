@@ -48,6 +48,8 @@ def load(paths: list[Path]) -> list[dict]:
                 sys.exit(f"{path}:{number}: missing {', '.join(missing)}")
             if not isinstance(mutant["tests"], list) or not mutant["tests"]:
                 sys.exit(f"{path}:{number}: 'tests' must be a non-empty list of test paths or nodes")
+            if mutant["old"] == mutant["new"]:
+                sys.exit(f"{path}:{number}: 'new' is 'old': that plants nothing")
             mutant["where"] = f"{path.name}:{number}"
             mutants.append(mutant)
     ids = [m["id"] for m in mutants]
