@@ -190,9 +190,19 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
     return (
         PPOConfig()
         .environment(RLLIB_ENV, env_config=env_config)
-        .multi_agent(policies=set(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
+        # sorted, not a set: RLlib builds and updates the modules in this order, and a set of names has the order
+        # of the process's string hashes (belief coordination's checkpoint differed from one process to the next)
+        .multi_agent(policies=sorted(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
-        .env_runners(num_env_runners=env_runners, num_envs_per_env_runner=envs_per_runner, num_cpus_per_env_runner=1)
+        # sample_timeout_s=None: wait for the runners' samples. RLlib's default (60 s) drops a sample that takes
+        # longer, and that iteration trains on nothing (a warning below log_level ERROR): a belief-coordination
+        # iteration on two busy cores took 66-70 s, so the same seed gave another policy on a loaded machine.
+        .env_runners(
+            num_env_runners=env_runners,
+            num_envs_per_env_runner=envs_per_runner,
+            num_cpus_per_env_runner=1,
+            sample_timeout_s=None,
+        )
         .learners(num_learners=0)
         .training(
             train_batch_size_per_learner=batch,
