@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import time
@@ -50,14 +51,29 @@ RLLIB_MODULES = ("ray.rllib", "tree", "pyarrow")
 def rllib_missing() -> str | None:
     """What to install for RLlib training, one line, or None (looked up without importing Ray)."""
     for module in RLLIB_MODULES:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ModuleNotFoundError, ValueError):  # no ray at all
-            found = False
-        if not found:
+        if not _installed(module):
             return ("--backend rllib needs RLlib, which is not installed (no module "
                     f"{module!r}): pip install 'eq-env[rllib]'")  # fmt: skip
     return None
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing any package it is in.
+
+    ``importlib.util.find_spec("ray.rllib")`` imports ``ray`` to find ``ray.rllib``, and Ray reads its
+    authentication mode when imported: Ray imported here, before :func:`~eq_env.core.executors.ray_connected`
+    put the token of the instance it starts in the environment, left the driver without it
+    (``InvalidAuthToken``, every local ``--backend rllib`` training). The submodules are looked up in
+    their parent's directories instead."""
+    top, *subs = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except ValueError:  # imported without a spec (a stand-in): not the real package
+        return False
+    for sub in subs:
+        locations = spec.submodule_search_locations if spec is not None else None
+        spec = importlib.machinery.PathFinder.find_spec(sub, list(locations)) if locations else None
+    return spec is not None
 
 
 def adapter(env: Any) -> NumericAdapter:
@@ -174,9 +190,19 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
     return (
         PPOConfig()
         .environment(RLLIB_ENV, env_config=env_config)
-        .multi_agent(policies=set(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
+        # sorted, not a set: RLlib builds and updates the modules in this order, and a set of names has the order
+        # of the process's string hashes (belief coordination's checkpoint differed from one process to the next)
+        .multi_agent(policies=sorted(specs), policy_mapping_fn=functools.partial(_module_of, agent_modules))
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
-        .env_runners(num_env_runners=env_runners, num_envs_per_env_runner=envs_per_runner, num_cpus_per_env_runner=1)
+        # sample_timeout_s=None: wait for the runners' samples. RLlib's default (60 s) drops a sample that takes
+        # longer, and that iteration trains on nothing (a warning below log_level ERROR): a belief-coordination
+        # iteration on two busy cores took 66-70 s, so the same seed gave another policy on a loaded machine.
+        .env_runners(
+            num_env_runners=env_runners,
+            num_envs_per_env_runner=envs_per_runner,
+            num_cpus_per_env_runner=1,
+            sample_timeout_s=None,
+        )
         .learners(num_learners=0)
         .training(
             train_batch_size_per_learner=batch,

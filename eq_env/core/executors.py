@@ -39,12 +39,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import importlib.util
 import logging
 import os
 import secrets
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -197,26 +199,31 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
     ``address``: a running cluster to join (``"HOST:PORT"`` of its head, or ``"auto"``); None starts a Ray
     instance on this machine with ``num_cpus`` CPUs (default: Ray's count), on the loopback address, no
     dashboard, in a short temporary directory (Ray's socket paths must fit the 107-byte limit of AF_UNIX
-    paths), removed afterwards (after a SIGKILL, by the next start), with a token of its own for Ray's
-    authentication (in the environment, unless ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is set: nothing is
-    written to ``~/.ray``). Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver
-    already connected (``ray.is_initialized()``) is used as it is and left connected.
+    paths), removed afterwards (after a SIGKILL, by the next start), with this process's token for Ray's
+    authentication (in the environment for the block, unless ``RAY_AUTH_MODE`` or ``RAY_AUTH_TOKEN`` is
+    set: nothing is written to ``~/.ray``). Every local start of a process has the same token, since Ray
+    reads it once per process, so a command may start instances one after another (the Einstein reproduce:
+    its runs, then its taxonomy), and ``ray`` may have been imported before. Usage statistics are off
+    (``RAY_USAGE_STATS_ENABLED=0`` unless set). A driver already connected (``ray.is_initialized()``) is
+    used as it is and left connected.
 
     The start-up of :class:`RayExecutor` and of RLlib training (``baselines/rllib.py``). Refusals (Ray not
     installed, an empty address, ``num_cpus`` with an address, nothing answering at the address, no cluster
-    there) are one-line
-    ValueErrors.
+    there) are one-line ValueErrors.
     """
     _check_ray(address, num_cpus)
     if address is not None:
         _probe(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    with _token_of_its_own(address is None):  # (Ray reads its auth settings when it is imported)
+    imported = "ray" in sys.modules
+    with _token_of_its_own(address is None) as token_set_here:
         import ray
 
         if ray.is_initialized():
             yield ray
             return
+        if token_set_here and imported:
+            _reread_auth_mode()
         temp_dir = None
         options: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
         if address is not None:
@@ -269,20 +276,47 @@ def _running(pid: int) -> bool:
     return True
 
 
+# Ray 2.60 reads its authentication settings once per process, not at each ray.init (read in its sources):
+# * the mode (RAY_AUTH_MODE) into its RayConfig when `ray` is imported; ray.init re-reads it only when it
+#   sets the mode itself (RAY_AUTH_MODE unset: authentication_token_setup.enable_token_auth_by_default);
+# * the token (RAY_AUTH_TOKEN) the first time it is needed, by a C++ AuthenticationTokenLoader that caches
+#   it for the life of the process: ray.shutdown does not reset it.
+# The GCS, raylet and workers of each new instance read both afresh from the environment they inherit. A
+# fresh token at every start therefore broke the second start of a process (its GCS held the new token,
+# the driver still sent the first: InvalidAuthToken, e.g. in the Einstein reproduce's taxonomy after its
+# runs), and Ray imported before the mode was set (find_spec("ray.rllib") runs ray/__init__) left the
+# driver sending none. Hence one token for the whole process, and the mode re-read when Ray was imported
+# before it was set.
+@functools.cache
+def _process_token() -> str:
+    """The token of every Ray instance this process starts (made once: Ray's driver keeps the first it read)."""
+    return secrets.token_hex(32)
+
+
 @contextlib.contextmanager
-def _token_of_its_own(local: bool) -> Iterator[None]:
-    """For a Ray instance started here (``local``) with no token auth configured: a fresh token in this
-    process's environment (which Ray's processes inherit) for the block. Otherwise Ray 2.60 makes one and
-    writes it to ``~/.ray/auth_token``, a secret in the user's home that outlives the command."""
+def _token_of_its_own(local: bool) -> Iterator[bool]:
+    """For a Ray instance started here (``local``) with no token auth configured: this process's token
+    (:func:`_process_token`) in its environment (which Ray's processes inherit) for the block; yields whether
+    it was set. Otherwise Ray 2.60 makes one and writes it to ``~/.ray/auth_token``, a secret in the user's
+    home that outlives the command."""
     if not local or "RAY_AUTH_MODE" in os.environ or "RAY_AUTH_TOKEN" in os.environ:
-        yield  # the user's own settings (e.g. RAY_AUTH_MODE=disabled) stand
+        yield False  # the user's own settings (e.g. RAY_AUTH_MODE=disabled) stand
         return
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=_process_token())
     try:
-        yield
+        yield True
     finally:
         for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
             os.environ.pop(name, None)
+
+
+def _reread_auth_mode() -> None:
+    """Ray was imported before RAY_AUTH_MODE was set here, so its RayConfig holds the mode of that moment
+    (``disabled``, or this process's token mode at an earlier start): have it read the environment again,
+    as Ray's own ``_enable_token_auth`` does when ray.init sets the mode itself."""
+    from ray._raylet import Config  # type: ignore[import-not-found]
+
+    Config.initialize("")
 
 
 def _check_ray(address: str | None, num_cpus: int | None) -> None:

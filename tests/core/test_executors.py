@@ -16,6 +16,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -256,9 +257,24 @@ class _FakeRay(types.ModuleType):
         self.shut = True
 
 
+class _FakeConfig:
+    """Stands in for ``ray._raylet.Config`` (Ray's RayConfig): records the auth mode in the environment at each
+    ``initialize``, when Ray would read it again."""
+
+    reads: ClassVar[list[str | None]] = []
+
+    @classmethod
+    def initialize(cls, config: str) -> None:
+        cls.reads.append(os.environ.get("RAY_AUTH_MODE"))
+
+
 def _fake_ray(monkeypatch: pytest.MonkeyPatch, fail: BaseException | None = None) -> _FakeRay:
     fake = _FakeRay(fail)
     monkeypatch.setitem(sys.modules, "ray", fake)
+    raylet = types.ModuleType("ray._raylet")
+    raylet.Config = _FakeConfig  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray._raylet", raylet)
+    monkeypatch.setattr(_FakeConfig, "reads", [])
     monkeypatch.setattr(executors, "ray_missing", lambda: None)
     for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
@@ -279,6 +295,59 @@ def test_a_ray_instance_started_here_has_a_token_of_its_own_and_writes_none_home
     with executors.ray_connected(None, num_cpus=1):
         pass
     assert fake.seen["RAY_AUTH_MODE"] == "disabled" and fake.seen["RAY_AUTH_TOKEN"] is None
+
+
+def test_every_ray_instance_a_process_starts_has_the_same_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's driver reads RAY_AUTH_TOKEN once per process and keeps it, while each new instance's processes
+    read it from the environment: a fresh token at the second start of a process (the Einstein reproduce's
+    taxonomy after its runs) gave InvalidAuthToken."""
+    fake = _fake_ray(monkeypatch)
+    tokens = []
+    for _ in range(2):
+        with executors.ray_connected(None, num_cpus=1):
+            pass
+        tokens.append(fake.seen["RAY_AUTH_TOKEN"])
+        assert "RAY_AUTH_TOKEN" not in os.environ  # in the environment for the instance's lifetime only
+    assert tokens[0] == tokens[1] and len(str(tokens[0])) == 64
+
+
+def test_ray_imported_before_the_token_was_set_reads_its_auth_mode_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray reads RAY_AUTH_MODE when imported: imported before ray_connected set it (as finding ray.rllib did),
+    its driver sent no token to the instance started here. It is told to read the mode again, once set, before
+    ray.init; a cluster joined, or the user's own settings, are left alone."""
+    _fake_ray(monkeypatch)  # (already in sys.modules: imported before)
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert _FakeConfig.reads == ["token"]
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    with executors.ray_connected(None, num_cpus=1):
+        pass
+    assert _FakeConfig.reads == ["token"]
+
+
+def test_looking_up_rllib_imports_no_ray(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``find_spec("ray.rllib")`` imports ``ray``, which then reads its auth mode before ray_connected sets
+    it: ``eq-env train --backend rllib`` could not start a Ray instance here at all. rllib_missing finds the
+    extra (here a stand-in on disk whose ``import ray`` would fail) without importing any of it."""
+    from baselines import rllib
+
+    (tmp_path / "ray" / "rllib").mkdir(parents=True)
+    (tmp_path / "ray" / "__init__.py").write_text("raise ImportError('ray was imported')\n")
+    (tmp_path / "ray" / "rllib" / "__init__.py").write_text("")
+    (tmp_path / "pyarrow").mkdir()
+    (tmp_path / "pyarrow" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("ray", "ray.rllib", "pyarrow", "tree"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        assert rllib.rllib_missing() == ("--backend rllib needs RLlib, which is not installed (no module 'tree'): "
+                                         "pip install 'eq-env[rllib]'")  # fmt: skip
+        (tmp_path / "tree.py").write_text("")
+        assert rllib.rllib_missing() is None
+        assert "ray" not in sys.modules
+    finally:
+        for name in ("ray", "ray.rllib", "pyarrow", "tree"):
+            sys.modules.pop(name, None)
 
 
 def test_a_ray_instance_that_fails_to_start_leaves_no_temporary_directory(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,11 +12,17 @@ in a short temporary directory (Ray's socket paths must fit the 107-byte limit o
 which pytest's ``tmp_path`` exceeds), with usage statistics off and a token of the fixture's own for
 Ray's authentication (passed in the environment: nothing is written to ``~/.ray``). Both nodes are
 stopped and the directory removed at the end, whatever the tests did.
+
+The default path, a Ray instance of the command's own (no ``--ray-address``), is tested with no cluster on
+the machine: the tests that do not use the cluster run first (:func:`pytest_collection_modifyitems`),
+each command in a driver process of its own (:class:`LocalDriver`) with no ``RAY_*`` variable, as on a
+user's machine, which must leave no Ray process, temporary directory or ``~/.ray`` file behind.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -27,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,3 +170,115 @@ def cluster() -> Iterator[Cluster]:
         for node in reversed(nodes):
             node.stop()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests without the cluster first, so that they run on a machine with no cluster (the session's
+    starts with the first test that asks for it and stays up to the end)."""
+    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+
+
+# The driver of LocalDriver: runs each command line of argv[2] (JSON) with eq_env.cli.main in this one
+# process, one after another, and prints per command its status and how often it started Ray (calls of
+# ray_connected, the one start-up of RayExecutor and RLlib training). "import-ray-first" imports Ray before
+# anything else, as a script using the package as a library might (Ray then reads its settings at once).
+DRIVER = """
+import json, sys
+if sys.argv[1] == "import-ray-first":
+    import ray  # noqa: F401
+from eq_env.cli import main
+from eq_env.core import executors
+
+real, starts = executors.ray_connected, []
+def counted(*args, **kwargs):
+    starts.append(1)
+    return real(*args, **kwargs)
+executors.ray_connected = counted
+for argv in json.loads(sys.argv[2]):
+    starts.clear()
+    status = main(argv)
+    print("@@" + json.dumps({"status": status, "ray_starts": len(starts)}), flush=True)
+    if status:
+        sys.exit(status)
+"""
+GONE_TIMEOUT = 120.0  # seconds for the Ray processes of a driver to end once it has (workers end after their raylet)
+
+
+@dataclass
+class Driven:
+    """What a :class:`LocalDriver` process did: its output, and how often each command started Ray."""
+
+    pid: int
+    stdout: str
+    stderr: str
+    ray_starts: list[int]
+
+
+class LocalDriver:
+    """Driver processes of eq-env commands on a Ray instance of their own, as on a machine with no cluster:
+    no ``RAY_*`` variable in their environment (so no token, no address), ``HOME`` and ``TMPDIR`` in
+    ``root`` (where Ray would write ``~/.ray/auth_token`` and its default temporary directory), and a
+    marker variable their processes and Ray's (which inherit it) are found by."""
+
+    def __init__(self, root: Path) -> None:
+        self.home, self.tmp = root / "home", root / "tmp"
+        self.home.mkdir(parents=True)
+        self.tmp.mkdir()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        self.env.update(HOME=str(self.home), TMPDIR=str(self.tmp), PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+
+    def run(self, commands: Sequence[Sequence[str]], *, import_ray_first: bool = False, hash_seed: int | None = None,
+            timeout: float = 1800.0) -> Driven:  # fmt: skip
+        """Run ``commands`` (eq-env command lines) one after another in one new process; then check that each
+        succeeded and that it left no Ray process, no temporary directory of its instances and nothing Ray
+        writes home. ``hash_seed``: the process's PYTHONHASHSEED (default: random, as a user's)."""
+        marker = uuid.uuid4().hex
+        env = {**self.env, "EQ_ENV_TEST_DRIVER": marker}
+        if hash_seed is not None:
+            env["PYTHONHASHSEED"] = str(hash_seed)
+        first = "import-ray-first" if import_ray_first else "-"
+        argv = [sys.executable, "-c", DRIVER, first, json.dumps([list(c) for c in commands])]
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        lines = [json.loads(line[2:]) for line in stdout.splitlines() if line.startswith("@@")]
+        driven = Driven(process.pid, stdout, stderr, [line["ray_starts"] for line in lines])
+        left = _wait_gone(marker)  # (waited for even when a command failed: none may outlive the test)
+        assert process.returncode == 0, f"the driver exited with status {process.returncode}:\n{stderr[-4000:]}"
+        assert not left, f"Ray processes left by the driver: {left}"
+        assert not list(Path("/tmp").glob(f"eqray{process.pid}-*")), "a Ray instance's temporary directory was left"
+        assert not (self.home / ".ray").exists(), sorted(p.name for p in (self.home / ".ray").iterdir())
+        assert "auth_token" not in stderr, stderr[-2000:]
+        assert not [p.name for p in self.tmp.iterdir() if "ray" in p.name.lower()]  # Ray's default temp dir
+        return driven
+
+
+@pytest.fixture
+def local_driver(tmp_path: Path) -> LocalDriver:
+    """Driver processes with no cluster, no ``RAY_*`` variable, and a home and temporary directory in ``tmp_path``."""
+    return LocalDriver(tmp_path / "driver")
+
+
+def _processes_marked(marker: str) -> list[str]:
+    """The command lines of the processes whose environment holds the driver's marker."""
+    found, needle = [], f"EQ_ENV_TEST_DRIVER={marker}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                found.append(Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+    return found
+
+
+def _wait_gone(marker: str) -> list[str]:
+    """Wait until no process of the driver is left (or the deadline): what is still running then."""
+    deadline = time.monotonic() + GONE_TIMEOUT
+    while (left := _processes_marked(marker)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
