@@ -4,8 +4,9 @@ machine with no cluster: each run twice in a row, the same tables as the local b
 Ray reads its authentication settings once per process (see :func:`eq_env.core.executors.ray_connected`),
 so what broke was a second start: the Einstein reproduce starts Ray twice (its runs, then its taxonomy)
 and failed with ``InvalidAuthToken`` after its runs. Here one driver process runs every command one after
-another (seven starts in one process), and a second process runs them all again, having imported Ray
-before its first command (Ray then read its settings before any token was set). Each process must leave
+another, and the first again at the end (eight starts in one process: every command starts Ray after
+another start), and a second process runs the two that start Ray first and twice again, having imported
+Ray before its first command (Ray then read its settings before any token was set). Each process must leave
 no Ray process, no temporary directory and no ``~/.ray`` file (:class:`conftest.LocalDriver`). These tests
 run before the session's cluster starts (:func:`conftest.pytest_collection_modifyitems`).
 """
@@ -60,16 +61,26 @@ def test_every_ray_command_runs_twice_in_a_row_on_an_instance_of_its_own(
     for name in COMMANDS:  # the local backend's tables, in this process (their printed tables captured)
         assert main(_argv(name, tmp_path / "local")) == 0, name
     ray_flags = ("--backend", "ray", "--jobs", "1")  # a CPU: this machine's two are shared
-    for process, import_ray_first in ((1, False), (2, True)):
+    first = next(iter(COMMANDS))
+    # every command after another start; then, in a process that imported Ray first, the first command and the
+    # one that starts Ray twice (each command's outputs in a directory of its own, so the first's second run
+    # compares its own tables too)
+    runs = ((1, False, [*COMMANDS, first]), (2, True, [first, "einstein-puzzle reproduce"]))
+    for process, import_ray_first, names in runs:
         out = tmp_path / f"ray{process}"
+        argvs = [_argv(name, out / str(i), *ray_flags) for i, name in enumerate(names)]
         started = time.monotonic()
-        done = local_driver.run([_argv(name, out, *ray_flags) for name in COMMANDS], import_ray_first=import_ray_first)
+        done = local_driver.run(argvs, import_ray_first=import_ray_first)
         with capsys.disabled():
-            print(f"\nprocess {process} (Ray imported first: {import_ray_first}): {len(COMMANDS)} commands, "
+            print(f"\nprocess {process} (Ray imported first: {import_ray_first}): {len(names)} commands, "
                   f"{sum(done.ray_starts)} Ray starts, {time.monotonic() - started:.1f} s")  # fmt: skip
-        assert done.ray_starts == [starts for _, _, starts in COMMANDS.values()], done.ray_starts
-        for name, (argv, files, _) in COMMANDS.items():
-            assert argv[0] != "reproduce" or (out / name.replace(" ", "-") / "summary.md").is_file(), (process, name)
+        assert done.ray_starts == [COMMANDS[name][2] for name in names], done.ray_starts
+        for i, name in enumerate(names):
+            argv, files, _ = COMMANDS[name]
+            assert argv[0] != "reproduce" or (out / str(i) / name.replace(" ", "-") / "summary.md").is_file(), (
+                process,
+                name,
+            )
             for file in files:
-                ours = (out / name.replace(" ", "-") / file).read_bytes()
+                ours = (out / str(i) / name.replace(" ", "-") / file).read_bytes()
                 assert ours == (tmp_path / "local" / name.replace(" ", "-") / file).read_bytes(), (process, name, file)

@@ -82,24 +82,24 @@ LOCAL = ("--backend", "rllib", "--iterations", "1", "--seed", "0", "--envs-per-r
 
 def test_train_runs_twice_in_a_row_on_an_instance_of_its_own(tmp_path: Path, local_driver) -> None:  # type: ignore[no-untyped-def]
     """With no cluster and no RAY_* variable: one process trains every game one after another (a Ray start
-    each), a second one again, having imported Ray first; both give the same curves and evaluations, and
+    each, every one but the first after another), a second one trains the Einstein puzzle again (the fastest),
+    having imported Ray first; both give the same curves and evaluations, and
     leave no Ray process, temporary directory or ~/.ray file (conftest.LocalDriver).
 
     Both processes have the same string hashes (PYTHONHASHSEED 0): RLlib's update depends on them (the
     exchange-audit game's checkpoint differs between PYTHONHASHSEED 1 and 2 with its modules given in sorted
     order; the order was the part of it that was ours, see the test above)."""
     outputs = []
-    for process, import_ray_first in ((1, False), (2, True)):
+    for process, import_ray_first, games in ((1, False, list(GAMES)), (2, True, ["einstein-puzzle"])):
         out = tmp_path / f"run{process}"
-        commands = [["train", *GAMES[game][0][:2], *LOCAL, "--out", str(out / game)] for game in GAMES]
+        commands = [["train", *GAMES[game][0][:2], *LOCAL, "--out", str(out / game)] for game in games]
         started = time.monotonic()
         done = local_driver.run(commands, import_ray_first=import_ray_first, hash_seed=0)
-        print(f"\nprocess {process} (Ray imported first: {import_ray_first}): {len(GAMES)} trainings, "
+        print(f"\nprocess {process} (Ray imported first: {import_ray_first}): {len(games)} trainings, "
               f"{time.monotonic() - started:.1f} s")  # fmt: skip
-        assert done.ray_starts == [1] * len(GAMES), done.ray_starts
-        outputs.append({game: _trained(out / game) for game in GAMES})
-    for game in GAMES:
-        assert outputs[0][game] == outputs[1][game], game
+        assert done.ray_starts == [1] * len(games), done.ray_starts
+        outputs.append({game: _trained(out / game) for game in games})
+    assert outputs[0]["einstein-puzzle"] == outputs[1]["einstein-puzzle"]
 
 
 def _trained(out: Path) -> tuple[list[dict[str, str]], str]:
