@@ -545,8 +545,10 @@ def test_a_replay_missing_requests_fails_with_one_line(recorded: dict[str, Any],
                        "--cache-dir", cache)  # fmt: skip
     except Exception as failure:  # what reaches the user as a traceback
         pytest.fail(f"traceback: {type(failure).__name__}: {failure}")
-    err = capsys.readouterr().err
-    assert status == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    # The replay says so in its first line (issue 23, defect 11); the failure is the one line after it.
+    assert status == 2 and "Traceback" not in "".join(lines) and len(lines) == 2, lines
+    assert lines[0].startswith("eq-env: replaying the LLM answers recorded in"), lines
 
 
 @pytest.mark.slow

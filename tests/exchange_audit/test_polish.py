@@ -106,8 +106,9 @@ def test_a_replay_with_failures_says_how_to_ask_them_again(tmp_path: Path, capsy
         replay_argv = llm_sweep(replay, server.url, "--cache", "read", "--cache-dir", str(live / "llm_cache"))
         status, _, err = run(replay_argv, capsys)
     assert status == INCOMPLETE
-    line = err.strip()
-    assert "\n" not in line and "run the same command again" not in line, line
+    notice, line = err.strip().split("\n")  # the replay's notice first, then the one line on the failures
+    assert notice.startswith("eq-env: replaying the LLM answers recorded in"), notice
+    assert "run the same command again" not in line, line
     assert "replay" in line and "fails what the recording failed" in line, line
     assert "without --cache read" in line and "readwrite" in line, line
 
