@@ -413,16 +413,21 @@ _MODES = ("json_schema", "json_object", "text")
 
 
 @functools.cache
-def _raw() -> type:
-    """The HTTP response class of the SDK's transport (httpx, or httpx2 in newer SDKs): asking the SDK
-    for it returns the raw response, which we parse ourselves."""
+def _transport() -> Any:
+    """The HTTP module of the SDK's transport (httpx, or httpx2 in newer SDKs)."""
     import openai._base_client as base
 
     for name in ("httpx2", "httpx"):
         module = getattr(base, name, None)
         if module is not None:
-            return module.Response
-    raise ImportError("cannot find the openai SDK's HTTP response class")
+            return module
+    raise ImportError("cannot find the openai SDK's HTTP transport")
+
+
+def _raw() -> type:
+    """The HTTP response class of the SDK's transport: asking the SDK for it returns the raw response,
+    which we parse ourselves."""
+    return _transport().Response  # type: ignore[no-any-return]
 
 
 _ENDPOINTS: dict[str, str] = {}  # public (masked) URL -> the URL with its credentials, in memory only
@@ -501,6 +506,10 @@ class _Pools:
             response = await client.post(path, cast_to=_raw(), content=body, stream=True)
             try:
                 return await read_body(response.aiter_bytes(), limit)
+            except _transport().TransportError as err:
+                # The body is read as a stream, past the SDK's own error mapping: a link that drops or
+                # stalls mid-body is the SDK's connection error or timeout, retried like one.
+                raise BrokenBodyError(f"{type(err).__name__} while the body was read: {err}") from None
             finally:
                 await response.aclose()
         finally:
@@ -975,7 +984,7 @@ class LLMClient:
                     continue
                 raise LLMUnavailableError(f"request rejected (400): {_short(err)}", requests=requests,
                                           retries=retries, errors=[*errors, _short(err)]) from None  # fmt: skip
-            except (openai.APITimeoutError, openai.APIConnectionError, UnreadableResponseError) as err:
+            except (openai.APITimeoutError, openai.APIConnectionError, BrokenBodyError, UnreadableResponseError) as err:
                 errors.append(_short(err))
                 retryable = err
             except openai.APIStatusError as err:
@@ -1039,6 +1048,10 @@ def _check_extra(extra: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429})  # and every 5xx: the server may answer next time
+
+
+class BrokenBodyError(ConnectionError):
+    """The connection dropped or timed out while a response's body was read: retried, never cached."""
 
 
 class UnreadableResponseError(ValueError):

@@ -54,6 +54,7 @@ class Reply:
     body: dict[str, Any] | None = None  # an error body, or a whole raw response
     raw: bytes | None = None  # the exact bytes of the body (HTML from a proxy, a truncated body...)
     choices: list[str] | None = None  # the samples of a request with ``n > 1`` (default: ``content`` n times)
+    cut: int | None = None  # send only this many bytes of the body, then close the connection (a dropped link)
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -182,7 +183,13 @@ class _Server:
                     elif name.strip().lower() == "authorization":
                         auth = value.strip()
                 raw = await reader.readexactly(length) if length else b""
-                writer.write(await self._answer(method, path, raw, auth))
+                answer, cut = await self._answer(method, path, raw, auth)
+                if cut is not None:  # the headers promise the whole body; the link drops partway through it
+                    head, _, body = answer.partition(b"\r\n\r\n")
+                    writer.write(head + b"\r\n\r\n" + body[:cut])
+                    await writer.drain()
+                    return
+                writer.write(answer)
                 await writer.drain()
                 if not keep_alive:
                     return
@@ -192,26 +199,28 @@ class _Server:
             writer.close()
             self.connections.discard(task)  # type: ignore[arg-type]
 
-    async def _answer(self, method: str, path: str, raw: bytes, auth: str) -> bytes:
+    async def _answer(self, method: str, path: str, raw: bytes, auth: str) -> tuple[bytes, int | None]:
+        """The response's bytes, and how many of its body's bytes to send before the link drops (None: all)."""
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
-            return _http(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, {})
+            return _http(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, {}), None
         route = path.partition("?")[0].rstrip("/")
         if method == "GET" and route.endswith("/models") and self.models is not None:
             self.model_requests += 1
-            return _http(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}, {})
+            return _http(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}, {}), None
         if method != "POST" or not route.endswith("/chat/completions"):
-            return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {})
+            return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {}), None
         self.paths.append(path)
         try:
             request = json.loads(raw)
         except ValueError:
-            return _http(400, {"error": {"message": "request body is not JSON"}}, {})
+            return _http(400, {"error": {"message": "request body is not JSON"}}, {}), None
         self.requests.append(request)
         self.authorizations.append(auth)  # (beside its request: the script's n indexes both)
         n = len(self.requests) - 1
         samples = request.get("n", 1) if isinstance(request.get("n", 1), int) else 1
         if samples != 1 and not self.n_supported:  # as endpoints that serve one sample per request answer
-            return _http(400, {"error": {"message": "n must be 1", "type": "invalid_request_error", "param": "n"}}, {})
+            error = {"message": "n must be 1", "type": "invalid_request_error", "param": "n"}
+            return _http(400, {"error": error}, {}), None
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -225,13 +234,13 @@ class _Server:
         finally:
             self.in_flight -= 1
         if reply.raw is not None:
-            return _http(reply.status, reply.raw, reply.headers)
+            return _http(reply.status, reply.raw, reply.headers), reply.cut
         if reply.status != 200:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
-            return _http(reply.status, body, reply.headers)
+            return _http(reply.status, body, reply.headers), reply.cut
         contents = reply.choices if reply.choices is not None and samples != 1 else [reply.content or ""] * samples
         return _http(200, reply.body if reply.body is not None else _completion(request, n, contents),
-                     reply.headers)  # fmt: skip
+                     reply.headers), reply.cut  # fmt: skip
 
     def serve_forever(self) -> None:
         asyncio.set_event_loop(self.loop)

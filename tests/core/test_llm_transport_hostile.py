@@ -267,6 +267,23 @@ def test_a_response_body_nested_past_the_parser_is_unreadable_and_asked_again() 
     assert info["transport"]["requests"] == 2 and "nested too deep" in info["transport"]["errors"][0]
 
 
+def test_a_link_dropped_while_the_body_streams_is_retried_and_counted() -> None:
+    """The headers came (200, a Content-Length) and the connection closed partway through the body: the
+    transport's error escaped the SDK's (the body is read as a stream), so the decision crashed instead of
+    being retried; the request it cost was not counted."""
+    _, obs = first_observation()
+    with ScriptedLLMServer([Reply(content="pass", cut=20), Reply(content="pass")]) as server:
+        _, info = asyncio.run(make_policy(spec(server), "player_0", EINSTEIN).aact(obs))
+        asked = len(server.requests)
+    assert asked == 2 and info["transport"]["requests"] == 2 and info["transport"]["retries"] == 1, info
+    assert "connection" in info["transport"]["errors"][0].lower(), info["transport"]["errors"]
+    with ScriptedLLMServer([Reply(content="pass", cut=20)]) as server:  # dropped every time: a failure
+        with pytest.raises(PolicyError, match="gave up after 2 retries") as failure:
+            asyncio.run(make_policy(spec(server), "player_0", EINSTEIN).aact(obs))
+        asked = len(server.requests)
+    assert failure.value.info["transport"]["requests"] == asked == 3, failure.value.info
+
+
 # ---------------------------------------------------------------------------
 # 5. Replies of any size
 # ---------------------------------------------------------------------------
