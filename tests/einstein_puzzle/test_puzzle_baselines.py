@@ -242,7 +242,9 @@ def test_maskable_ppo_learns_four_object_puzzles_with_the_planner_as_partner() -
 
     train = gymnasium.make("eq_env/EinsteinPuzzle-v0", partner="planner", comm_mode="provide_only")
     model = MaskablePPO("MlpPolicy", train, n_steps=512, batch_size=128, seed=0, verbose=0)
-    model.learn(20_000)
+    # 24 rollouts: after these 12,288 steps seeds 0-5 all win 0.90-0.99 of the games (seed 0: 0.99) against
+    # random play's 0.30; after 8,192 most of them were still below 0.6
+    model.learn(12_288)
     random_rate, learned = success(None), success(model)
     assert learned >= random_rate + 0.3, (random_rate, learned)
 

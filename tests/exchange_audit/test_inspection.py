@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,27 @@ from eq_env.policy import make_policy
 
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
 TEMPTATION = SCRIPTED.replace(V=2.0, L=1.0)
+
+
+@pytest.fixture
+def best_response_once(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """:func:`proposer_best_response` against the rule validator, searched once per configuration, episodes and
+    seed (it is deterministic in them, and the rule validator has no parameters), in :func:`inspection` and in
+    the test alike: the searches are nearly all of an experiment's time, and a brute force repeats its cells (a
+    cell that inspection() searched with another configuration is searched afresh)."""
+    from eq_env.exchange_audit import inspection as module
+
+    done: dict[tuple[Any, ...], Any] = {}
+
+    def once(config: ExchangeAuditConfig, validator: Any, *, episodes: int, seed: int) -> Any:
+        assert type(validator).__name__ == "RuleValidator", validator
+        key = (config, episodes, seed)
+        if key not in done:
+            done[key] = proposer_best_response(config, validator, episodes=episodes, seed=seed)
+        return done[key]
+
+    monkeypatch.setattr(module, "proposer_best_response", once)
+    return once
 
 
 def test_the_nash_equilibrium_by_hand() -> None:
@@ -215,7 +237,7 @@ def test_the_inspection_command_passes_its_flags_on(
 
 
 @pytest.mark.slow  # (over 0.5 s: ten best responses, a brute-force replay of each, two figures)
-def test_the_leader_and_the_nash_equilibrium_on_a_tiny_grid(tmp_path: Path) -> None:
+def test_the_leader_and_the_nash_equilibrium_on_a_tiny_grid(tmp_path: Path, best_response_once: Any) -> None:
     qs, budgets = (0.0, 0.3, 0.5, 0.7, 1.0), (1, 4)
     result = inspection(tmp_path, qs=qs, budgets=budgets, costs=(0.001, 0.1, 20.0), episodes=2000, seed=0,
                         progress=False)  # fmt: skip
@@ -232,7 +254,7 @@ def test_the_leader_and_the_nash_equilibrium_on_a_tiny_grid(tmp_path: Path) -> N
     for q in qs:
         for B in budgets:
             config = TEMPTATION.replace(q=q, B=B, audit_cost=budget_cost(0.1, 0.025, B))
-            br = proposer_best_response(config, rule, episodes=2000, seed=0)
+            br = best_response_once(config, rule, episodes=2000, seed=0)
             cols = simulate(config, BestResponseProposer(br), rule, episodes=20_000, seed=11)
             played[q, B] = float(cols["validator_payoff"].mean())
     assert max(played, key=played.__getitem__) == (result.leader["q"], result.leader["B"]) == (0.5, 1)
@@ -295,7 +317,9 @@ def test_the_inspection_command_writes_its_files_and_prints_its_table(
 
 
 @pytest.mark.slow  # (a few seconds: three small runs and their figures)
-def test_the_summary_says_what_a_grid_cannot_measure_instead_of_printing_nan(tmp_path: Path) -> None:
+def test_the_summary_says_what_a_grid_cannot_measure_instead_of_printing_nan(
+    tmp_path: Path, best_response_once: Any
+) -> None:
     """Review of issue 14: a grid with no lie on it (one q above q*) printed 'measured nan', 'nan, nan, nan' and
     'commitment is worth +nan'; a grid with no deterring q printed a negative worth of commitment unexplained."""
     kwargs = {"budgets": (1,), "costs": (0.1,), "episodes": 400, "progress": False}

@@ -32,6 +32,7 @@ from eq_env.exchange_audit.game import (
     State,
     Submission,
     observe_state,
+    public_rules,
     run_audit,
     sample_state,
 )
@@ -165,7 +166,11 @@ def _episodes(seed: int, n: int, config: ExchangeAuditConfig, n_observed: int) -
         "compliant": np.array([s.compliant for s in states]),
     }
     if n_observed > 0:
-        views = [observe_state(s, zr, config) for s, zr in zip(states[:n_observed], z_rows[:n_observed], strict=True)]
+        # the rules worked out once, as the environment does (working them out per view was half the time)
+        rules = public_rules(config)
+        views = [observe_state(s, zr, config, rules)
+                 for s, zr in zip(states[:n_observed], z_rows[:n_observed], strict=True)]  # fmt: skip
+        assert views[0] == observe_state(states[0], z_rows[0], config)
         out["obs_intent_ok"] = np.array([v.intent is s.intent for v, s in zip(views, states[:n_observed], strict=True)])
         out["obs_risk"] = np.array([v.observed_risk for v in views])
         out["obs_delta"] = np.array([v.observed_net_delta for v in views])
