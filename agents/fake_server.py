@@ -138,6 +138,20 @@ def _http(status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) ->
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
+class _Dropped(bytes):
+    """A response of which only the headers and ``cut`` bytes of the body are sent before the link drops."""
+
+    cut: int
+
+
+def _dropped(answer: bytes, cut: int | None) -> bytes:
+    if cut is None:
+        return answer
+    dropped = _Dropped(answer)
+    dropped.cut = cut
+    return dropped
+
+
 class _Server:
     """HTTP/1.1 with keep-alive on an asyncio loop: a slow answer is an ``asyncio.sleep``, so a
     hundred requests in flight cost no threads and no lock contention."""
@@ -183,10 +197,10 @@ class _Server:
                     elif name.strip().lower() == "authorization":
                         auth = value.strip()
                 raw = await reader.readexactly(length) if length else b""
-                answer, cut = await self._answer(method, path, raw, auth)
-                if cut is not None:  # the headers promise the whole body; the link drops partway through it
+                answer = await self._answer(method, path, raw, auth)
+                if isinstance(answer, _Dropped):  # the headers promise the whole body; the link drops in it
                     head, _, body = answer.partition(b"\r\n\r\n")
-                    writer.write(head + b"\r\n\r\n" + body[:cut])
+                    writer.write(head + b"\r\n\r\n" + body[: answer.cut])
                     await writer.drain()
                     return
                 writer.write(answer)
@@ -199,28 +213,28 @@ class _Server:
             writer.close()
             self.connections.discard(task)  # type: ignore[arg-type]
 
-    async def _answer(self, method: str, path: str, raw: bytes, auth: str) -> tuple[bytes, int | None]:
-        """The response's bytes, and how many of its body's bytes to send before the link drops (None: all)."""
+    async def _answer(self, method: str, path: str, raw: bytes, auth: str) -> bytes:
+        """The response's bytes (a :class:`_Dropped` when the link is to drop partway through the body)."""
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
-            return _http(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, {}), None
+            return _http(401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}, {})
         route = path.partition("?")[0].rstrip("/")
         if method == "GET" and route.endswith("/models") and self.models is not None:
             self.model_requests += 1
-            return _http(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}, {}), None
+            return _http(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}, {})
         if method != "POST" or not route.endswith("/chat/completions"):
-            return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {}), None
+            return _http(404, {"error": {"message": f"not found: {method} {path}"}}, {})
         self.paths.append(path)
         try:
             request = json.loads(raw)
         except ValueError:
-            return _http(400, {"error": {"message": "request body is not JSON"}}, {}), None
+            return _http(400, {"error": {"message": "request body is not JSON"}}, {})
         self.requests.append(request)
         self.authorizations.append(auth)  # (beside its request: the script's n indexes both)
         n = len(self.requests) - 1
         samples = request.get("n", 1) if isinstance(request.get("n", 1), int) else 1
         if samples != 1 and not self.n_supported:  # as endpoints that serve one sample per request answer
             error = {"message": "n must be 1", "type": "invalid_request_error", "param": "n"}
-            return _http(400, {"error": error}, {}), None
+            return _http(400, {"error": error}, {})
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -234,13 +248,13 @@ class _Server:
         finally:
             self.in_flight -= 1
         if reply.raw is not None:
-            return _http(reply.status, reply.raw, reply.headers), reply.cut
+            return _dropped(_http(reply.status, reply.raw, reply.headers), reply.cut)
         if reply.status != 200:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
-            return _http(reply.status, body, reply.headers), reply.cut
+            return _dropped(_http(reply.status, body, reply.headers), reply.cut)
         contents = reply.choices if reply.choices is not None and samples != 1 else [reply.content or ""] * samples
-        return _http(200, reply.body if reply.body is not None else _completion(request, n, contents),
-                     reply.headers), reply.cut  # fmt: skip
+        return _dropped(_http(200, reply.body if reply.body is not None else _completion(request, n, contents),
+                     reply.headers), reply.cut)  # fmt: skip
 
     def serve_forever(self) -> None:
         asyncio.set_event_loop(self.loop)
