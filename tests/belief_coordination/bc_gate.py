@@ -10,7 +10,8 @@ so that concurrency and kill-and-resume tests wait on what the server has seen, 
         assert gate.peak == 32     # the most requests the server was handling at once
 
         gate.hold(lambda body, arrived: arrived > 12)   # from the 13th on, requests wait...
-        gate.wait_held(4)          # ... until 4 are waiting (the client's every slot taken): kill it now
+        gate.wait_held(1)          # ... until one is waiting (gate.held: the bodies waiting now)
+        gate.wait_for(recorded)    # and, say, the client has recorded every answer it got: kill it now
         gate.release(drop=True)    # the waiting ones are dropped unanswered (their client is gone)
 
 The gate wraps the server's request handler on the server's own event loop (the server is single-threaded
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +56,7 @@ class Gate:
         self._wave: tuple[int, int] | None = None
         self._open: _Opening | None = None
         self.bodies: list[dict[str, Any]] = []  # every chat request that arrived
+        self.held: list[dict[str, Any]] = []  # those waiting at the gate now
         self.answered: list[dict[str, Any]] = []  # those answered with a completion (status 200)
         self.arrived = self.waiting = self.inside = self.peak = self.waves_released = 0
 
@@ -74,6 +77,18 @@ class Gate:
             if not self._changed.wait_for(lambda: self.waiting >= count, timeout=self.limit):
                 raise AssertionError(f"{count} requests never waited at the gate ({self.waiting} did, "
                                      f"{self.arrived} arrived)")  # fmt: skip
+
+    def wait_for(self, condition: Callable[[], bool], what: str = "the condition", poll: float = 0.01) -> None:
+        """Block until ``condition()`` holds: checked whenever a request arrives or leaves the gate, and every
+        ``poll`` seconds for what the gate cannot see (a file the client writes)."""
+        deadline = time.monotonic() + self.limit  # a hang guard, as ``limit`` is
+        with self._changed:
+            while not condition():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"{what} never held ({self.waiting} requests waiting, "
+                                         f"{self.arrived} arrived)")  # fmt: skip
+                self._changed.wait(min(poll, left))
 
     def release(self, drop: bool = False) -> None:
         """Let every waiting request go on (``drop``: answered with 503, never reaching the script), and
@@ -131,7 +146,11 @@ class Gate:
                 else:
                     await self._wait(gate)
             elif self._rule is not None and gate is not None and self._rule(body, self.arrived):
-                await self._wait(gate)
+                self.held.append(body)
+                try:
+                    await self._wait(gate)
+                finally:
+                    self.held.remove(body)
                 if gate.drop:
                     return b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             reply = await self._inner(method, path, raw, auth)

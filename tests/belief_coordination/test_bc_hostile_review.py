@@ -284,7 +284,9 @@ def test_f6_a_lone_surrogate_is_refused_at_load_or_played(tmp_path):
 # =============================================================================================================
 RESULT_FLAGS = ["--seeds", "1", "--n-executors", "2", "--questions", "40", "--train-steps", "3", "--jobs", "1",
                 "--no-null"]  # fmt: skip
-RESULT_KEY = "sensitive/n2/seed0/q40/steps3/simulated/generated"
+# the key of the run these flags plan, from the command's own function: a key of another layout is no run of
+# this command's, left alone, and the run is simply redone (which proves nothing about a damaged record)
+RESULT_KEY = reproduce.run_key("sensitive", 2, 0, reproduce.Options(questions=40, train_steps=3))
 
 
 @pytest.mark.parametrize("record", [{"key": RESULT_KEY}, {"key": RESULT_KEY, "methods": "x"}])
@@ -578,7 +580,9 @@ def _cli(out: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run([*command, *flags], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
-KILL_FLAGS = ["--seeds", "2", "--n-executors", "2,3", "--questions", "40", "--train-steps", "60", "--jobs", "2"]
+# three runs (N=2, N=3, the null one) on two workers: one worker plays two, so a run follows another in a
+# process, and the first record leaves at least one run to the resume
+KILL_FLAGS = ["--seeds", "1", "--n-executors", "2,3", "--questions", "40", "--train-steps", "60", "--jobs", "2"]
 
 
 def _without_timings(path: Path) -> dict:

@@ -396,7 +396,7 @@ def test_two_runs_against_one_deterministic_script_are_identical(tmp_path: Path)
 # ---------------------------------------------------------------------------
 ARGS = ["reproduce", "--env", "belief-coordination", "--seeds", "2", "--n-executors", "2", "--questions", "6",
         "--train-steps", "1", "--jobs", "1", "--no-null", "--answerer", "llm", "--model", "fake",
-        "--equilibrium-questions", "2", "--concurrency", "4"]  # fmt: skip
+        "--equilibrium-questions", "2", "--concurrency", "4", "--max-retries", "1", "--backoff", "0.01"]  # fmt: skip
 TABLES = ("methods.md", "methods.csv", "falsifiers.md", "summary.md")
 
 
@@ -592,24 +592,45 @@ def test_a_run_without_easy_or_hard_questions_is_recorded(tmp_path: Path, capsys
     assert (tmp_path / "o" / "results.jsonl").read_text().count("\n") == 1
 
 
-RUNNER = ("import sys; from agents.client import configure; "  # (no timeout while the gate holds a request)
-          f"configure(**{ {**FAST, 'timeout': 60.0}!r}); "
+# Ctrl-C as in a terminal: a suite started in the background (``pytest &``) hands its children SIGINT ignored
+RUNNER = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
           "from eq_env.cli import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
 
 
 def _start(out: Path, url: str) -> subprocess.Popen[str]:
-    """``eq-env reproduce`` in a process of its own (the test's short retry settings)."""
+    """``eq-env reproduce`` in a process of its own (ARGS' short retries; --timeout's default 60 s, far longer
+    than the gate holds a request)."""
     return subprocess.Popen([sys.executable, "-c", RUNNER, *ARGS, "--out", str(out), "--base-url", url,
                              "--no-progress"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
 
 
-def _kill_when_held(proc: subprocess.Popen[str], gate: Gate, sig: int, slots: int) -> tuple[int, str]:
-    """Send ``sig`` once the run has ``slots`` requests waiting at the gate (every slot of its concurrency
-    taken: whatever it was answered before is recorded), then drop them (503, never asked of the script): an
-    event, not a moment. (Dropped at once, not after the process ends: a process closing its connections
-    must not wait on a server that holds them.)"""
-    gate.wait_held(slots)
+def _entries(cache: Path) -> dict[Path, int]:
+    """The cache's entries and their inodes (each write is a new file renamed into place: a new inode)."""
+    return {p: p.stat().st_ino for p in cache.glob("*/*.json")}
+
+
+def _settled(gate: Gate, cache: Path, since: int, before: dict[Path, int]) -> bool:
+    """Whether the run waits at the gate with every other request it made recorded: as many cache entries
+    written since ``before`` as distinct bodies arrived since ``gate.bodies[since]``, less those held. (Not
+    "``--concurrency`` requests held": episodes waiting on a request in flight for the same key send none.)"""
+    held = {json.dumps(b, sort_keys=True) for b in list(gate.held)}
+    arrived = {json.dumps(b, sort_keys=True) for b in gate.bodies[since:]}
+    try:
+        written = sum(before.get(p) != ino for p, ino in _entries(cache).items())
+    except FileNotFoundError:  # (an entry replaced as it was listed: look again)
+        return False
+    return bool(held) and written == len(arrived - held)
+
+
+def _run_and_kill(out: Path, gate: Gate, url: str, sig: int) -> tuple[int, str]:
+    """``eq-env reproduce`` in a process of its own, sent ``sig`` once it waits at the gate with everything it
+    was answered recorded (:func:`_settled`); the waiting requests are then dropped (503, never asked of the
+    script): an event, not a moment. (Dropped at once, not after the process ends: a process closing its
+    connections must not wait on a server that holds them.)"""
+    since, before = len(gate.bodies), _entries(out / "llm_cache")
+    proc = _start(out, url)
+    gate.wait_for(lambda: proc.poll() is not None or _settled(gate, out / "llm_cache", since, before), "settled")
     assert proc.poll() is None, "the run finished before it could be killed"
     proc.send_signal(sig)
     gate.release(drop=True)
@@ -622,20 +643,19 @@ def test_a_run_killed_twice_resumes_asks_only_what_is_missing_and_ends_identical
                                                                                  tmp_path: Path) -> None:  # fmt: skip
     """Pinned: SIGINT in the middle of seed 0's requests (exit 130, one line); the command again, SIGKILL in
     the middle of seed 1's (seed 0's record already in results.jsonl); the command a third time. Each kill
-    comes when the server holds as many requests as the run has in flight (``--concurrency``), so everything
-    answered before it is recorded: no answer is asked twice (but the hostile script's permanent failures,
+    comes when the run waits on requests the server holds with every answer it got recorded in the cache, so
+    no answer is asked twice (but the hostile script's permanent failures,
     which readwrite asks again by design: seed 0's, recorded with failed episodes, is played again by the
     third command, asking exactly those), every request of the uninterrupted run is made, and the tables
     equal the uninterrupted run's."""
     out = tmp_path / "out"
     results = out / "results.jsonl"
-    concurrency = int(ARGS[ARGS.index("--concurrency") + 1])
     seed0 = {sample_ids((0, e, i, r))[1] for e in range(6) for i in range(2) for r in range(3)}
     with ScriptedLLMServer(EchoingHostile(), models=["fake"]) as server:
         gate = Gate(server)
         # 1. SIGINT while seed 0 is being asked: from the 13th request on, the server holds them
         gate.hold(lambda body, arrived: arrived > 12)
-        status, err = _kill_when_held(_start(out, server.url), gate, signal.SIGINT, concurrency)
+        status, err = _run_and_kill(out, gate, server.url, signal.SIGINT)
         assert status == 130 and "interrupted" in err and "Traceback" not in err and err.count("\n") == 1, err
         assert not results.exists() or results.read_text() == ""
         first, got1 = _bodies(server.requests), _bodies(gate.answered)
@@ -650,10 +670,8 @@ def test_a_run_killed_twice_resumes_asks_only_what_is_missing_and_ends_identical
             return seed1[0] > 12
 
         gate.hold(seed1_underway)
-        proc = _start(out, server.url)
-        gate.wait_held(concurrency)
-        assert results.read_text().count("\n") == 1  # seed 0's record: written before seed 1 began
-        status, _ = _kill_when_held(proc, gate, signal.SIGKILL, concurrency)
+        status, _ = _run_and_kill(out, gate, server.url, signal.SIGKILL)
+        # seed 0's record: written before seed 1 began (the first seed 1 request held came after it)
         assert status == -signal.SIGKILL and results.read_text().count("\n") == 1
         second, got2 = _bodies(server.requests[n1:]), _bodies(gate.answered[a1:])
         n2 = len(server.requests)
