@@ -644,10 +644,9 @@ def test_a_run_killed_twice_resumes_asks_only_what_is_missing_and_ends_identical
     """Pinned: SIGINT in the middle of seed 0's requests (exit 130, one line); the command again, SIGKILL in
     the middle of seed 1's (seed 0's record already in results.jsonl); the command a third time. Each kill
     comes when the run waits on requests the server holds with every answer it got recorded in the cache, so
-    no answer is asked twice (but the hostile script's permanent failures,
-    which readwrite asks again by design: seed 0's, recorded with failed episodes, is played again by the
-    third command, asking exactly those), every request of the uninterrupted run is made, and the tables
-    equal the uninterrupted run's."""
+    no answer is asked twice (but the hostile script's permanent failures, which readwrite asks again by
+    design: seed 0's, recorded with failed episodes, is played again by the third command, asking exactly
+    those), every request of the uninterrupted run is made, and the tables equal the uninterrupted run's."""
     out = tmp_path / "out"
     results = out / "results.jsonl"
     seed0 = {sample_ids((0, e, i, r))[1] for e in range(6) for i in range(2) for r in range(3)}

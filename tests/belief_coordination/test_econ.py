@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -320,15 +319,9 @@ def fixed_rewards(config: BeliefCoordinationConfig, batch: engine.Batch) -> np.n
     return np.stack([engine.play(batch, config, engine.fixed_chooser(float(t), float(p))).reward for t, p in points])
 
 
-def once(hyper: ECONHyper) -> ECONHyper:
-    """``hyper`` evaluated at its first and last step only: the same training (an evaluation changes no weight
-    and draws from no random stream), without an evaluation of 1000 episodes every 100 steps in between."""
-    return replace(hyper, eval_every=hyper.steps)
-
-
 @pytest.fixture(scope="module")
 def trained() -> ECON:
-    policy, _ = train_econ(GRID, once(ECONHyper()), seed=0, progress=False)  # the default hyperparameters
+    policy, _ = train_econ(GRID, seed=0, progress=False)
     return policy
 
 
@@ -356,7 +349,7 @@ def test_trained_beats_untrained_and_every_fixed_point(trained: ECON) -> None:
 def test_null_instrument_nothing_to_learn(trained: ECON) -> None:
     null = BeliefCoordinationConfig(action_space="grid", sensitive=False)
     batch = engine.episodes_batch(null, HELD_OUT_SEED, range(HELD_OUT))
-    on_null, _ = train_econ(null, once(ECONHyper(steps=300)), seed=0, progress=False)
+    on_null, _ = train_econ(null, ECONHyper(steps=300), seed=0, progress=False)
     sensitive_trained = ECON(trained.network, null, trained.hyper, seed=0)  # trained where (T, p) matter
     rewards = {
         "trained on null": engine.play(batch, null, on_null.chooser()).reward,
