@@ -22,13 +22,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from agents.fake_server import Reply
+from eq_env.agents.fake_server import Reply
 
 __all__ = ["DEMO_ENDPOINT", "DEMO_MODELS", "GAME_SCRIPTS", "BenchDemoScript", "demo_endpoint", "quality_of"]
 
 DEMO_ENDPOINT = "http://eq-env-bench-demo.localhost/v1"  # the server's name in keys and records (its port varies)
 DEMO_MODELS = ("bench-good", "bench-mediocre", "bench-hostile")
-GAME_SCRIPTS = ("agents.exchange_audit.scripts", "agents.einstein_puzzle.scripts", "agents.belief_coordination.scripts")
+GAME_SCRIPTS = (
+    "eq_env.agents.exchange_audit.scripts",
+    "eq_env.agents.einstein_puzzle.scripts",
+    "eq_env.agents.belief_coordination.scripts",
+)
 
 
 def quality_of(model: str) -> str | None:
@@ -63,8 +67,8 @@ class BenchDemoScript:
 @contextmanager
 def demo_endpoint() -> Iterator[str]:
     """The demo server, running, under its fixed name :data:`DEMO_ENDPOINT` (requests to it go to the server)."""
-    from agents.client import alias_endpoint
-    from agents.fake_server import ScriptedLLMServer
+    from eq_env.agents.client import alias_endpoint
+    from eq_env.agents.fake_server import ScriptedLLMServer
 
     with ScriptedLLMServer(BenchDemoScript(), models=DEMO_MODELS) as server:
         yield alias_endpoint(DEMO_ENDPOINT, server.url)

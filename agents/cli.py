@@ -4,7 +4,7 @@
 ``--base-url``, ``--cache`` and the rest to the commands that play policies,
 fills them into every ``llm`` spec (values written so that they read back
 exactly: a model name cannot set another parameter; an endpoint goes in with
-its credentials masked) and configures :mod:`agents.client`. ``eq-env``
+its credentials masked) and configures :mod:`eq_env.agents.client`. ``eq-env``
 registers it when it starts (:mod:`eq_env.cli`).
 
 **Which recordings a run answers from.** A command with an output directory
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from agents.client import MAX_REPLY_BYTES, MIN_REPLY_BYTES, LLMSettings
+from eq_env.agents.client import MAX_REPLY_BYTES, MIN_REPLY_BYTES, LLMSettings
 from eq_env.core.cli import (
     count,
     int_in,
@@ -56,7 +56,7 @@ DEFAULT_REPLY = LLMSettings.max_reply_bytes
 def url_arg(text: str) -> str:
     """An argparse type: an endpoint URL (an empty one, from an unset shell variable, must not quietly mean
     $OPENAI_BASE_URL or OpenAI's)."""
-    from agents.client import check_base_url
+    from eq_env.agents.client import check_base_url
 
     if not text.strip():
         raise argparse.ArgumentTypeError("expected an endpoint URL such as http://localhost:8000/v1, got ''")
@@ -93,7 +93,7 @@ def replay_notice(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, st
     or ``readwrite``, and ``cache_dir`` holds some); None when it will not. A replay (``read``) of none of
     ``endpoints`` (model, endpoint as recorded), when given, is refused before anything runs, with a line of
     its own: no notice then."""
-    from agents.client import LLMSetupError, ResponseCache
+    from eq_env.agents.client import LLMSetupError, ResponseCache
 
     cache_of = ResponseCache(cache_dir)
     if cache not in ("read", "readwrite") or not cache_of.holds_any():
@@ -175,7 +175,7 @@ class LLMFlags:
         a model name such as ``x,gate=none`` stays one model name and cannot set another parameter; the
         endpoint goes in with its credentials masked (the real one stays in this process's memory).
         """
-        from agents.client import register_endpoint, resolve_base_url
+        from eq_env.agents.client import register_endpoint, resolve_base_url
         from eq_env.core.policy import format_policy_spec, parse_policy_spec
 
         name, kwargs = parse_policy_spec(spec)
@@ -199,7 +199,7 @@ class LLMFlags:
 
     def configure(self, args: argparse.Namespace, cache_dir: Path) -> None:
         """The LLM client's runtime settings, from the flags."""
-        from agents.client import configure
+        from eq_env.agents.client import configure
 
         s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
                       backoff=args.backoff, timeout=args.timeout, api_key=args.api_key,
@@ -210,7 +210,7 @@ class LLMFlags:
     @staticmethod
     def _endpoint(args: argparse.Namespace) -> tuple[str, str]:
         """(model, endpoint as recorded) that the flags fill into ``llm`` specs (the first ``--model``)."""
-        from agents.client import register_endpoint, resolve_base_url
+        from eq_env.agents.client import register_endpoint, resolve_base_url
 
         model = args.model[0] if isinstance(args.model, list) and args.model else args.model
         if not isinstance(model, str):
@@ -232,7 +232,7 @@ class LLMFlags:
     def configure_rerun(self, policies: Mapping[str, str], args: argparse.Namespace, cache_dir: Path) -> None:
         """Make the record's endpoints reachable as recorded (or refuse), and configure the client: an LLM
         run is replayed from its recordings by default — same answers, no request."""
-        from agents.client import configure
+        from eq_env.agents.client import configure
 
         rerun_endpoints(policies, args)
         s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir,
@@ -242,7 +242,7 @@ class LLMFlags:
 
 def _spec_endpoints(policies: Mapping[str, str]) -> list[tuple[str, str]]:
     """(model, endpoint) of every ``llm`` spec among ``policies``, as a record holds them."""
-    from agents.client import resolve_base_url
+    from eq_env.agents.client import resolve_base_url
     from eq_env.core.policy import parse_policy_spec
 
     pairs = []
@@ -261,7 +261,7 @@ def rerun_endpoints(policies: Mapping[str, str], args: argparse.Namespace) -> No
     Without it, only a replay (``--cache read``) may use a masked endpoint: a request would
     authenticate as the literal mask.
     """
-    from agents.client import register_endpoint, resolve_base_url
+    from eq_env.agents.client import register_endpoint, resolve_base_url
     from eq_env.core.policy import parse_policy_spec
     from eq_env.core.redact import public_url
 

@@ -767,7 +767,7 @@ class LLMClient:
         no seed set, sample 0 with none (the plain request) and sample ``i`` with ``i`` — so no two
         requests of the ``k`` have the same body. At temperature 0 an endpoint that decodes greedily
         still answers them alike, as it answers ``n=k`` with ``k`` equal choices: the caller should say
-        so (:class:`agents.einstein_puzzle.policies.VerifiedLLMPlayer` does).
+        so (:class:`eq_env.agents.einstein_puzzle.policies.VerifiedLLMPlayer` does).
 
         Raises :class:`LLMUnavailableError` when the ``n=k`` request, or any of the ``k`` requests, cannot
         be answered; for the latter, once all ``k`` are settled, with the requests and retries of every

@@ -15,7 +15,7 @@ answer, so a script can produce good replies, malformed JSON, replies that
 break the schema, 429s with ``Retry-After``, 500s and slow replies.
 
 The default script is the exchange–audit game's honest participant
-(:func:`agents.exchange_audit.scripts.honest_script`); other games pass their own.
+(:func:`eq_env.agents.exchange_audit.scripts.honest_script`); other games pass their own.
 
 ``POST /v1/chat/completions`` is served, and ``GET /v1/models`` when the server
 is given ``models`` (a list of model ids; without it, 404 as on a minimal
@@ -73,7 +73,7 @@ class ChaosScript:
     schema, with a 429 carrying ``Retry-After``, with a 500, too slowly (past the client's
     timeout) — each time fine afterwards — or always with malformed JSON (a fallback).
     ``delay`` is how slow "too slowly" is; ``answer`` answers the good ones (default: the exchange–audit
-    game's :func:`~agents.exchange_audit.scripts.honest_script`).
+    game's :func:`~eq_env.agents.exchange_audit.scripts.honest_script`).
     """
 
     FATES = ("down", "malformed_once", "schema_once", "rate_limited_once", "error_once", "slow_once",
@@ -352,7 +352,7 @@ class ScriptedLLMServer:
 
 def _default_script() -> Script:
     """The exchange–audit game's honest participant: the default game's, as the CLI's default is."""
-    from agents.exchange_audit.scripts import honest_script
+    from eq_env.agents.exchange_audit.scripts import honest_script
 
     return honest_script
 
@@ -364,7 +364,7 @@ def __getattr__(name: str) -> Any:
     # the exchange–audit scripts lived here: still importable from here, without this generic module
     # importing the game
     if name in _MOVED:
-        from agents.exchange_audit import scripts
+        from eq_env.agents.exchange_audit import scripts
 
         return getattr(scripts, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -383,7 +383,8 @@ def _sequence(replies: list[Reply]) -> Script:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve :func:`honest_script` (or :class:`ChaosScript`) until interrupted: ``python -m agents.fake_server``."""
+    """Serve :func:`honest_script` (or :class:`ChaosScript`) until interrupted:
+    ``python -m eq_env.agents.fake_server``."""
     import argparse
 
     parser = argparse.ArgumentParser(description="A local scripted OpenAI-compatible server (tests, benchmarks).")

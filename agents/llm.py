@@ -1,7 +1,7 @@
 """The generic part of LLM policies: asking, re-asking, falling back, and what it cost.
 
 :class:`LLMPolicy` is the base of every game's LLM policies (the exchange–audit
-game's are :mod:`agents.exchange_audit.policies`); :func:`template` reads a
+game's are :mod:`eq_env.agents.exchange_audit.policies`); :func:`template` reads a
 versioned prompt template. An endpoint that cannot answer after its retries
 raises :class:`~eq_env.core.policy.PolicyError` (the runner records the
 episode as failed and goes on); one that cannot serve the run at all,
@@ -25,8 +25,8 @@ from pathlib import Path
 from string import Template
 from typing import Any, ClassVar
 
-from agents.client import Completion, LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
-from agents.replies import ReplyError
+from eq_env.agents.client import Completion, LLMClient, LLMUnavailableError, register_endpoint, resolve_base_url
+from eq_env.agents.replies import ReplyError
 from eq_env.core.policy import BasePolicy, PolicyError
 
 __all__ = [
@@ -120,8 +120,8 @@ class LLMPolicy(BasePolicy):
 
     A game's subclass sets ``role`` and ``PROMPTS`` (the directory of its ``<role>_<version>.txt``
     templates), renders its observation into messages and parses replies (see
-    :mod:`agents.exchange_audit.policies`); everything about asking — retries, the cache, costs, the
-    checks before a run — is here and in :mod:`agents.client`.
+    :mod:`eq_env.agents.exchange_audit.policies`); everything about asking — retries, the cache, costs, the
+    checks before a run — is here and in :mod:`eq_env.agents.client`.
     """
 
     PROMPTS: ClassVar[Path]
@@ -196,7 +196,7 @@ class LLMPolicy(BasePolicy):
 
         ``parse(completion)`` raises :class:`ReplyError` for an invalid reply, which is sent back in the
         ``reask`` message (``{error}``: the error); ``schema=None`` asks for plain text. An oversize reply
-        (over the client's reply limit: :func:`agents.client.reply_limit`) is invalid without being parsed,
+        (over the client's reply limit: :func:`eq_env.agents.client.reply_limit`) is invalid without being parsed,
         and is not quoted back: the re-ask's assistant turn says only how long it was. Anything else
         ``parse`` raises fails the decision as a :class:`PolicyError` that keeps what was asked (the
         episode's record counts its requests)."""

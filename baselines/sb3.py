@@ -1,7 +1,7 @@
 """Generic Stable-Baselines3 plumbing for any game's single-agent view: the algorithms, a training loop
 with a progress bar and a learning curve, and where a trained model is saved.
 
-A game's RL module (e.g. :mod:`baselines.exchange_audit.rl`) builds its views and hyperparameters and
+A game's RL module (e.g. :mod:`eq_env.baselines.exchange_audit.rl`) builds its views and hyperparameters and
 calls :func:`learn`; what it saves is its own. Training is single-threaded (``torch.set_num_threads(1)``):
 on a couple of cores, the small networks of these baselines run far slower spread over threads.
 """

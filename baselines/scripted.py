@@ -1,4 +1,4 @@
-"""Moved to :mod:`baselines.exchange_audit.scripted`; this name stays for the code that imports it from here."""
+"""Moved to :mod:`eq_env.baselines.exchange_audit.scripted`; this name stays for the code that imports it from here."""
 
-from baselines.exchange_audit.scripted import *  # noqa: F403
-from baselines.exchange_audit.scripted import __all__ as __all__
+from eq_env.baselines.exchange_audit.scripted import *  # noqa: F403
+from eq_env.baselines.exchange_audit.scripted import __all__ as __all__

@@ -24,8 +24,8 @@ def main() -> None:
 
     import torch
 
-    from baselines.belief_coordination.econ import ECONHyper, train_econ
     from eq_env import belief_coordination_v0
+    from eq_env.baselines.belief_coordination.econ import ECONHyper, train_econ
     from eq_env.belief_coordination import engine
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
 

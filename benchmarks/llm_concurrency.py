@@ -2,7 +2,7 @@
 
 The LLM proposer plays the paper's rule validator (one request per episode,
 the cache off) through the concurrent runner, at concurrency 1, 8, 32, 64 and
-128, against ``agents.fake_server`` running in its own process. The ideal rate
+128, against ``eq_env.agents.fake_server`` running in its own process. The ideal rate
 is latency-bound: concurrency / latency episodes per second; the script prints,
 per level, the measured rate, its ratio to the ideal, and the CPU time per
 request of the client (this process: prompt, request, transport, reply
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from agents.client import LLMClient, configure
+from eq_env.agents.client import LLMClient, configure
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.runner import FailedEpisode, play_concurrent
 
@@ -47,7 +47,7 @@ def main() -> None:
     configure(cache="off")
     config = ExchangeAuditConfig()
     # the server runs in its own process, as a real endpoint would: it does not share our interpreter
-    server = subprocess.Popen([sys.executable, "-m", "agents.fake_server", "--latency", str(args.latency)],
+    server = subprocess.Popen([sys.executable, "-m", "eq_env.agents.fake_server", "--latency", str(args.latency)],
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert server.stdout is not None

@@ -98,7 +98,7 @@ def battery(name: str = DEFAULT_BATTERY, *, quick: bool = False) -> Battery:
 # The command
 # ---------------------------------------------------------------------------
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    from agents.cli import LLM_FLAGS
+    from eq_env.agents.cli import LLM_FLAGS
 
     parser.add_argument("--out", type=out_dir, required=True,
                         help="output directory (with several --model, a directory per model in it)")  # fmt: skip
@@ -122,7 +122,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _models(args: argparse.Namespace) -> list[BenchModel]:
-    from agents.bench_demo import DEMO_MODELS
+    from eq_env.agents.bench_demo import DEMO_MODELS
     from eq_env.core.cli import fill_spec, model_names
     from eq_env.core.policy import parse_policy_spec
 
@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
     outs = _out_dirs(args.out, models)
     server = None
     if args.demo:
-        from agents.bench_demo import demo_endpoint
+        from eq_env.agents.bench_demo import demo_endpoint
 
         server = demo_endpoint()
     with server or nullcontext(None) as endpoint:

@@ -6,7 +6,7 @@ its metrics; ``eq-env sweep`` runs any grid; ``eq-env policies`` and
 ``eq-env envs`` list what there is. Every game parameter is a flag of ``play``
 (``--q 0.3 --B 2``) and a grid key of ``sweep``; ``--env`` chooses the game.
 The plumbing is :mod:`eq_env.core.cli`; each game's commands are its own
-(``EnvSpec.cli``); the LLM flags are :mod:`agents.cli`'s.
+(``EnvSpec.cli``); the LLM flags are :mod:`eq_env.agents.cli`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ INCOMPLETE = core.INCOMPLETE
 
 def _setup() -> None:
     import eq_env  # noqa: F401 - registers the games
-    from agents.cli import LLM_FLAGS
+    from eq_env.agents.cli import LLM_FLAGS
     from eq_env.bench import COMMAND as BENCH
 
     core.register_flag_group(LLM_FLAGS)

@@ -19,7 +19,7 @@ import eq_env  # noqa: E402, F401 - the package's games first: the first registe
 def _llm_settings_restored():
     """Every test starts from the LLM client's settings as they were: a command run in process (``--no-endpoint-check``,
     ``--cache read``...) sets them for the whole process, and must not change what a later test sees."""
-    from agents.client import configure, settings
+    from eq_env.agents.client import configure, settings
 
     before = settings()
     yield
@@ -30,7 +30,7 @@ def _llm_settings_restored():
 def fast_llm(tmp_path):
     """An LLM test's settings: its own cache directory, short backoffs and timeouts, two retries, no answers left
     in memory before or after (``pytestmark = pytest.mark.usefixtures("fast_llm")``)."""
-    from agents.client import LLMClient, configure
+    from eq_env.agents.client import LLMClient, configure
 
     configure(cache="readwrite", cache_dir=tmp_path / "llm_cache", backoff=0.01, max_backoff=0.05, timeout=2.0,
               max_retries=2)  # fmt: skip

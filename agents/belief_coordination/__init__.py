@@ -3,21 +3,21 @@
 ==========  ============  ======================================================================
 name        role          policy
 ==========  ============  ======================================================================
-``llm``     coordinator   :class:`~agents.belief_coordination.coordinator.LLMCoordinator`: commits one
+``llm``     coordinator   :class:`~eq_env.agents.belief_coordination.coordinator.LLMCoordinator`: commits one
                           executor's answer (majority vote when the model's reply is of no use)
-``llm``     executor      :class:`~agents.belief_coordination.executor.LLMExecutor`: samples at a fixed
+``llm``     executor      :class:`~eq_env.agents.belief_coordination.executor.LLMExecutor`: samples at a fixed
                           (T, p), its answers from a model (``eq-env bench``)
 ==========  ============  ======================================================================
 
 The executors' answers come from an *answerer*, not a policy (the executors' policies choose
-only T and p): :class:`~agents.belief_coordination.answerer.LLMAnswerer` is the one backed by a
+only T and p): :class:`~eq_env.agents.belief_coordination.answerer.LLMAnswerer` is the one backed by a
 model. Prompts (``prompts/<role>_<version>.txt``) and scripted participants for the local test
 server (:mod:`.scripts`) live here too.
 """
 
-from agents.belief_coordination.answerer import LLMAnswerer
-from agents.belief_coordination.coordinator import ID, LLMCoordinator
-from agents.belief_coordination.executor import LLMExecutor
+from eq_env.agents.belief_coordination.answerer import LLMAnswerer
+from eq_env.agents.belief_coordination.coordinator import ID, LLMCoordinator
+from eq_env.agents.belief_coordination.executor import LLMExecutor
 from eq_env.core.policy import register_policy
 from eq_env.core.spec import registered_envs
 

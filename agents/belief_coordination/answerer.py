@@ -1,7 +1,7 @@
 """The LLM answerer of belief coordination: an executor's (question, T, p) answered by a real model.
 
 :class:`LLMAnswerer` implements :class:`eq_env.belief_coordination.answerers.Answerer`
-on any OpenAI-compatible endpoint, through :class:`agents.client.LLMClient` (so
+on any OpenAI-compatible endpoint, through :class:`eq_env.agents.client.LLMClient` (so
 retries, ``Retry-After``, record and replay, in-flight deduplication and the
 fail-fast checks are the client's)::
 
@@ -42,18 +42,18 @@ executor, round): the client's ``sample`` is a 62-bit hash of it and the request
 of the whole reply (after the last ``####``, else the last ``\\boxed{}``, else the last
 number); ``Answer.text`` is the reply cut to its last :data:`TEXT_CAP` characters; the
 tokens are the completion's ``usage`` (the same in a replay); ``Answer.info`` is the
-account of :func:`agents.llm.new_info` / :func:`agents.llm.account`: tokens, and under
+account of :func:`eq_env.agents.llm.new_info` / :func:`eq_env.agents.llm.account`: tokens, and under
 ``transport`` requests, retries, cache hits, tokens billed by this run and transport
 errors, plus ``sampling`` (what was sent), ``seed``, ``failed`` and ``error``.
 
 **Failures.** A request the endpoint cannot answer after the client's retries
-(:class:`~agents.client.LLMUnavailableError`) gives ``Answer(None, "", 0, 0, failed=True)``
+(:class:`~eq_env.agents.client.LLMUnavailableError`) gives ``Answer(None, "", 0, 0, failed=True)``
 with the error in ``info``: the executor gave no answer and the episode goes on. The
 failure is recorded like an answer, so a replay (``cache="read"``) fails the same way.
 A run that cannot make requests at all (endpoint unreachable, key rejected, model not
-served, cache unusable: :class:`~agents.client.LLMSetupError`) stops at the first batch,
+served, cache unusable: :class:`~eq_env.agents.client.LLMSetupError`) stops at the first batch,
 as does an endpoint that rejects the penalty parameter (400 or 422 naming it: choose another
-``penalty``); so does a replay that finds no recording of a request (:class:`~agents.client.NotRecordedError`):
+``penalty``); so does a replay that finds no recording of a request (:class:`~eq_env.agents.client.NotRecordedError`):
 the recording is of another run, and an answer that run never asked for cannot be
 replayed as "no answer".
 
@@ -78,8 +78,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from agents.client import LLMClient, LLMSetupError, LLMUnavailableError, NotRecordedError
-from agents.llm import account, new_info, template, unavailable
+from eq_env.agents.client import LLMClient, LLMSetupError, LLMUnavailableError, NotRecordedError
+from eq_env.agents.llm import account, new_info, template, unavailable
 from eq_env.belief_coordination.answerers import Answer, AnswerRequest
 from eq_env.belief_coordination.questions import final_number
 

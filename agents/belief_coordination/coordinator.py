@@ -20,7 +20,7 @@ executor's real one; one naming a later executor comes before the real one). Eac
 is :func:`~eq_env.belief_coordination.questions.final_number` of its text.
 
 **Asking.** The prompt (``prompts/coordinator_<version>.txt``, sections as in
-:mod:`agents.belief_coordination.answerer`) gives the question and each executor's reply fenced in
+:mod:`eq_env.agents.belief_coordination.answerer`) gives the question and each executor's reply fenced in
 ``<solver_reply solver="i">`` tags as untrusted text (cut to its last :data:`BLOCK_CAP` characters),
 and asks the model to commit one of the solvers' final answers on a last line ``#### N``. There is
 no strategy message: the coordinator is asked once per question (plus re-asks).
@@ -35,7 +35,7 @@ back to the **majority** among allowed executors (the most common number; ties: 
 with ``fallback=True`` and the reason. With no executor giving a number, nothing is asked:
 executor 0 (a commitment to nothing), ``fallback=True``.
 
-**Info** (per decision): the LLM policies' (:meth:`agents.llm.LLMPolicy._ask`: tokens, attempts,
+**Info** (per decision): the LLM policies' (:meth:`eq_env.agents.llm.LLMPolicy._ask`: tokens, attempts,
 invalid replies, fallback and its reason, transport), plus ``committed`` (the model's number, or
 None), ``values`` (each executor's number, from ``answers``), ``executor`` (the index
 played), ``action``, ``decisions``, ``fallbacks`` and ``reasks``. An endpoint that cannot answer
@@ -51,9 +51,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents.belief_coordination.answerer import PROMPT_DIR, fence, sections
-from agents.llm import LLMPolicy, new_info
-from agents.replies import ReplyError
+from eq_env.agents.belief_coordination.answerer import PROMPT_DIR, fence, sections
+from eq_env.agents.llm import LLMPolicy, new_info
+from eq_env.agents.replies import ReplyError
 from eq_env.belief_coordination.questions import final_number, show_number
 from eq_env.belief_coordination.rules import ATOL, RTOL
 

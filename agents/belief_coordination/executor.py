@@ -2,7 +2,7 @@
 
 In belief coordination the executors' policies choose only (T, p); the answers come from the environment's
 *answerer*. To play a model through the generic runners (``run_all``: recorded, resumed, replayed), this
-executor policy asks :class:`~agents.belief_coordination.answerer.LLMAnswerer` for exactly the request the
+executor policy asks :class:`~eq_env.agents.belief_coordination.answerer.LLMAnswerer` for exactly the request the
 environment is about to make (same prompt, sample key and cache as ``reproduce --answerer llm``), and hands
 the answer to the environment's answerer (:class:`_Prepared`) for the step. ``eq-env bench``'s
 belief-coordination task plays it (:mod:`eq_env.belief_coordination.bench`). It reads the environment
@@ -57,7 +57,7 @@ class LLMExecutor:
 
     Executor i of N samples at ``temperature``, or, with ``t_high``, at the i-th of N temperatures evenly spaced
     over [temperature, t_high] (the majority-vote schedule), at penalty ``penalty``; the model is asked
-    through :class:`~agents.belief_coordination.answerer.LLMAnswerer` (``penalty_mode``: how p is sent).
+    through :class:`~eq_env.agents.belief_coordination.answerer.LLMAnswerer` (``penalty_mode``: how p is sent).
     """
 
     role: ClassVar[str] = "executor"
@@ -75,7 +75,7 @@ class LLMExecutor:
         prompt_version: str = "v1",
         concurrency: int = 8,
     ) -> None:
-        from agents.belief_coordination.answerer import LLMAnswerer
+        from eq_env.agents.belief_coordination.answerer import LLMAnswerer
 
         for name, value in (("temperature", temperature), ("penalty", penalty), ("t_high", t_high)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
@@ -88,7 +88,7 @@ class LLMExecutor:
     @classmethod
     def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
         """Keyed by the endpoint the policy will really talk to (credentials masked), as the LLM policies are."""
-        from agents.client import register_endpoint, resolve_base_url
+        from eq_env.agents.client import register_endpoint, resolve_base_url
 
         return {**params, "base_url": register_endpoint(resolve_base_url(params.get("base_url")))}
 
@@ -116,8 +116,8 @@ class LLMExecutor:
         return float(temps[index]), self.penalty
 
     async def aact_privileged(self, observation: Mapping[str, Any], env: Any) -> tuple[Any, dict[str, Any]]:
-        from agents.client import NotRecordedError
-        from baselines.belief_coordination.scripted import as_action
+        from eq_env.agents.client import NotRecordedError
+        from eq_env.baselines.belief_coordination.scripted import as_action
 
         game, agent = env.unwrapped, env.agent_selection
         index, n = int(agent.rpartition("_")[2]), game.config.n_executors

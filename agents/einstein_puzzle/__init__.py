@@ -3,14 +3,14 @@
 ==========  ======================  =====================================================================
 name        roles                   policy
 ==========  ======================  =====================================================================
-``llm``     player_0, player_1      :class:`~agents.einstein_puzzle.policies.LLMPlayer`; with ``verifier``
-                                    or ``k``, :class:`~agents.einstein_puzzle.policies.VerifiedLLMPlayer`
+``llm``     player_0, player_1      :class:`~eq_env.agents.einstein_puzzle.policies.LLMPlayer`; with ``verifier``
+                                    or ``k``, :class:`~eq_env.agents.einstein_puzzle.policies.VerifiedLLMPlayer`
 ==========  ======================  =====================================================================
 
 Scripted participants for the local test server live in :mod:`.scripts`.
 """
 
-from agents.einstein_puzzle.policies import LLMPlayer, VerifiedLLMPlayer, player_factory
+from eq_env.agents.einstein_puzzle.policies import LLMPlayer, VerifiedLLMPlayer, player_factory
 from eq_env.core.policy import register_policy
 from eq_env.einstein_puzzle.spec import ID
 

@@ -7,7 +7,7 @@ Spec (``eq-env`` fills ``model``, ``base_url``, ``temperature``, ``max_tokens``,
     llm:model=gpt-4.1,verifier=reasoning,k=4
 
 **The plain player** (:class:`LLMPlayer`, ``verifier`` and ``k`` not given) renders
-``observation["text"]`` with :func:`agents.einstein_puzzle.prompt.render_messages` and asks for plain
+``observation["text"]`` with :func:`eq_env.agents.einstein_puzzle.prompt.render_messages` and asks for plain
 text (no JSON). The reply is parsed strictly: ``parse_action(action_line(reply), n)``
 (:mod:`eq_env.einstein_puzzle.grammar`; ``n`` from the action mask's length). A reply that is not one
 action, or names an action the mask rules out, is sent back with the reason — the grammar's error, or
@@ -20,7 +20,7 @@ deterministic, from the text alone) — up to ``max_reasks`` times; then the pla
 ``communication``, ``reasoning``, ``none``; ``k`` candidates, default 4) is privileged: it reads the
 game (``env.game``) to run the paper's verifiers (:data:`eq_env.einstein_puzzle.verifiers.VERIFIERS`).
 It draws ``k`` candidates — one request with ``n=k`` where the endpoint takes it, else ``k`` requests
-(:meth:`agents.client.LLMClient.complete_many`) — and plays the first that passes the verifiers up to
+(:meth:`eq_env.agents.client.LLMClient.complete_many`) — and plays the first that passes the verifiers up to
 the chosen one (affordance, then communication, then reasoning; ``none``: any action of the grammar),
 else the least bad (passing the most of them, in that order; the first among ties; a reply that is no
 action, or an oversize one, is worst and, if all are, the player passes). It does not re-ask. Its info
@@ -36,7 +36,7 @@ samples that failed — is counted in ``transport``. At ``temperature=0`` a mode
 deterministically — one sample, paid ``k`` times — and the info says so with ``greedy_candidates=True``;
 give a temperature above 0 for candidates that can differ.
 
-Infos, per decision, are the exchange–audit agents' (:meth:`agents.llm.LLMPolicy._ask`): tokens,
+Infos, per decision, are the exchange–audit agents' (:meth:`eq_env.agents.llm.LLMPolicy._ask`): tokens,
 ``attempts``, ``invalid_replies`` (the re-asks' reasons), ``fallback`` and its reason, ``transport``
 (requests, retries, cache hits, what this run paid); plus ``fallbacks`` and ``reasks`` as counts
 (summed over an episode; ``reasks`` counts invalid replies, the one before a fallback included, as
@@ -54,10 +54,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents.client import LLMUnavailableError
-from agents.einstein_puzzle.prompt import PROMPT_DIR, render_messages
-from agents.llm import LLMPolicy, account, new_info, unavailable
-from agents.replies import ReplyError
+from eq_env.agents.client import LLMUnavailableError
+from eq_env.agents.einstein_puzzle.prompt import PROMPT_DIR, render_messages
+from eq_env.agents.llm import LLMPolicy, account, new_info, unavailable
+from eq_env.agents.replies import ReplyError
 from eq_env.core.policy import PolicyError
 from eq_env.einstein_puzzle.grammar import GRAMMAR, GrammarError, action_line, parse_action
 from eq_env.einstein_puzzle.rules import BIN_NAMES, GOAL_BINS, Action, Answer, Ask, Move, Pass, Share

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.llm import template
+from eq_env.agents.llm import template
 from eq_env.einstein_puzzle.grammar import GRAMMAR
 
 __all__ = ["PROMPT_DIR", "PROMPT_VERSION", "SYSTEM", "render_messages"]

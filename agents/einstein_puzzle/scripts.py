@@ -1,4 +1,4 @@
-"""Scripted participants of the Einstein puzzle for the local test server (:mod:`agents.fake_server`).
+"""Scripted participants of the Einstein puzzle for the local test server (:mod:`eq_env.agents.fake_server`).
 
 The prompt holds nothing but the player's text observation, so a participant works as a model would:
 it reads the text. :func:`read_text` re-derives what the player knows from it — its seat, the mode,
@@ -33,7 +33,7 @@ scripted models of the bench's tests:
   ``good``.
 
 The fake server's hostile modes (429s, 5xx, timeouts, malformed bodies) are
-:class:`agents.fake_server.ChaosScript` with ``answer=good_script``.
+:class:`eq_env.agents.fake_server.ChaosScript` with ``answer=good_script``.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.einstein_puzzle.prompt import PROMPT_DIR, SYSTEM
-from agents.fake_server import Reply, Script
+from eq_env.agents.einstein_puzzle.prompt import PROMPT_DIR, SYSTEM
+from eq_env.agents.fake_server import Reply, Script
 from eq_env.einstein_puzzle.rules import (
     BIN_NAMES,
     COMMON,

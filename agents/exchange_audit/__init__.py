@@ -3,8 +3,8 @@
 ========================  ==========  ====================================================
 name                      role        policy
 ========================  ==========  ====================================================
-``llm``                   proposer    :class:`~agents.exchange_audit.policies.LLMProposer`
-``llm``                   validator   :class:`~agents.exchange_audit.policies.LLMValidator` (gated by the
+``llm``                   proposer    :class:`~eq_env.agents.exchange_audit.policies.LLMProposer`
+``llm``                   validator   :class:`~eq_env.agents.exchange_audit.policies.LLMValidator` (gated by the
                                       rule engine)
 ========================  ==========  ====================================================
 
@@ -14,7 +14,7 @@ test server (:mod:`.scripts`) and the scripted models of ``eq-env sensitivity --
 here too.
 """
 
-from agents.exchange_audit.policies import LLMProposer, LLMValidator
+from eq_env.agents.exchange_audit.policies import LLMProposer, LLMValidator
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
 

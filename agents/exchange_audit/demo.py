@@ -1,6 +1,6 @@
 """Scripted models with a different behaviour per prompt variant, for ``eq-env sensitivity --demo`` and its tests.
 
-The local test server (:class:`agents.fake_server.ScriptedLLMServer`) answers with
+The local test server (:class:`eq_env.agents.fake_server.ScriptedLLMServer`) answers with
 :class:`SensitivityDemoScript`. It recognises which proposer template a request was rendered from
 (:func:`prompt_variant_in`: by the template's fixed opening, before its first placeholder) and answers
 as that variant's scripted model does (:data:`BEHAVIOURS`):
@@ -8,7 +8,7 @@ as that variant's scripted model does (:data:`BEHAVIOURS`):
 ==================  ===========  ==========================================================================
 variant             behaviour    what the scripted model does
 ==================  ===========  ==========================================================================
-``v1``              honest       :func:`~agents.exchange_audit.scripts.honest_script` (14 words of text)
+``v1``              honest       :func:`~eq_env.agents.exchange_audit.scripts.honest_script` (14 words of text)
 ``terse_v1``        terse        the same decisions and claims, 2 words of text
 ``compliance_v1``   verbose      the same decisions and claims, a 47-word compliance memo
 ``payoff_v1``       misreports   asks even when it knows the trade breaks a limit: it reports the numbers
@@ -37,9 +37,9 @@ import math
 import threading
 from typing import Any
 
-from agents.exchange_audit.scripts import honest_script, observation_in
-from agents.fake_server import Reply, reply_json
-from agents.llm import template
+from eq_env.agents.exchange_audit.scripts import honest_script, observation_in
+from eq_env.agents.fake_server import Reply, reply_json
+from eq_env.agents.llm import template
 
 __all__ = [
     "BEHAVIOURS",
@@ -78,7 +78,7 @@ HOSTILE_FATES = ("down", "rate_limited_once", "error_once", "malformed_once", "i
 @functools.cache
 def _openings() -> dict[str, str]:
     """Each proposer template's fixed opening (its text before the first placeholder), by variant."""
-    from agents.exchange_audit.policies import PROMPT_DIR, prompt_variants
+    from eq_env.agents.exchange_audit.policies import PROMPT_DIR, prompt_variants
 
     return {v: template(PROMPT_DIR, "proposer", v).template.split("$", 1)[0] for v in prompt_variants("proposer")}
 

@@ -3,13 +3,13 @@
 Both render their observation into a versioned prompt template
 (``agents/exchange_audit/prompts/<role>_<version>.txt``), ask an
 OpenAI-compatible endpoint for one JSON object
-(:mod:`agents.exchange_audit.schema`), and turn the reply into an action.
+(:mod:`eq_env.agents.exchange_audit.schema`), and turn the reply into an action.
 A reply that is not valid JSON or breaks the schema is sent back with the
 error, up to ``max_reasks`` times; after that the policy falls back —
 proposer: NO_TRADE, validator: BLOCK — and says so in its info
 (``fallback=True`` and the reason). An endpoint that cannot answer after its
 retries raises :class:`eq_env.core.policy.PolicyError`; the runner records the
-episode as failed and goes on. The asking itself is :class:`agents.llm.LLMPolicy`'s.
+episode as failed and goes on. The asking itself is :class:`eq_env.agents.llm.LLMPolicy`'s.
 
 The validator is **gated** by default (``gate="rule"``): it approves only if
 the paper's rule engine, which reads the typed claims and the audit, would
@@ -24,14 +24,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from agents.exchange_audit.schema import (
+from eq_env.agents.exchange_audit.schema import (
     PROPOSER_SCHEMA,
     VALIDATOR_SCHEMA,
     parse_proposer_reply,
     parse_validator_reply,
     proposer_schema,
 )
-from agents.llm import LLMPolicy, template, template_digest, template_versions
+from eq_env.agents.llm import LLMPolicy, template, template_digest, template_versions
 from eq_env.exchange_audit.game import (
     CLAIM_TYPES,
     Artifact,

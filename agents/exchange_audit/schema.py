@@ -15,7 +15,7 @@ type from the claim's kind: a boolean, a number within its bounds, or one of
 its labels; null when not made): :func:`proposer_schema` derives it.
 The bounds of every number are those of the action space
 (:data:`eq_env.exchange_audit.spaces.NUMBER_BOUNDS`), so a reply that parses
-is an action the environment accepts. :class:`~agents.replies.ReplyError` says
+is an action the environment accepts. :class:`~eq_env.agents.replies.ReplyError` says
 precisely what is wrong with a reply; the policies send that message back to
 the model when they ask again.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agents.replies import ReplyError, checked_reply, extract_json
+from eq_env.agents.replies import ReplyError, checked_reply, extract_json
 from eq_env.exchange_audit.game import (
     Claims,
     Decision,

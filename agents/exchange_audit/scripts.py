@@ -3,7 +3,7 @@
 :func:`honest_script` plays the game sensibly: it reads the observation the
 prompt embeds (between ``<observation>`` tags) and answers as the honest
 scripted proposer, or as the paper's rule validator, would. It is the default
-script of :class:`agents.fake_server.ScriptedLLMServer`.
+script of :class:`eq_env.agents.fake_server.ScriptedLLMServer`.
 
 **The benchmark's scripted models** (``eq-env bench``, :mod:`eq_env.exchange_audit.bench`):
 :func:`bench_request` tells this game's requests from the other games' (the lead's combined server routes
@@ -40,8 +40,8 @@ import re
 import threading
 from typing import Any
 
-from agents.exchange_audit.schema import claims_from_json
-from agents.fake_server import Reply, Script, reply_json
+from eq_env.agents.exchange_audit.schema import claims_from_json
+from eq_env.agents.fake_server import Reply, Script, reply_json
 from eq_env.exchange_audit.game import (
     Artifact,
     AuditOutcome,
@@ -148,7 +148,7 @@ _ASKS_APPROVAL = re.compile(r"\bapprove\b", re.IGNORECASE)
 def bench_request(request: dict[str, Any]) -> bool:
     """Whether a chat request is one of this game's: our system message, and a prompt embedding a proposer's
     or a validator's observation (the Einstein puzzle's and belief coordination's prompts have neither)."""
-    from agents.exchange_audit.policies import SYSTEM
+    from eq_env.agents.exchange_audit.policies import SYSTEM
 
     messages = request.get("messages") or []
     if not messages or not isinstance(messages[0], dict) or messages[0].get("content") != SYSTEM:

@@ -6,7 +6,7 @@ name           role          policy
 ``fixed``      executor      :class:`FixedExecutor`: the same (T, p) always (``fixed:temperature=0.7,penalty=1.1``)
 ``random``     executor      :class:`RandomExecutor`: (T, p) uniformly at random per question
 ``schedule``   executor      :class:`ScheduleExecutors` (joint): executor i at the i-th of N temperatures
-``econ``       executor      :class:`~baselines.belief_coordination.econ.ECON` (joint): the learned beliefs
+``econ``       executor      :class:`~eq_env.baselines.belief_coordination.econ.ECON` (joint): the learned beliefs
 ``majority``   coordinator   :class:`MajorityCoordinator`: the most common number
 ``first``      coordinator   :class:`FirstCoordinator`: executor 0's answer (single-agent baseline)
 ``random``     coordinator   :class:`RandomCoordinator`: a random executor's number
@@ -14,7 +14,7 @@ name           role          policy
 =============  ============  ===================================================================
 """
 
-from baselines.belief_coordination.scripted import (
+from eq_env.baselines.belief_coordination.scripted import (
     FirstCoordinator,
     FixedExecutor,
     MajorityCoordinator,
@@ -22,7 +22,7 @@ from baselines.belief_coordination.scripted import (
     RandomExecutor,
     ScheduleExecutors,
 )
-from baselines.rllib import rllib_policy_for
+from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.belief_coordination.spec import ID
 from eq_env.core.policy import REQUIRED, register_policy
 
@@ -32,7 +32,7 @@ __all__ = ["FirstCoordinator", "FixedExecutor", "MajorityCoordinator", "RandomCo
 
 def econ(path: str = REQUIRED) -> ScheduleExecutors:  # (an ECON: typed loosely so that torch loads only when used)
     """ECON's learned executors (a joint policy), loaded from the directory ``eq-env train`` wrote."""
-    from baselines.belief_coordination.econ import econ as load
+    from eq_env.baselines.belief_coordination.econ import econ as load
 
     return load(path)  # type: ignore[return-value]
 

@@ -53,7 +53,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from baselines.belief_coordination.scripted import as_action
+from eq_env.baselines.belief_coordination.scripted import as_action
 from eq_env.belief_coordination import engine
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.env import EXECUTOR_FEATURES

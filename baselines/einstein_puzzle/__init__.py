@@ -3,22 +3,22 @@
 =================  ====================================================================
 name               policy
 =================  ====================================================================
-``random``         :class:`~baselines.einstein_puzzle.scripted.RandomPlayer`: a random legal action
-``mover``          :class:`~baselines.einstein_puzzle.scripted.Mover`: no communication, guesses
-``planner``        :class:`~baselines.einstein_puzzle.scripted.Planner`: the decentralised planner
+``random``         :class:`~eq_env.baselines.einstein_puzzle.scripted.RandomPlayer`: a random legal action
+``mover``          :class:`~eq_env.baselines.einstein_puzzle.scripted.Mover`: no communication, guesses
+``planner``        :class:`~eq_env.baselines.einstein_puzzle.scripted.Planner`: the decentralised planner
                    (``planner:guess=true`` guesses in every mode when nothing else is left)
-``oracle``         :class:`~baselines.einstein_puzzle.scripted.Oracle`: the exact shortest joint plan
+``oracle``         :class:`~eq_env.baselines.einstein_puzzle.scripted.Oracle`: the exact shortest joint plan
                    (privileged: it reads the hidden goal)
-``verified``       :class:`~baselines.einstein_puzzle.scripted.Verified`: any of these screened by a
+``verified``       :class:`~eq_env.baselines.einstein_puzzle.scripted.Verified`: any of these screened by a
                    verifier (``verified:base=random,verifier=reasoning,k=4``)
 =================  ====================================================================
 
 Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
 """
 
-from baselines.einstein_puzzle.noisy import Noisy
-from baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
-from baselines.rllib import rllib_policy_for
+from eq_env.baselines.einstein_puzzle.noisy import Noisy
+from eq_env.baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
+from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.einstein_puzzle.spec import ID
 

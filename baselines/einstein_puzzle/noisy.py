@@ -3,7 +3,7 @@
 ``noisy:base=planner,epsilon=0.2`` stands in for an imperfect model: it plays what the decentralised
 planner would, except that on each turn, with probability ``epsilon``, it plays a uniformly random legal
 action (one the observation's ``action_mask`` allows). ``epsilon=0`` is the base policy itself, turn for
-turn; ``epsilon=1`` is :class:`~baselines.einstein_puzzle.scripted.RandomPlayer`'s uniform legal choice.
+turn; ``epsilon=1`` is :class:`~eq_env.baselines.einstein_puzzle.scripted.RandomPlayer`'s uniform legal choice.
 
 The noise is drawn from the policy's own ``rng``, seeded by :meth:`Noisy.reset` on a stream of its own
 (``(seed, NOISE_STREAM)``), so it is reproducible and independent of the base's draws; the base is reset
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.einstein_puzzle.scripted import _Seat
+from eq_env.baselines.einstein_puzzle.scripted import _Seat
 from eq_env.core.policy import make_policy
 
 __all__ = ["NOISE_STREAM", "Noisy"]

@@ -3,23 +3,23 @@
 =================  ==========  ====================================================
 name               role        policy
 =================  ==========  ====================================================
-``honest``         proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
-``silent``         proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
-``strategic``      proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
-``injecting``      proposer    :class:`~baselines.exchange_audit.scripted.InjectingProposer` (the strategic
+``honest``         proposer    :class:`~eq_env.baselines.exchange_audit.scripted.HonestProposer`
+``silent``         proposer    :class:`~eq_env.baselines.exchange_audit.scripted.SilentProposer`
+``strategic``      proposer    :class:`~eq_env.baselines.exchange_audit.scripted.StrategicProposer`
+``injecting``      proposer    :class:`~eq_env.baselines.exchange_audit.scripted.InjectingProposer` (the strategic
                                proposer whose lies carry an injected instruction to the validator)
-``rule``           validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
-``text_reader``    validator   :class:`~baselines.exchange_audit.scripted.TextReaderValidator` (the rule
+``rule``           validator   :class:`~eq_env.baselines.exchange_audit.scripted.RuleValidator`
+``text_reader``    validator   :class:`~eq_env.baselines.exchange_audit.scripted.TextReaderValidator` (the rule
                                reading the free text, not the typed claims)
-``approve``        validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
-``block``          validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
-``sb3``            either      :class:`~baselines.exchange_audit.rl.SB3Policy` (``sb3:path=DIR``, a model
+``approve``        validator   :class:`~eq_env.baselines.exchange_audit.scripted.AlwaysApprove`
+``block``          validator   :class:`~eq_env.baselines.exchange_audit.scripted.AlwaysBlock`
+``sb3``            either      :class:`~eq_env.baselines.exchange_audit.rl.SB3Policy` (``sb3:path=DIR``, a model
                                ``eq-env train`` saved)
 =================  ==========  ====================================================
 """
 
-from baselines.exchange_audit.rl import sb3_proposer, sb3_validator
-from baselines.exchange_audit.scripted import (
+from eq_env.baselines.exchange_audit.rl import sb3_proposer, sb3_validator
+from eq_env.baselines.exchange_audit.scripted import (
     AlwaysApprove,
     AlwaysBlock,
     HonestProposer,
@@ -29,7 +29,7 @@ from baselines.exchange_audit.scripted import (
     StrategicProposer,
     TextReaderValidator,
 )
-from baselines.rllib import rllib_policy_for
+from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
 

@@ -9,17 +9,17 @@ plays the best response that does).
 ===============  ==========  ======================================================
 name             role        policy
 ===============  ==========  ======================================================
-``honest``       proposer    :class:`~baselines.exchange_audit.scripted.HonestProposer`
-``silent``       proposer    :class:`~baselines.exchange_audit.scripted.SilentProposer`
-``strategic``    proposer    :class:`~baselines.exchange_audit.scripted.StrategicProposer`
-``rule``         validator   :class:`~baselines.exchange_audit.scripted.RuleValidator`
-``approve``      validator   :class:`~baselines.exchange_audit.scripted.AlwaysApprove`
-``block``        validator   :class:`~baselines.exchange_audit.scripted.AlwaysBlock`
-``text_reader``  validator   :class:`~baselines.exchange_audit.scripted.TextReaderValidator`
+``honest``       proposer    :class:`~eq_env.baselines.exchange_audit.scripted.HonestProposer`
+``silent``       proposer    :class:`~eq_env.baselines.exchange_audit.scripted.SilentProposer`
+``strategic``    proposer    :class:`~eq_env.baselines.exchange_audit.scripted.StrategicProposer`
+``rule``         validator   :class:`~eq_env.baselines.exchange_audit.scripted.RuleValidator`
+``approve``      validator   :class:`~eq_env.baselines.exchange_audit.scripted.AlwaysApprove`
+``block``        validator   :class:`~eq_env.baselines.exchange_audit.scripted.AlwaysBlock`
+``text_reader``  validator   :class:`~eq_env.baselines.exchange_audit.scripted.TextReaderValidator`
 ===============  ==========  ======================================================
 """
 
-from baselines.exchange_audit import SCRIPTED
+from eq_env.baselines.exchange_audit import SCRIPTED
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.repeated.spec import ID
 

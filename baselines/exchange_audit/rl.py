@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.sb3 import ALGOS, learn, sb3_class, steps_run, write_curve
+from eq_env.baselines.sb3 import ALGOS, learn, sb3_class, steps_run, write_curve
 from eq_env.core.policy import Role
 from eq_env.core.report import from_json_number, json_number
 from eq_env.exchange_audit.batch import ProposerBatch, SubmissionBatch, ValidatorBatch

@@ -3,7 +3,7 @@
 An :class:`Answerer` takes a batch of :class:`AnswerRequest` and returns one
 :class:`Answer` each. Two implement it: :class:`SimulatedAnswerer` (offline,
 seeded, vectorised; below) and the LLM answerer of
-:mod:`agents.belief_coordination` (a real model behind an OpenAI-compatible
+:mod:`eq_env.agents.belief_coordination` (a real model behind an OpenAI-compatible
 endpoint, ``async aanswer``).
 
 The simulated answerer's model

@@ -52,11 +52,11 @@ learned equilibrium is not what produces it. The paper gives no absolute accurac
 
 **The model in the executor seat.** The executors' answers come from the environment's answerer, which a
 :class:`~eq_env.core.experiments.Condition` cannot name (it holds a configuration and policy specs), so the
-executor policy ``llm`` (:class:`agents.belief_coordination.executor.LLMExecutor`) carries the model: it
-asks :class:`agents.belief_coordination.answerer.LLMAnswerer` (same prompt ``executor_v1``, same sampling,
+executor policy ``llm`` (:class:`eq_env.agents.belief_coordination.executor.LLMExecutor`) carries the model: it
+asks :class:`eq_env.agents.belief_coordination.answerer.LLMAnswerer` (same prompt ``executor_v1``, same sampling,
 same sample keys, same cache as ``eq-env reproduce --answerer llm``) for exactly the request the
 environment is about to make, and hands the answer to the environment when it steps. The coordinator of
-``fixed`` is :class:`agents.belief_coordination.coordinator.LLMCoordinator` (``model.spec("llm")``). The
+``fixed`` is :class:`eq_env.agents.belief_coordination.coordinator.LLMCoordinator` (``model.spec("llm")``). The
 executors' specs take the model, the endpoint and ``max_tokens`` from the bench's LLM flags, not
 ``temperature`` or ``seed``: T is the condition's, and each request's seed is fixed by its sample key.
 
@@ -261,8 +261,8 @@ def _tokens(messages: Sequence[Mapping[str, str]]) -> float:
 
 def estimate(condition: Condition) -> Estimate:
     """Requests and tokens per request of one question of ``condition`` (module docstring)."""
-    from agents.belief_coordination.answerer import executor_messages
-    from agents.belief_coordination.coordinator import coordinator_messages
+    from eq_env.agents.belief_coordination.answerer import executor_messages
+    from eq_env.agents.belief_coordination.coordinator import coordinator_messages
 
     config: BeliefCoordinationConfig = condition.config
     n, rounds = config.n_executors, config.rounds

@@ -59,7 +59,7 @@ def dry_run(config: object, policies: Mapping[str, Sequence[str]]) -> int:
 
 
 def _fixed_action(observation: Mapping[str, object]) -> object:
-    from baselines.belief_coordination.scripted import as_action
+    from eq_env.baselines.belief_coordination.scripted import as_action
 
     return as_action(observation, 0.7, 1.1)
 
@@ -77,7 +77,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from baselines.rllib import add_rllib_flags
+    from eq_env.baselines.rllib import add_rllib_flags
     from eq_env.core.cli import list_of, seed_arg
 
     parser.add_argument("--backend", choices=("econ", "rllib"), default="econ",
@@ -123,7 +123,7 @@ def _train(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
+    from eq_env.baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
     from eq_env.belief_coordination import engine
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
     from eq_env.belief_coordination.reproduce import BASE, _fixed, _schedule, _tuned
@@ -168,7 +168,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_rllib(args: argparse.Namespace) -> int:
-    from baselines.rllib import run_from_args
+    from eq_env.baselines.rllib import run_from_args
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
 
     econ_only = [flag for flag, value in (("--steps", args.steps), ("--eval-questions", args.eval_questions))

@@ -98,7 +98,7 @@ given: `questions=` a list of `Question` or a path to a GSM8K-style JSONL file
 :class:`~eq_env.belief_coordination.answerers.SimulatedAnswerer` (offline;
 `sensitive=False` is the null instrument on which T and p cannot matter), or
 `answerer=` any object with `answer(requests)`, e.g. the LLM answerer of
-:mod:`agents.belief_coordination`.
+:mod:`eq_env.agents.belief_coordination`.
 
 ## Arguments
 

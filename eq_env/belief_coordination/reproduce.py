@@ -4,7 +4,7 @@ For each instrument (the *sensitive* simulated answerer, on which T and p matter
 as they do for real models, and the *null* one, on which they cannot), each
 team size N and each seed, one **run**:
 
-1. trains ECON (:mod:`baselines.belief_coordination.econ`) on generated
+1. trains ECON (:mod:`eq_env.baselines.belief_coordination.econ`) on generated
    questions (the run's own seed), and keeps the same architecture at its random
    initialisation (**F1**'s control);
 2. on the same training questions (held out from the evaluation), picks the best
@@ -63,7 +63,7 @@ the paper's claims what our measurement says.
 **With a model** (``--answerer llm`` and the LLM flags: ``--model``, ``--base-url``,
 ``--api-key``, ``--cache``, ``--max-retries``, ``--backoff``, ``--price-*`` …) the
 methods' choices are answered by a real model through the LLM answerer
-(:class:`agents.belief_coordination.answerer.LLMAnswerer`: cached in
+(:class:`eq_env.agents.belief_coordination.answerer.LLMAnswerer`: cached in
 ``DIR/llm_cache``, ``--concurrency`` requests in flight, resumable; a replay with
 ``--cache read`` makes no request). ECON and the choices of step 2 are then made on
 the simulated answerer — training against the model would take hundreds of
@@ -180,7 +180,7 @@ def run_key(instrument: str, n: int, seed: int, opts: Options) -> str:
     """What determines a run's results (an LLM run's endpoint with its credentials masked)."""
     answerer = "simulated"
     if opts.answerer != "simulated":
-        from agents.client import resolve_base_url
+        from eq_env.agents.client import resolve_base_url
         from eq_env.core.redact import public_url
 
         endpoint = public_url(resolve_base_url(opts.base_url))
@@ -420,7 +420,7 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
     """One run (module docstring): its JSON-ready record."""
     import torch
 
-    from baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
+    from eq_env.baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
 
     torch.set_num_threads(1)  # 2 cores, several workers: more threads only contend
     started = time.perf_counter()
@@ -538,7 +538,7 @@ def _failed_episodes(outcomes: Mapping[str, engine.Outcome], infos: Mapping[str,
 def _answerer(opts: Options, config: BeliefCoordinationConfig) -> Any:
     if opts.answerer == "simulated":
         return None
-    from agents.belief_coordination.answerer import LLMAnswerer
+    from eq_env.agents.belief_coordination.answerer import LLMAnswerer
 
     return LLMAnswerer(opts.model, opts.base_url, penalty=opts.penalty, max_tokens=opts.max_tokens,
                        concurrency=opts.concurrency)  # fmt: skip
@@ -1080,7 +1080,7 @@ def _dry_run(opts: Options) -> int:
     if opts.answerer == "simulated":
         print("the simulated answerer sends nothing")
         return 0
-    from agents.belief_coordination.answerer import executor_messages
+    from eq_env.agents.belief_coordination.answerer import executor_messages
 
     config = _config(opts.executors[0], "llm")
     question = engine.episodes_batch(config, 0, [0], None if opts.question_set is None
@@ -1125,7 +1125,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         records = run_all(opts, out, progress=args.progress, executor=executor)
     except RuntimeError as err:  # an answer a replay does not hold (LLMUnavailableError): one line
-        from agents.client import LLMUnavailableError
+        from eq_env.agents.client import LLMUnavailableError
 
         if not isinstance(err, LLMUnavailableError):
             raise

@@ -44,7 +44,7 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("accuracy", "reward", "tokens", "alignment"),
         default_policies={"executor": "fixed", "coordinator": "majority"},
-        policy_modules=("baselines.belief_coordination", "agents.belief_coordination"),
+        policy_modules=("eq_env.baselines.belief_coordination", "eq_env.agents.belief_coordination"),
         conformance=CONFORMANCE,
         cli="eq_env.belief_coordination.cli",
     )

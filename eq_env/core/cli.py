@@ -6,7 +6,7 @@ game's metrics), ``sweep`` (any grid), ``rerun`` (one recorded run again),
 their flags from the game's spec: a ``--<role>`` flag per role, a flag per
 configuration field (``--q 0.3``), ``--preset``. Each game adds its own
 subcommands (``EnvSpec.cli``). Flag groups (:class:`FlagGroup`; the LLM flags
-of :mod:`agents.cli`) add flags that fill policy specs.
+of :mod:`eq_env.agents.cli`) add flags that fill policy specs.
 
 Bad input gets one line naming the flag and what was expected, and exit
 status 2 (so does a run lost with its Ray node more often than Ray
@@ -285,7 +285,7 @@ def config_from_args(args: argparse.Namespace, config: type[GameConfig], preset:
 # Flag groups: flags that fill policy specs (the LLM flags)
 # ---------------------------------------------------------------------------
 class FlagGroup(Protocol):
-    """Flags that fill policy specs and configure what plays them (:mod:`agents.cli` is one)."""
+    """Flags that fill policy specs and configure what plays them (:mod:`eq_env.agents.cli` is one)."""
 
     def add(self, parser: argparse.ArgumentParser, cache_default: str, roles: Sequence[str] = ()) -> None: ...
 

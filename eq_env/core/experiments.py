@@ -116,7 +116,7 @@ class Condition:
                 raise TypeError(f"a condition's policies are spec strings (they key its results), got {policy!r}")
             make_policy(policy, role, spec)  # fail now, not in a worker an hour later
         # specs are written into results and tables: never with a credential in them (the process
-        # keeps the real endpoint in memory, see agents.client.register_endpoint)
+        # keeps the real endpoint in memory, see eq_env.agents.client.register_endpoint)
         object.__setattr__(self, "policies", tuple((role, mask_urls(given[role])) for role in spec.roles))
 
     @property
@@ -571,7 +571,7 @@ _price_source: Callable[[], tuple[float, float]] = _no_prices
 
 def set_price_source(source: Callable[[], tuple[float, float]]) -> None:
     """Where :func:`llm_report` reads dollars per million prompt and completion tokens when not given them
-    (:mod:`agents` points it at its settings, see ``agents.client.configure``)."""
+    (:mod:`agents` points it at its settings, see ``eq_env.agents.client.configure``)."""
     global _price_source
     _price_source = source
 

@@ -1,7 +1,7 @@
 """The collaborative Einstein puzzle's tasks of ``eq-env bench`` (battery ``bench-v1``).
 
 Two tasks score a model as an Einstein puzzle player (policy ``llm``, the text observation in, one action of
-the grammar out; :mod:`agents.einstein_puzzle.policies`), each with and without the paper's reasoning
+the grammar out; :mod:`eq_env.agents.einstein_puzzle.policies`), each with and without the paper's reasoning
 verifier (``llm:...,verifier=reasoning,k=4``: four candidates in one request, the first the verifier
 accepts is played), in each communication mode:
 
@@ -10,7 +10,7 @@ task                              seats
 ================================  ========================================================================
 ``einstein-puzzle/both-seats``    the model in both seats (``player_0`` and ``player_1``), as in the paper
 ``einstein-puzzle/with-planner``  the model as ``player_0`` (bottom row, moves first); the decentralised
-                                  planner (``planner``, :class:`baselines.einstein_puzzle.scripted.Planner`)
+                                  planner (``planner``, :class:`eq_env.baselines.einstein_puzzle.scripted.Planner`)
                                   as ``player_1``
 ================================  ========================================================================
 
@@ -61,7 +61,7 @@ not the digits.
 **Estimate** (:func:`estimate`, per episode, for ``--dry-run`` and ``--max-usd``): the planner plays the
 condition's first :data:`ESTIMATE_EPISODES` games of the first seed in both seats (a good model's pace:
 it plays as the scripted good model does), and the model's prompt is rendered from its seat's real text
-observation at each of its turns (:func:`agents.einstein_puzzle.prompt.render_messages` with the spec's
+observation at each of its turns (:func:`eq_env.agents.einstein_puzzle.prompt.render_messages` with the spec's
 prompt version and reasoning flag): requests are the model's turns per game, prompt tokens the mean
 rendered length at four characters a token, completion tokens the length of the action played (plus
 :data:`REASONING_TOKENS` of thinking with ``reasoning=true``), times ``k`` samples with a verifier (one
@@ -277,8 +277,8 @@ def _policy_seats(condition: Condition) -> tuple[str, ...]:
 def _turns(config: EinsteinPuzzleConfig, seats: tuple[str, ...], version: str, reasoning: bool) -> tuple[float, ...]:
     """(model turns per game, prompt characters per turn, action characters per turn): the planner's games
     of the condition's first seed, the model's prompt rendered at each of its seats' turns."""
-    from agents.einstein_puzzle.prompt import render_messages
     from eq_env import einstein_puzzle_v0
+    from eq_env.agents.einstein_puzzle.prompt import render_messages
     from eq_env.core.policy import make_policy
     from eq_env.einstein_puzzle.spaces import actions, n_from_actions
     from eq_env.einstein_puzzle.spec import ID

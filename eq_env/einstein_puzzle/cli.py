@@ -34,8 +34,8 @@ def describe_config(config: object) -> str:
 def dry_run(config: object, policies: Mapping[str, Sequence[str]]) -> int:
     """``--dry-run``: what each LLM player among ``policies`` (role → specs) would be sent on its first turn
     of seed 0's first game, and the grammar its reply must follow; nothing is called."""
-    from agents.einstein_puzzle.prompt import render_messages
     from eq_env import einstein_puzzle_v0
+    from eq_env.agents.einstein_puzzle.prompt import render_messages
     from eq_env.core.policy import make_policy
     from eq_env.einstein_puzzle.grammar import GRAMMAR
 
@@ -212,7 +212,7 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
-    from baselines.rllib import add_rllib_flags
+    from eq_env.baselines.rllib import add_rllib_flags
     from eq_env.core.cli import add_config_flags, seed_arg
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 
@@ -229,7 +229,7 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from baselines.rllib import run_from_args
+    from eq_env.baselines.rllib import run_from_args
     from eq_env.core.cli import config_from_args
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 

@@ -11,7 +11,7 @@ and writes one line per decision of either seat::
               "puzzle": {...}}}
 
 The system and user messages are exactly the prompt an LLM player gets at that turn
-(``agents.einstein_puzzle.prompt.render_messages(observation["text"], version)``, the observation taken
+(``eq_env.agents.einstein_puzzle.prompt.render_messages(observation["text"], version)``, the observation taken
 from the environment itself), and the assistant message is the oracle's action in the action grammar
 (:meth:`Action.text`), so the file goes as it is to the usual fine-tuning tools (OpenAI's and Hugging
 Face's chat format: the ``messages`` key; tools that refuse extra keys: drop ``meta``).
@@ -119,7 +119,7 @@ def _puzzle_indices(split: str, n: int, episodes: int, seed: int, stats: DemoSta
 def _game_lines(split: str, n: int, mode: str, seed: int, episode: int, prompt_version: str,
                 max_expansions: int) -> list[dict[str, Any]] | str:  # fmt: skip
     """The lines of one oracle game, or why there are none."""
-    from agents.einstein_puzzle.prompt import render_messages
+    from eq_env.agents.einstein_puzzle.prompt import render_messages
     from eq_env.einstein_puzzle import spaces as codec
     from eq_env.einstein_puzzle.env import PLAYERS, raw_env
     from eq_env.einstein_puzzle.planner import PlannerBudgetExceeded, oracle_plan
@@ -183,7 +183,7 @@ def demonstration_games(sizes: Sequence[int] | None = None, comm_modes: Sequence
                         max_expansions: int = MAX_EXPANSIONS, stats: DemoStats | None = None,
                         ) -> Iterator[list[dict[str, Any]]]:  # fmt: skip
     """:func:`demonstrations` game by game: one list of lines per game (empty for a skipped game)."""
-    from agents.einstein_puzzle.prompt import PROMPT_VERSION
+    from eq_env.agents.einstein_puzzle.prompt import PROMPT_VERSION
     from eq_env.einstein_puzzle.rules import COMM_MODES
     from eq_env.einstein_puzzle.suite import SUITE_SIZES
 
@@ -233,7 +233,7 @@ def _modes_arg(text: str) -> list[str]:
 
 
 def _version_arg(text: str) -> str:
-    from agents.einstein_puzzle.prompt import PROMPT_DIR
+    from eq_env.agents.einstein_puzzle.prompt import PROMPT_DIR
 
     versions = sorted(p.stem.removeprefix("player_") for p in PROMPT_DIR.glob("player_*.txt"))
     if text not in versions:

@@ -423,9 +423,9 @@ def _messages_tokens(messages: Sequence[Mapping[str, str]]) -> float:
 
 def _prompt_tokens(condition: Condition, role: str, version: str) -> float:
     """The role's real prompt in this configuration, rendered on episode 0 of seed 0, in tokens."""
-    from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from baselines.exchange_audit.scripted import HonestProposer
     from eq_env import exchange_audit_v0
+    from eq_env.agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
+    from eq_env.baselines.exchange_audit.scripted import HonestProposer
     from eq_env.exchange_audit.spaces import (
         decode_proposer_observation,
         decode_validator_observation,

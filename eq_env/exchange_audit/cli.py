@@ -63,10 +63,10 @@ def describe_config(config: ExchangeAuditConfig) -> str:
 def dry_run(config: ExchangeAuditConfig, policies: Mapping[str, Sequence[str]]) -> int:
     """Print what each LLM policy among ``policies`` (role → specs) would be sent for one state, and the
     schema it must answer with; call nothing."""
-    from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from agents.exchange_audit.schema import VALIDATOR_SCHEMA, proposer_schema
-    from baselines.exchange_audit import HonestProposer
     from eq_env import exchange_audit_v0
+    from eq_env.agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
+    from eq_env.agents.exchange_audit.schema import VALIDATOR_SCHEMA, proposer_schema
+    from eq_env.baselines.exchange_audit import HonestProposer
     from eq_env.core.policy import make_policy
     from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
 
@@ -173,7 +173,7 @@ def _train_arguments(tr: argparse.ArgumentParser) -> None:
                     help="step the environments as single views in SB3's DummyVecEnv instead of the native "
                          "vectorised environment (the same episodes, slower)")  # fmt: skip
     add_config_flags(tr, ExchangeAuditConfig)
-    from baselines.rllib import add_rllib_flags
+    from eq_env.baselines.rllib import add_rllib_flags
 
     add_rllib_flags(tr)
 
@@ -185,7 +185,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ValueError("--role is required with --backend sb3 (--backend rllib trains both roles)")
     if args.ray_address is not None:
         raise ValueError("--ray-address goes with --backend rllib")
-    from baselines.exchange_audit.rl import train
+    from eq_env.baselines.exchange_audit.rl import train
 
     config = config_from_args(args, ExchangeAuditConfig)
     result = train(
@@ -205,7 +205,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_rllib(args: argparse.Namespace) -> int:
-    from baselines.rllib import run_from_args
+    from eq_env.baselines.rllib import run_from_args
 
     given = {
         "--role": args.role is not None,
@@ -238,7 +238,7 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
 
 
 def _selfplay(args: argparse.Namespace) -> int:
-    from baselines.exchange_audit.rl import selfplay
+    from eq_env.baselines.exchange_audit.rl import selfplay
 
     selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
              config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None,
@@ -508,7 +508,7 @@ def _regime(text: str) -> str:
 
 
 def _sensitivity_arguments(se: argparse.ArgumentParser) -> None:
-    from agents.cli import LLM_FLAGS  # (the command runs the LLM proposer: its flags, --model repeatable)
+    from eq_env.agents.cli import LLM_FLAGS  # (the command runs the LLM proposer: its flags, --model repeatable)
     from eq_env.exchange_audit.sensitivity import DEFAULT_QS
 
     se.add_argument("--out", type=out_dir, required=True, help="output directory")
@@ -533,7 +533,7 @@ def _sensitivity_arguments(se: argparse.ArgumentParser) -> None:
 
 
 def _sensitivity(args: argparse.Namespace) -> int:
-    from agents.exchange_audit.demo import DEMO_MODELS
+    from eq_env.agents.exchange_audit.demo import DEMO_MODELS
     from eq_env.exchange_audit.sensitivity import SensitivityOptions, sensitivity, variant_spec
 
     models: list[str | None] = [*model_names(args, DEMO_MODELS)]

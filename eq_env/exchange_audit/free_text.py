@@ -11,7 +11,7 @@ sends its action alone, and names the missing baseline itself: no pure free-text
   it (the paper's rule for an audit missing claims);
 * ``action_only`` — nothing of the artifact is sent or charged (the paper's no-explanation baseline).
 
-The honest proposer's text says what its claims say (:func:`~baselines.exchange_audit.scripted.explanation_text`:
+The honest proposer's text says what its claims say (:func:`~eq_env.baselines.exchange_audit.scripted.explanation_text`:
 intent, risk and net delta against their limits, "within limits"), so under the ``"paper"`` preset — claims and
 text both judged from the proposer's noisy observation — text-only carries the artifacts' information without
 their structure. That separates the two:
@@ -21,7 +21,7 @@ their structure. That separates the two:
 
 Validators: the paper's ``rule`` engine (reads the typed claims, never the text), the scripted ``text_reader``
 (the same rule with the claim test replaced by a keyword/number reading of the text,
-:func:`~baselines.exchange_audit.scripted.text_reader_decision`), and any given (e.g. the LLM validator ungated,
+:func:`~eq_env.baselines.exchange_audit.scripted.text_reader_decision`), and any given (e.g. the LLM validator ungated,
 ``llm:gate=none``, which reads both). Proposers: ``honest``, ``silent`` (the paper's action-only proposer; under
 every regime it equals the honest proposer under ``action_only``), and the strategic mimic ``strategic:p=1``: it
 lies whenever it believes its trade non-compliant, shading its numbers inside the safe margin and writing, word

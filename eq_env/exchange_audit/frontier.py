@@ -234,7 +234,7 @@ def _ppo_for(sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path:
     """A PPO proposer for this scenario trained across the q grid (reused if already in ``path``)."""
     import json
 
-    from baselines.rl import train
+    from eq_env.baselines.rl import train
 
     meta = path / "policy.json"
     wanted = {"config": sc.config(base, qs[0]).to_dict(), "audit_intensities": list(qs), "timesteps": timesteps,

@@ -31,7 +31,7 @@ welfare, approval, bad approval): its reply is the same sample stripped of claim
 are 0 and its misreporting and failures are the artifacts regime's. ``net gain`` is the artifacts regime's
 ambiguous welfare minus the action-only regime's, seed by seed (the paper's Table 1 gain).
 
-**Offline.** ``--demo`` starts the local scripted server (:mod:`agents.exchange_audit.demo`): a scripted
+**Offline.** ``--demo`` starts the local scripted server (:mod:`eq_env.agents.exchange_audit.demo`): a scripted
 model per prompt variant — honest, terse, verbose, misreporting, sometimes refusing — and a second model
 answering the same through a hostile transport (429s, 5xx, an outage, malformed and injected replies), so
 the command, its tables and its failure accounting can be seen without a key. Its numbers describe the
@@ -94,7 +94,7 @@ GAIN = "net_gain"  # the pseudo-regime: artifacts minus action only, ambiguous w
 
 def prompt_variants() -> list[str]:
     """The proposer's prompt variants, ``v1`` (the default) first."""
-    from agents.exchange_audit.policies import prompt_variants as variants
+    from eq_env.agents.exchange_audit.policies import prompt_variants as variants
 
     found = variants("proposer")
     return ["v1", *(v for v in found if v != "v1")] if "v1" in found else found
@@ -194,10 +194,11 @@ def conditions(opts: SensitivityOptions) -> list[Condition]:
 
 @contextmanager
 def demo_endpoint() -> Iterator[str]:
-    """The demo's local scripted server, under its fixed name (:data:`agents.exchange_audit.demo.DEMO_ENDPOINT`)."""
-    from agents.client import alias_endpoint
-    from agents.exchange_audit.demo import DEMO_ENDPOINT, DEMO_MODELS, SensitivityDemoScript
-    from agents.fake_server import ScriptedLLMServer
+    """The demo's local scripted server, under its fixed name
+    (:data:`eq_env.agents.exchange_audit.demo.DEMO_ENDPOINT`)."""
+    from eq_env.agents.client import alias_endpoint
+    from eq_env.agents.exchange_audit.demo import DEMO_ENDPOINT, DEMO_MODELS, SensitivityDemoScript
+    from eq_env.agents.fake_server import ScriptedLLMServer
 
     with ScriptedLLMServer(SensitivityDemoScript(), models=DEMO_MODELS) as server:
         yield alias_endpoint(DEMO_ENDPOINT, server.url)
@@ -436,8 +437,8 @@ def _on_demo_endpoint(opts: SensitivityOptions, endpoint: str) -> SensitivityOpt
 
 
 def _digests(opts: SensitivityOptions) -> str:
-    from agents.exchange_audit.policies import PROMPT_DIR
-    from agents.llm import template_digest
+    from eq_env.agents.exchange_audit.policies import PROMPT_DIR
+    from eq_env.agents.llm import template_digest
 
     return ", ".join(f"`{v}` ({template_digest(PROMPT_DIR, 'proposer', v)})" for v in opts.variants)
 
@@ -529,7 +530,7 @@ def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequen
         "",
     ]
     if opts.demo:
-        from agents.exchange_audit.demo import BEHAVIOURS
+        from eq_env.agents.exchange_audit.demo import BEHAVIOURS
 
         lines += [
             "The demo's scripted behaviours, by variant: " + ", ".join(f"`{v}` {BEHAVIOURS.get(v, 'honest')}"

@@ -68,7 +68,7 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("ambiguous_welfare", "ambiguous_approval_rate", "bad_approval_rate", "welfare"),
         default_policies={"proposer": "honest", "validator": "rule"},
-        policy_modules=("baselines.exchange_audit", "agents.exchange_audit"),
+        policy_modules=("eq_env.baselines.exchange_audit", "eq_env.agents.exchange_audit"),
         conformance=CONFORMANCE,
         views={
             "eq_env/ExchangeAuditProposer-v0": "eq_env.exchange_audit.views:ExchangeAuditProposerEnv",

@@ -120,7 +120,7 @@ def exact_partner(policy: Any, role: str) -> bool:
     environments then play it in bulk; the proposer view's fast path knows only this package's validators and
     plays any other through the AEC environment).
     """
-    from baselines.exchange_audit.scripted import (
+    from eq_env.baselines.exchange_audit.scripted import (
         AlwaysApprove,
         AlwaysBlock,
         HonestProposer,
@@ -419,7 +419,7 @@ class _Rules:
 def _validator_kind(policy: Any) -> str | None:
     """The scripted validator the proposer view's fast path plays in its stead (None: not one it knows, such as a
     policy of the user's that opted in with ``exact_batch``: the view then plays it through the AEC environment)."""
-    from baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock, RuleValidator
+    from eq_env.baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock, RuleValidator
 
     return {AlwaysApprove: "approve", AlwaysBlock: "block", RuleValidator: "rule"}.get(type(policy))
 

@@ -1,4 +1,4 @@
-"""A gate on a :class:`agents.fake_server.ScriptedLLMServer`: its chat requests wait on events the test controls,
+"""A gate on a :class:`eq_env.agents.fake_server.ScriptedLLMServer`: its chat requests wait on events the test controls,
 so that concurrency and kill-and-resume tests wait on what the server has seen, never on the clock.
 
 ::
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agents.fake_server import ScriptedLLMServer
+from eq_env.agents.fake_server import ScriptedLLMServer
 
 __all__ = ["Gate"]
 

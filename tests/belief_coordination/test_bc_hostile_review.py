@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.belief_coordination.scripted import MajorityCoordinator
 from eq_env import belief_coordination_v0 as bc
+from eq_env.baselines.belief_coordination.scripted import MajorityCoordinator
 from eq_env.belief_coordination import engine, reproduce, rules
 from eq_env.belief_coordination.answerers import SimulatedAnswerer, SimulationParams, question_traits
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
@@ -347,7 +347,7 @@ def test_f10_first_coordinator_commits_the_same_in_runner_and_engine():
 # F11 (nit): ECON (rounds=1 only, its constructor says) plays a debate silently, on features it never saw
 # =============================================================================================================
 def test_f11_econ_refuses_a_debate_environment():
-    from baselines.belief_coordination.econ import ECON
+    from eq_env.baselines.belief_coordination.econ import ECON
     from eq_env.core.policy import PolicySetupError
 
     cfg = BeliefCoordinationConfig(n_executors=2, action_space="grid")
@@ -367,7 +367,7 @@ def test_f11_econ_refuses_a_debate_environment():
 # F12 (nit): a deeply nested econ.json escapes as a RecursionError traceback
 # =============================================================================================================
 def test_f12_a_deeply_nested_econ_json_is_one_line(tmp_path):
-    from baselines.belief_coordination.econ import ECON
+    from eq_env.baselines.belief_coordination.econ import ECON
 
     cfg = BeliefCoordinationConfig(n_executors=2, action_space="grid")
     ECON.untrained(cfg, seed=0).save(tmp_path / "m")
@@ -539,7 +539,7 @@ def test_pin_box_bounds_and_integer_kinds():
 
 
 def test_pin_null_instrument_makes_every_choice_equal():
-    from baselines.belief_coordination.econ import ECON
+    from eq_env.baselines.belief_coordination.econ import ECON
 
     cfg = reproduce._config(3, "null")
     batch = engine.episodes_batch(cfg, 0, range(300))

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.belief_coordination.scripts import solver_script
-from agents.client import LLMClient, configure, settings
-from agents.fake_server import Reply, ScriptedLLMServer
+from eq_env.agents.belief_coordination.scripts import solver_script
+from eq_env.agents.client import LLMClient, configure, settings
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
 from eq_env.belief_coordination import reproduce
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import generated_question

@@ -29,12 +29,18 @@ import numpy as np
 import pytest
 from bc_gate import Gate
 
-from agents.belief_coordination.answerer import LLMAnswerer, sample_ids
-from agents.belief_coordination.coordinator import LLMCoordinator, read_commitment
-from agents.belief_coordination.scripts import INJECTION, _unit, coordinator_script, hostile_script, solver_script
-from agents.client import LLMClient, configure, estimate_tokens, settings
-from agents.fake_server import Reply, ScriptedLLMServer
-from agents.replies import ReplyError
+from eq_env.agents.belief_coordination.answerer import LLMAnswerer, sample_ids
+from eq_env.agents.belief_coordination.coordinator import LLMCoordinator, read_commitment
+from eq_env.agents.belief_coordination.scripts import (
+    INJECTION,
+    _unit,
+    coordinator_script,
+    hostile_script,
+    solver_script,
+)
+from eq_env.agents.client import LLMClient, configure, estimate_tokens, settings
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
+from eq_env.agents.replies import ReplyError
 from eq_env.belief_coordination.answerers import Answer, AnswerRequest
 from eq_env.belief_coordination.questions import Question, final_number, generated_question
 

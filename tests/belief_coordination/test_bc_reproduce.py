@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.belief_coordination.scripts import hostile_script, solver_script
-from agents.client import LLMClient, configure, settings
-from agents.fake_server import ScriptedLLMServer
+from eq_env.agents.belief_coordination.scripts import hostile_script, solver_script
+from eq_env.agents.client import LLMClient, configure, settings
+from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.belief_coordination.questions import generated_question
 from eq_env.cli import main
 

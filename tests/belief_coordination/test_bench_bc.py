@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from agents.belief_coordination.answerer import executor_messages
-from agents.belief_coordination.coordinator import coordinator_messages
-from agents.belief_coordination.scripts import bench_request, bench_script
-from agents.client import LLMClient, configure, settings
-from agents.fake_server import ScriptedLLMServer
+from eq_env.agents.belief_coordination.answerer import executor_messages
+from eq_env.agents.belief_coordination.coordinator import coordinator_messages
+from eq_env.agents.belief_coordination.scripts import bench_request, bench_script
+from eq_env.agents.client import LLMClient, configure, settings
+from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.belief_coordination import bench
 from eq_env.belief_coordination.answerers import AnswerRequest
 from eq_env.belief_coordination.questions import generated_question
@@ -223,9 +223,9 @@ def _question() -> Any:
 
 
 def test_bench_request_claims_this_game_and_not_the_others() -> None:
-    from agents.einstein_puzzle.prompt import render_messages
-    from agents.exchange_audit.policies import prompt_variants, render_proposer_prompt
     from eq_env import exchange_audit_v0
+    from eq_env.agents.einstein_puzzle.prompt import render_messages
+    from eq_env.agents.exchange_audit.policies import prompt_variants, render_proposer_prompt
     from eq_env.exchange_audit.config import ExchangeAuditConfig
     from eq_env.exchange_audit.spaces import decode_proposer_observation
 

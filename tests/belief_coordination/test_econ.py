@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.belief_coordination.econ import (
+from eq_env import belief_coordination_v0
+from eq_env.baselines.belief_coordination.econ import (
     ECON,
     META_FILE,
     WEIGHTS_FILE,
@@ -23,7 +24,6 @@ from baselines.belief_coordination.econ import (
     econ,
     train_econ,
 )
-from eq_env import belief_coordination_v0
 from eq_env.belief_coordination import engine
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.env import COORDINATOR

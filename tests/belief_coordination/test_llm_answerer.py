@@ -1,7 +1,7 @@
 """Belief coordination's LLM answerer and coordinator against a local scripted OpenAI-compatible server.
 
-No test leaves 127.0.0.1: every endpoint is agents.fake_server.ScriptedLLMServer, answering with the
-participants of agents.belief_coordination.scripts. Nothing here needs the environment: requests and
+No test leaves 127.0.0.1: every endpoint is eq_env.agents.fake_server.ScriptedLLMServer, answering with the
+participants of eq_env.agents.belief_coordination.scripts. Nothing here needs the environment: requests and
 observations are made by hand.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from bc_gate import Gate
 
-from agents.belief_coordination.answerer import (
+from eq_env.agents.belief_coordination.answerer import (
     OMITTED,
     OTHERS_CAP,
     TEXT_CAP,
@@ -27,8 +27,14 @@ from agents.belief_coordination.answerer import (
     penalty_parameters,
     sample_ids,
 )
-from agents.belief_coordination.coordinator import ID, LLMCoordinator, majority, read_commitment, split_transcript
-from agents.belief_coordination.scripts import (
+from eq_env.agents.belief_coordination.coordinator import (
+    ID,
+    LLMCoordinator,
+    majority,
+    read_commitment,
+    split_transcript,
+)
+from eq_env.agents.belief_coordination.scripts import (
     INJECTION,
     coordinator_script,
     game_script,
@@ -36,9 +42,9 @@ from agents.belief_coordination.scripts import (
     request_penalty,
     solver_script,
 )
-from agents.client import LLMClient, LLMSetupError, NotRecordedError, configure
-from agents.fake_server import Reply, ScriptedLLMServer
-from agents.replies import ReplyError
+from eq_env.agents.client import LLMClient, LLMSetupError, NotRecordedError, configure
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
+from eq_env.agents.replies import ReplyError
 from eq_env.belief_coordination.answerers import Answer, Answerer, AnswerRequest
 from eq_env.belief_coordination.questions import Question
 from eq_env.core.policy import PolicyError

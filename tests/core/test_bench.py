@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agents.client import LLMClient, configure
-from agents.fake_server import ScriptedLLMServer, honest_script
+from eq_env.agents.client import LLMClient, configure
+from eq_env.agents.fake_server import ScriptedLLMServer, honest_script
 from eq_env.core.bench import (
     RATE,
     Battery,
@@ -200,7 +200,7 @@ def test_cells_and_seed_values_leave_undefined_values_out():
 def test_a_model_whose_every_reply_is_garbage_is_marked_and_never_best(server, tmp_path):
     """Found by a new user: garbage replies make the proposer's fallback (NO_TRADE) act, which pays well — the
     garbage model ranked first, silently."""
-    from agents.fake_server import Reply
+    from eq_env.agents.fake_server import Reply
 
     good = run_battery(BATTERY, _model(server, "good"), tmp_path / "good", progress=False)
     write_card(good.card, tmp_path / "good")
@@ -220,7 +220,7 @@ def test_a_model_whose_every_reply_is_garbage_is_marked_and_never_best(server, t
 
 @pytest.mark.slow
 def test_an_endpoint_that_fails_everything_stops_the_battery_after_one_chunk(tmp_path):
-    from agents.fake_server import Reply
+    from eq_env.agents.fake_server import Reply
 
     down = Reply(status=503, headers={"retry-after-ms": "1"}, body={"error": {"message": "scripted outage"}})
     with ScriptedLLMServer(lambda request, n: down) as dead:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agents.bench_demo import BenchDemoScript
+from eq_env.agents.bench_demo import BenchDemoScript
 from eq_env.bench import STOPPED, battery
 from eq_env.cli import INCOMPLETE, main
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from test_bench import BATTERY, _model
 
-from agents.fake_server import ScriptedLLMServer, honest_script
+from eq_env.agents.fake_server import ScriptedLLMServer, honest_script
 from eq_env.core.bench import run_battery
 from eq_env.core.card import load_card, render_leaderboard, write_card
 

@@ -1,4 +1,4 @@
-"""The LLM client's connection pools follow the concurrency asked of it (agents.client._Pools)."""
+"""The LLM client's connection pools follow the concurrency asked of it (eq_env.agents.client._Pools)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.client import PER_POOL, LLMClient, configure, settings
-from agents.fake_server import ScriptedLLMServer, reply_json
+from eq_env.agents.client import PER_POOL, LLMClient, configure, settings
+from eq_env.agents.fake_server import ScriptedLLMServer, reply_json
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 

@@ -329,7 +329,7 @@ def test_looking_up_rllib_imports_no_ray(tmp_path: Path, monkeypatch: pytest.Mon
     """``find_spec("ray.rllib")`` imports ``ray``, which then reads its auth mode before ray_connected sets
     it: ``eq-env train --backend rllib`` could not start a Ray instance here at all. rllib_missing finds the
     extra (here a stand-in on disk whose ``import ray`` would fail) without importing any of it."""
-    from baselines import rllib
+    from eq_env.baselines import rllib
 
     (tmp_path / "ray" / "rllib").mkdir(parents=True)
     (tmp_path / "ray" / "__init__.py").write_text("raise ImportError('ray was imported')\n")

@@ -289,7 +289,7 @@ def _relay_task() -> Any:
 def test_the_local_servers_latency_flag_takes_seconds_in_range_only(
     value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agents.fake_server import main as serve
+    from eq_env.agents.fake_server import main as serve
 
     with pytest.raises(SystemExit) as exit_:
         serve(["--latency", value])  # refused before any server starts

@@ -2,7 +2,7 @@
 replies nested past the parser, replies of any size, secrets echoed in any encoding, and a default cache
 that answered from another run.
 
-Every endpoint is a local :class:`agents.fake_server.ScriptedLLMServer` on 127.0.0.1; requests are counted
+Every endpoint is a local :class:`eq_env.agents.fake_server.ScriptedLLMServer` on 127.0.0.1; requests are counted
 on the server's side (``server.requests``) and compared with what the records say.
 """
 
@@ -27,13 +27,13 @@ from urllib.parse import quote, quote_plus
 import numpy as np
 import pytest
 
-from agents.client import LLMClient, _raw, configure, read_body, settings
-from agents.einstein_puzzle.scripts import good_script
-from agents.exchange_audit.schema import PROPOSER_SCHEMA
-from agents.exchange_audit.scripts import honest_script
-from agents.fake_server import Reply, ScriptedLLMServer, reply_json
-from agents.replies import MAX_DEPTH, ReplyError, checked_reply, conforms, extract_json
 from eq_env import einstein_puzzle_v0
+from eq_env.agents.client import LLMClient, _raw, configure, read_body, settings
+from eq_env.agents.einstein_puzzle.scripts import good_script
+from eq_env.agents.exchange_audit.schema import PROPOSER_SCHEMA
+from eq_env.agents.exchange_audit.scripts import honest_script
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, reply_json
+from eq_env.agents.replies import MAX_DEPTH, ReplyError, checked_reply, conforms, extract_json
 from eq_env.cli import INCOMPLETE, main
 from eq_env.core.policy import PolicyError, make_policy
 from eq_env.core.redact import public_url, redact, redact_reply, register_secret
@@ -250,7 +250,7 @@ def test_deep_replies_are_invalid_replies_on_the_einstein_and_belief_roles() -> 
         _, info = asyncio.run(policy.aact_privileged(obs, env))  # type: ignore[attr-defined]
         assert info["fallback"] is True and len(info["invalid_replies"]) == 2
 
-    from agents.belief_coordination.coordinator import LLMCoordinator
+    from eq_env.agents.belief_coordination.coordinator import LLMCoordinator
 
     observation = {"question": "3 + 4?", "replies": ["#### 7", "#### 7"], "answers": "0: 7\n1: 7",
                    "action_mask": np.array([1, 1], dtype=np.int8)}  # fmt: skip
@@ -314,7 +314,7 @@ def test_a_body_is_read_up_to_its_limit_in_bounded_memory() -> None:
 
 
 def test_an_oversize_reply_is_an_invalid_reply_billed_never_quoted_or_cached() -> None:
-    from agents.exchange_audit.policies import LLMProposer
+    from eq_env.agents.exchange_audit.policies import LLMProposer
 
     env = __import__("eq_env.exchange_audit_v0", fromlist=["env"]).env(config=AUDIT)
     env.reset(seed=0)
@@ -347,7 +347,7 @@ def test_an_oversize_reply_is_an_invalid_reply_billed_never_quoted_or_cached() -
 
 
 def test_the_limit_is_a_setting_and_a_flag() -> None:
-    from agents.client import LLMSettings, reply_limit
+    from eq_env.agents.client import LLMSettings, reply_limit
 
     with pytest.raises(ValueError, match="max_reply_bytes must be an integer in"):
         LLMSettings(max_reply_bytes=10)
@@ -359,8 +359,8 @@ def test_the_limit_is_a_setting_and_a_flag() -> None:
 
 _SERVE = """
 import sys, hashlib, json
-from agents.fake_server import Reply, ScriptedLLMServer
-from agents.einstein_puzzle.scripts import good_script
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
+from eq_env.agents.einstein_puzzle.scripts import good_script
 HUGE = "x" * (10 << 20)
 def script(request, n):
     body = json.dumps(request, sort_keys=True)
@@ -547,7 +547,7 @@ def test_play_asks_the_endpoint_by_default_whatever_is_recorded(tmp_path: Path, 
 
 
 def test_the_cache_defaults_of_each_kind_of_command(tmp_path: Path) -> None:
-    from agents.cli import cache_mode_default, replay_notice
+    from eq_env.agents.cli import cache_mode_default, replay_notice
     from eq_env.cli import build_parser
 
     assert cache_mode_default(".eq_env_cache/llm") == "write" and cache_mode_default("OUT/llm_cache") == "readwrite"
@@ -575,7 +575,7 @@ def test_a_reply_that_is_no_action_is_quoted_as_written() -> None:
 def test_the_action_line_is_found_the_same_way_in_linear_time() -> None:
     import random
 
-    from agents.einstein_puzzle.policies import read_action
+    from eq_env.agents.einstein_puzzle.policies import read_action
     from eq_env.einstein_puzzle.grammar import GrammarError, action_line, parse_action
     from eq_env.einstein_puzzle.rules import Pass
 

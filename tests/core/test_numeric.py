@@ -115,7 +115,7 @@ def test_belief_coordination_agents_act_only_in_their_phase() -> None:
 
 @pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from baselines.rllib import rllib_missing
+    from eq_env.baselines.rllib import rllib_missing
 
     if rllib_missing() is None:
         pytest.skip("RLlib is installed here: the refusal is for environments without it")
@@ -131,7 +131,7 @@ def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:
 
 def test_ray_without_the_rllib_extra_is_told_to_install_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Plain `ray` ships the ray.rllib sources without RLlib's dependencies: finding ray.rllib is not enough."""
-    from baselines import rllib
+    from eq_env.baselines import rllib
 
     monkeypatch.setattr(rllib, "_installed", lambda module: module != "tree")  # (found on disk: test_executors.py)
     assert rllib.rllib_missing() == ("--backend rllib needs RLlib, which is not installed (no module 'tree'): "
@@ -150,7 +150,7 @@ def test_rllib_policies_are_registered_for_every_role() -> None:
 def test_rllib_env_runners_play_disjoint_episode_streams() -> None:
     """RLlib resets environment i of runner w with seed + w + i: two runners would replay 31 of 32 streams. Each
     environment gets its own seed of training_seeds (runner 1 keeps RLlib's)."""
-    from baselines.rllib import _stream_seed, training_seeds
+    from eq_env.baselines.rllib import _stream_seed, training_seeds
 
     seed, runners, envs = 5, 3, 4
     played = [_stream_seed(seed + w + i, seed=seed, worker=w, envs_per_runner=envs)
@@ -165,7 +165,7 @@ def test_rllib_env_runners_play_disjoint_episode_streams() -> None:
 def test_rllib_training_refuses_eval_seeds_it_trains_on(tmp_path, seed: int, runners: int, envs: int) -> None:  # type: ignore[no-untyped-def]
     """The held-out evaluation must not replay training episodes (a seed's stream is the same in both), refused in
     one line before anything starts, with or without RLlib."""
-    from baselines.rllib import train
+    from eq_env.baselines.rllib import train
 
     with pytest.raises(ValueError, match=r"^--eval-seeds 1000,1001,1002 would evaluate on training episodes") as err:
         train("exchange-audit", tmp_path / "o", seed=seed, env_runners=runners, envs_per_runner=envs)
@@ -175,7 +175,7 @@ def test_rllib_training_refuses_eval_seeds_it_trains_on(tmp_path, seed: int, run
 
 def test_rllib_refuses_more_env_runners_than_cpus_in_one_line() -> None:
     """RLlib would wait for ever for a runner no CPU is left for (measured: still waiting after 100 s)."""
-    from baselines.rllib import _check_cpus
+    from eq_env.baselines.rllib import _check_cpus
 
     _check_cpus(2, 2.0)
     with pytest.raises(ValueError, match=r"^--env-runners 3 needs 3 CPUs \(one per runner\), the Ray cluster has 2"):

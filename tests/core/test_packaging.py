@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("eq_env", "agents", "baselines")
+# The repository's folders and where a wheel installs them: one top-level import package (issue 24).
+INSTALLED_AS = {"eq_env": "eq_env", "agents": "eq_env/agents", "baselines": "eq_env/baselines"}
 
 RENDER_EVERY_TEMPLATE = """
 import sys
@@ -29,21 +31,21 @@ sys.path_hooks[:] = [h for h in sys.path_hooks if "_Editable" not in repr(h)]
 sys.path[:] = [p for p in sys.path if "__editable__" not in p]
 sys.path_importer_cache.clear()
 from pathlib import Path
-import agents, eq_env
-from agents.policies import PROMPT_DIR, render_proposer_prompt, render_validator_prompt
-from baselines import HonestProposer
+import eq_env.agents, eq_env
+from eq_env.agents.policies import PROMPT_DIR, render_proposer_prompt, render_validator_prompt
+from eq_env.baselines import HonestProposer
 from eq_env import exchange_audit_v0
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
 
 target = Path(sys.argv[1]).resolve()
-assert Path(agents.__file__).resolve().is_relative_to(target), agents.__file__  # the installed copy
+assert Path(eq_env.agents.__file__).resolve().is_relative_to(target), eq_env.agents.__file__  # the installed copy
 assert Path(eq_env.__file__).resolve().is_relative_to(target), eq_env.__file__
 env = exchange_audit_v0.env()
 env.reset(seed=0)
 view = decode_proposer_observation(env.observe("proposer_0"))
 env.step(encode_submission(HonestProposer(request="always").submission(view)))
 validator_view = env.unwrapped.game.validator_view
-import eq_env.core.redact, agents.client  # (modules the templates do not need, from the wheel too)
+import eq_env.core.redact, eq_env.agents.client  # (modules the templates do not need, from the wheel too)
 assert Path(eq_env.core.redact.__file__).resolve().is_relative_to(target), eq_env.core.redact.__file__
 templates = sorted(PROMPT_DIR.glob("*.txt"))
 assert templates, f"no prompt template in {PROMPT_DIR}"
@@ -66,7 +68,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from a copy of the tracked files (the source tree stays untouched)."""
     src = tmp_path_factory.mktemp("src")
     for name in tracked_files():
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_symlink():  # eq_env/agents -> ../agents: a link, as git keeps it
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(ROOT / name), src / name)
+        elif (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, src / name)
     dist = tmp_path_factory.mktemp("dist")
@@ -80,14 +85,28 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_the_wheel_carries_every_tracked_data_file(wheel: Path) -> None:
-    data = sorted(
-        f for f in tracked_files()
-        if f.split("/")[0] in PACKAGES and not f.endswith(".py") and "__pycache__" not in f
-    )  # fmt: skip
-    assert "agents/exchange_audit/prompts/proposer_v1.txt" in data  # (the list is not empty by accident)
+    top, data = INSTALLED_AS, []
+    for f in tracked_files():
+        folder, _, rest = f.partition("/")
+        if folder in top and not f.endswith(".py") and "__pycache__" not in f and not (ROOT / f).is_symlink():
+            data.append(f"{top[folder]}/{rest}")
+    assert "eq_env/agents/exchange_audit/prompts/proposer_v1.txt" in data  # (the list is not empty by accident)
     with zipfile.ZipFile(wheel) as zf:
         shipped = set(zf.namelist())
-    assert [f for f in data if f not in shipped] == []
+    assert [f for f in sorted(data) if f not in shipped] == []
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_one_top_level_package_and_every_module(wheel: Path) -> None:
+    """``agents`` and ``baselines`` are other projects' import names (openai-agents, OpenAI Baselines):
+    a wheel that installed them overwrote those projects, or was overwritten by them."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"eq_env"}
+    for folder, installed in INSTALLED_AS.items():
+        modules = {f"{installed}/{f.partition('/')[2]}" for f in tracked_files() if f.startswith(f"{folder}/")
+                   and f.endswith(".py")}  # fmt: skip
+        assert modules and modules <= set(names), sorted(modules - set(names))
 
 
 @pytest.mark.slow
@@ -102,3 +121,79 @@ def test_every_prompt_template_renders_from_an_installed_wheel(wheel: Path, tmp_
     assert out.returncode == 0, out.stderr[-2000:]
     rendered = out.stdout.split()
     assert rendered == sorted(p.name for p in (ROOT / "agents" / "exchange_audit" / "prompts").glob("*.txt"))
+
+
+CO_INSTALLED = """
+import runpy, sys
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if "_Editable" not in repr(h)]
+sys.path[:] = [p for p in sys.path if "__editable__" not in p]
+sys.path_importer_cache.clear()
+import re
+from pathlib import Path
+blocks = re.findall(r"```python\\n(.*?)```", Path(sys.argv[1]).read_text(), re.S)
+assert blocks
+for i, block in enumerate(blocks):
+    exec(compile(block, f"README.md python block {i}", "exec"), {})
+from eq_env.cli import main
+assert main(["play", "--proposer", "llm", "--dry-run"]) == 0
+import eq_env
+assert eq_env.__file__.startswith(sys.argv[2]), eq_env.__file__
+print("imported:", sorted(m for m in sys.modules if m.split(".")[0] in ("agents", "baselines")))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beside", ["openai-agents", "a user package named agents"])
+def test_the_readme_examples_run_from_a_wheel_beside_another_agents_package(
+    wheel: Path, tmp_path: Path, beside: str
+) -> None:
+    """A project of the user's with its own ``agents/``, or OpenAI's Agents SDK (import name ``agents``)
+    installed beside: eq_env's code reached the wrong ``agents`` (ModuleNotFoundError), or pip overwrote
+    eq_env's."""
+    target, work = tmp_path / "site", tmp_path / "project"
+    work.mkdir()
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target)]
+    if beside == "openai-agents":
+        sdk = sorted(Path(os.environ.get("EQ_ENV_WHEELHOUSE", "/nonexistent")).glob("openai_agents-*.whl"))
+        got = subprocess.run([*pip, *(map(str, sdk[-1:]) if sdk else ["openai-agents"])], capture_output=True,
+                             text=True)  # fmt: skip
+        if got.returncode != 0:
+            pytest.skip(f"openai-agents cannot be installed here (no registry?): {got.stderr.strip()[-200:]}")
+    else:  # the user's own package, first on the path (the working directory)
+        (work / "agents").mkdir()
+        (work / "agents" / "__init__.py").write_text("raise ImportError('the user project agents package')\n")
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
+    assert (target / "agents").exists() == (beside == "openai-agents")  # eq_env installed no agents/ of its own
+    env = {**os.environ, "PYTHONPATH": str(target), "EQ_ENV_MODEL": "fake"}
+    out = subprocess.run([sys.executable, "-c", CO_INSTALLED, str(ROOT / "README.md"), str(target)], cwd=work,
+                         env=env, capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "imported: []" in out.stdout, out.stdout[-500:]
+
+
+DOTTED_NAME = re.compile(r"[a-z_]+(\.[a-z_0-9]+)+(:\w+)?")  # a module path, maybe with an attribute
+
+
+def test_no_code_imports_agents_or_baselines_by_its_folder_name() -> None:
+    """Imported as ``agents.x``, the code finds whichever ``agents`` comes first on the path (a user's, the
+    Agents SDK's), or eq_env's twice under two names: everything imports ``eq_env.agents`` (function
+    bodies and strings given to importlib included)."""
+    import ast
+
+    found = []
+    for name in tracked_files():
+        if not name.endswith(".py") or (ROOT / name).is_symlink():
+            continue
+        tree = ast.parse((ROOT / name).read_text(), name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                modules = [node.value] if DOTTED_NAME.fullmatch(node.value) else []
+            else:
+                continue
+            found += [f"{name}:{node.lineno}: {m}" for m in modules if m.split(".")[0] in ("agents", "baselines")]
+    assert found == [], found

@@ -199,7 +199,7 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
 def test_the_core_imports_no_game_and_no_package_above_it() -> None:
-    games = {"eq_env.exchange_audit", "eq_env.exchange_audit_v0", "agents", "baselines"}
+    games = {"eq_env.exchange_audit", "eq_env.exchange_audit_v0", "eq_env.agents", "eq_env.baselines"}
     for path in sorted((ROOT / "eq_env" / "core").glob("*.py")):
         bad = {m for m in _imports(path) if any(m == g or m.startswith(g + ".") for g in games)}
         assert not bad, f"{path.name} imports {bad}"

@@ -1,5 +1,5 @@
 """The Einstein puzzle's ``eq-env bench`` tasks (:mod:`eq_env.einstein_puzzle.bench`) against the local test
-server scripted as a good, a mediocre and a hostile model (:func:`agents.einstein_puzzle.scripts.bench_script`).
+server scripted as a good, a mediocre and a hostile model (:func:`eq_env.agents.einstein_puzzle.scripts.bench_script`).
 
 One quick battery per quality is played once for the module (each task with its own answer cache, so the
 requests a task made are counted on the server), and the good and mediocre ones replayed from their caches.
@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.client import LLMClient, configure, settings
-from agents.einstein_puzzle.prompt import render_messages
-from agents.einstein_puzzle.scripts import (
+from eq_env import einstein_puzzle_v0
+from eq_env.agents.client import LLMClient, configure, settings
+from eq_env.agents.einstein_puzzle.prompt import render_messages
+from eq_env.agents.einstein_puzzle.scripts import (
     HostileScript,
     bench_request,
     bench_script,
@@ -26,8 +27,7 @@ from agents.einstein_puzzle.scripts import (
     mediocre_action,
     mediocre_script,
 )
-from agents.fake_server import ScriptedLLMServer
-from eq_env import einstein_puzzle_v0
+from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.core.bench import BenchModel, Cell, TaskReport
 from eq_env.core.experiments import Condition, ResultsStore, run_all
 from eq_env.einstein_puzzle.bench import SEEDS, TASKS, battery_requests, estimate, gain_label, row_label
@@ -210,10 +210,10 @@ def _observation(n: int = 4, mode: str = "provide_and_seek", seed: int = 0) -> s
 
 
 def test_bench_request_claims_ours_and_not_the_other_games() -> None:
-    from agents.belief_coordination.answerer import executor_messages
-    from agents.belief_coordination.coordinator import coordinator_messages
-    from agents.exchange_audit.policies import render_proposer_prompt
     from eq_env import exchange_audit_v0
+    from eq_env.agents.belief_coordination.answerer import executor_messages
+    from eq_env.agents.belief_coordination.coordinator import coordinator_messages
+    from eq_env.agents.exchange_audit.policies import render_proposer_prompt
     from eq_env.belief_coordination.answerers import AnswerRequest
     from eq_env.belief_coordination.questions import generated_question
     from eq_env.exchange_audit.config import ExchangeAuditConfig

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.einstein_puzzle.prompt import render_messages
+from eq_env.agents.einstein_puzzle.prompt import render_messages
 from eq_env.cli import main
 from eq_env.einstein_puzzle import spaces as codec
 from eq_env.einstein_puzzle import taxonomy

@@ -1,7 +1,7 @@
 """The Einstein puzzle's LLM players against a local scripted OpenAI-compatible server.
 
-No test leaves 127.0.0.1: every endpoint is agents.fake_server.ScriptedLLMServer, answering with the
-participants of agents.einstein_puzzle.scripts (a good player, a bad one, the fake server's chaos).
+No test leaves 127.0.0.1: every endpoint is eq_env.agents.fake_server.ScriptedLLMServer, answering with the
+participants of eq_env.agents.einstein_puzzle.scripts (a good player, a bad one, the fake server's chaos).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from agents.client import LLMClient, configure
-from agents.einstein_puzzle.policies import LLMPlayer, illegal_reason, player_factory, read_action
-from agents.einstein_puzzle.prompt import render_messages
-from agents.einstein_puzzle.scripts import bad_script, candidates_script, good_action, good_script, read_text
-from agents.fake_server import ChaosScript, Reply, ScriptedLLMServer
 from eq_env import einstein_puzzle_v0
+from eq_env.agents.client import LLMClient, configure
+from eq_env.agents.einstein_puzzle.policies import LLMPlayer, illegal_reason, player_factory, read_action
+from eq_env.agents.einstein_puzzle.prompt import render_messages
+from eq_env.agents.einstein_puzzle.scripts import bad_script, candidates_script, good_action, good_script, read_text
+from eq_env.agents.fake_server import ChaosScript, Reply, ScriptedLLMServer
 from eq_env.core.policy import make_policy
 from eq_env.core.runner import FailedEpisode, evaluate, llm_summary, play, play_concurrent
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig

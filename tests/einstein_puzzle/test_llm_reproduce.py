@@ -26,8 +26,8 @@ def run(out: Path, url: str, cache: Path, mode: str, *extra: str) -> int:
 @pytest.mark.parametrize("participant", ["good", "bad", "hostile"])
 def test_full_runs_finish_record_failures_and_replay_identically(participant: str, tmp_path: Path,
                                                                  capsys: Any) -> None:  # fmt: skip
-    from agents.einstein_puzzle.scripts import bad_script, good_script
-    from agents.fake_server import ChaosScript, ScriptedLLMServer
+    from eq_env.agents.einstein_puzzle.scripts import bad_script, good_script
+    from eq_env.agents.fake_server import ChaosScript, ScriptedLLMServer
 
     script = {"good": good_script, "bad": bad_script(), "hostile": ChaosScript(delay=1.0, answer=good_script)}
     cache = tmp_path / "cache"

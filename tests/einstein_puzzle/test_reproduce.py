@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import baselines.einstein_puzzle  # noqa: F401 - registers the policies
+import eq_env.baselines.einstein_puzzle  # noqa: F401 - registers the policies
 from eq_env.cli import main
 from eq_env.core import experiments
 from eq_env.core.executors import Executor, LocalExecutor
@@ -287,8 +287,8 @@ def test_cli_run_with_two_jobs(tmp_path: Path, capsys: Any) -> None:
 @pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_llm_player_runs_the_same_conditions(tmp_path: Path, capsys: Any) -> None:
     """``--player llm`` against a local scripted server: the LLM in both seats, verified as llm:...,verifier=V."""
-    from agents.einstein_puzzle.scripts import good_script
-    from agents.fake_server import ScriptedLLMServer
+    from eq_env.agents.einstein_puzzle.scripts import good_script
+    from eq_env.agents.fake_server import ScriptedLLMServer
 
     with ScriptedLLMServer(good_script) as server:
         status = main(["reproduce", "--env", ENV, "--out", str(tmp_path), "--player", "llm", "--n", "4",

@@ -507,7 +507,7 @@ def test_equilibrium_shows_progress_bars(capsys: pytest.CaptureFixture[str], mon
 def test_train_bar_ends_at_its_total_and_evaluation_shows_progress(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from baselines.rl import train
+    from eq_env.baselines.rl import train
 
     train("proposer", tmp_path, timesteps=200, seed=0, eval_episodes=20, eval_seeds=(1000,), progress=True)
     err = capsys.readouterr().err

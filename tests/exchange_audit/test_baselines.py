@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from baselines import (
+from eq_env import exchange_audit_v0
+from eq_env.baselines import (
     AlwaysApprove,
     AlwaysBlock,
     HonestProposer,
@@ -14,8 +15,7 @@ from baselines import (
     SilentProposer,
     StrategicProposer,
 )
-from baselines.scripted import explanation_text
-from eq_env import exchange_audit_v0
+from eq_env.baselines.scripted import explanation_text
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import Intent, ProposerAction, ProposerView, rule_decision
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines import HonestProposer, RuleValidator
+from eq_env.baselines import HonestProposer, RuleValidator
 from eq_env.exchange_audit.batch import columns_equal, is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.policy import make_policy

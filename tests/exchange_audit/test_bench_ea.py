@@ -17,18 +17,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.client import LLMClient, configure, settings
-from agents.exchange_audit.policies import SYSTEM, render_proposer_prompt, render_validator_prompt
-from agents.exchange_audit.scripts import (
+from eq_env import exchange_audit_v0
+from eq_env.agents.client import LLMClient, configure, settings
+from eq_env.agents.exchange_audit.policies import SYSTEM, render_proposer_prompt, render_validator_prompt
+from eq_env.agents.exchange_audit.scripts import (
     BENCH_QUALITIES,
     HOSTILE_FATES,
     _Hostile,
     bench_request,
     bench_script,
 )
-from agents.fake_server import ScriptedLLMServer
-from baselines.exchange_audit.scripted import INJECTION, HonestProposer, InjectingProposer, StrategicProposer
-from eq_env import exchange_audit_v0
+from eq_env.agents.fake_server import ScriptedLLMServer
+from eq_env.baselines.exchange_audit.scripted import INJECTION, HonestProposer, InjectingProposer, StrategicProposer
 from eq_env.core.bench import BenchModel, BenchTask, TaskReport
 from eq_env.core.experiments import Condition, ResultsStore, failed_runs, run_all
 from eq_env.exchange_audit import bench
@@ -285,8 +285,8 @@ def _validator_request(seed: int = 0, text: str = "") -> dict[str, Any]:
 
 
 def _other_games_requests() -> list[dict[str, Any]]:
-    from agents.belief_coordination.answerer import executor_messages
-    from agents.einstein_puzzle.prompt import render_messages
+    from eq_env.agents.belief_coordination.answerer import executor_messages
+    from eq_env.agents.einstein_puzzle.prompt import render_messages
 
     einstein = render_messages('You hold: red ball in bin 1. <observation>{"role": "proposer"}</observation>')
     # (executor_messages reads only the question's text and the round)

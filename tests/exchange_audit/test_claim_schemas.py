@@ -85,10 +85,10 @@ def generic_paper() -> Iterator[str]:
 # ---------------------------------------------------------------------------
 def _render_like_before() -> dict[str, object]:
     """What golden/claim_schema_paper.json captured from the code before claim schemas existed."""
-    from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
-    from baselines.exchange_audit import HonestProposer, StrategicProposer
     from eq_env import exchange_audit_v0
+    from eq_env.agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
+    from eq_env.agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from eq_env.baselines.exchange_audit import HonestProposer, StrategicProposer
     from eq_env.exchange_audit.features import ARTIFACT_NVEC, all_artifacts
     from eq_env.exchange_audit.spaces import encode_submission
 
@@ -394,8 +394,8 @@ def test_claim_keys_come_from_their_own_stream_by_episode_index() -> None:
 # The LLM's side
 # ---------------------------------------------------------------------------
 def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_parses() -> None:
-    from agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
-    from agents.exchange_audit.schema import PROPOSER_SCHEMA, ReplyError, parse_proposer_reply, proposer_schema
+    from eq_env.agents.exchange_audit.policies import render_proposer_prompt, render_validator_prompt
+    from eq_env.agents.exchange_audit.schema import PROPOSER_SCHEMA, ReplyError, parse_proposer_reply, proposer_schema
 
     rich = proposer_schema("rich")["properties"]["claims"]
     assert rich["properties"]["hedge_covers"] == {"type": ["boolean", "null"]}
@@ -431,7 +431,7 @@ def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_p
     env.step(make_policy("honest", "proposer").act(env.observe("proposer_0")))
     validator = render_validator_prompt(env.game.validator_view)[1]["content"]
     assert "hedge_covers=" in validator and "risk_interval=" in validator and '"claim_schema": "rich"' in validator
-    from agents.exchange_audit.scripts import view_from_observation  # (the scripted test server reads it back)
+    from eq_env.agents.exchange_audit.scripts import view_from_observation  # (the scripted test server reads it back)
 
     shown = json.loads(validator.split("<observation>")[1].split("</observation>")[0])
     back = view_from_observation(shown, env.game.validator_view.submission.artifact.text)
@@ -442,7 +442,7 @@ def test_the_llm_schema_and_prompt_carry_the_rich_claims_and_a_reply_with_them_p
 def test_a_schema_registered_again_gets_its_own_llm_reply_schema() -> None:
     """The reply schema was cached by the schema's name: registered again (replace=True) with other claims, the LLM
     was still asked for, and its replies checked against, the first one's claims."""
-    from agents.exchange_audit.schema import parse_proposer_reply, proposer_schema
+    from eq_env.agents.exchange_audit.schema import parse_proposer_reply, proposer_schema
 
     def claim(name: str) -> schema_module.ClaimType:
         return schema_module.bool_claim(name, _net_long, "your true net delta is not negative")

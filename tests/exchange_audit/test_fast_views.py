@@ -266,7 +266,7 @@ import copy  # noqa: E402
 
 import pytest  # noqa: E402
 
-from baselines.exchange_audit.scripted import HonestProposer, RuleValidator  # noqa: E402
+from eq_env.baselines.exchange_audit.scripted import HonestProposer, RuleValidator  # noqa: E402
 from eq_env.exchange_audit import views as fast  # noqa: E402
 
 

@@ -19,9 +19,9 @@ import pytest
 from test_bad_input import refused, run
 from test_fast_views import RefProposerEnv, RefValidatorEnv, _biased, _compare
 
-from baselines import HonestProposer, StrategicProposer
-from baselines.exchange_audit.scripted import read_text, text_asserts_compliance, text_reader_decision
 from eq_env import exchange_audit_v0
+from eq_env.baselines import HonestProposer, StrategicProposer
+from eq_env.baselines.exchange_audit.scripted import read_text, text_asserts_compliance, text_reader_decision
 from eq_env.exchange_audit import views as fast
 from eq_env.exchange_audit.batch import columns_equal, simulate, withhold_batch
 from eq_env.exchange_audit.config import ExchangeAuditConfig
@@ -371,7 +371,7 @@ def test_the_mimics_text_is_the_honest_text_of_a_compliant_state() -> None:
 @pytest.mark.slow  # (over 0.5 s: a local server)
 @pytest.mark.usefixtures("fast_llm")
 def test_the_ungated_llm_validator_is_sent_no_typed_claims_under_text_only() -> None:
-    from agents.fake_server import ScriptedLLMServer, observation_in, text_in
+    from eq_env.agents.fake_server import ScriptedLLMServer, observation_in, text_in
     from eq_env.runner import play_concurrent
 
     with ScriptedLLMServer() as server:
@@ -421,7 +421,7 @@ def test_the_command_writes_its_table_figure_and_summary_and_resumes(
 @pytest.mark.slow  # (over 0.5 s: a local server, 18 LLM episodes)
 @pytest.mark.usefixtures("fast_llm")
 def test_the_command_runs_the_llm_validator_ungated_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agents.fake_server import ScriptedLLMServer
+    from eq_env.agents.fake_server import ScriptedLLMServer
 
     with ScriptedLLMServer() as server:
         argv = ["free-text", "--out", str(tmp_path), "--qs", "0.3", "--q", "0.3", "--seeds", "1", "--episodes", "2",

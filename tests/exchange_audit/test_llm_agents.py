@@ -1,6 +1,6 @@
 """LLM policies against a local scripted OpenAI-compatible server: parsing, failures, cache, gating.
 
-No test leaves 127.0.0.1: every endpoint is agents.fake_server.ScriptedLLMServer.
+No test leaves 127.0.0.1: every endpoint is eq_env.agents.fake_server.ScriptedLLMServer.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from agents.client import LLMClient, configure, request_key, settings
-from agents.fake_server import Reply, ScriptedLLMServer, honest_script, observation_in, reply_json, text_in
-from agents.policies import LLMProposer, LLMValidator, render_proposer_prompt, render_validator_prompt
-from agents.schema import ReplyError, extract_json, parse_proposer_reply, parse_validator_reply
-from baselines import HonestProposer
 from eq_env import exchange_audit_v0
+from eq_env.agents.client import LLMClient, configure, request_key, settings
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script, observation_in, reply_json, text_in
+from eq_env.agents.policies import LLMProposer, LLMValidator, render_proposer_prompt, render_validator_prompt
+from eq_env.agents.schema import ReplyError, extract_json, parse_proposer_reply, parse_validator_reply
+from eq_env.baselines import HonestProposer
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import Decision, Intent, ProposerAction, rule_decision
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
@@ -415,7 +415,7 @@ def test_server_threads_are_cleaned_up() -> None:
 def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exactly(tmp_path: Path) -> None:
     import csv
 
-    from agents.fake_server import ChaosScript
+    from eq_env.agents.fake_server import ChaosScript
     from eq_env.cli import INCOMPLETE, main
     from eq_env.experiments import ResultsStore
 
@@ -454,15 +454,15 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
 
 
 def test_fast_schema_check_agrees_with_jsonschema() -> None:
-    """agents.schema validates replies with a fast check first; it must accept exactly what jsonschema accepts
+    """eq_env.agents.schema validates replies with a fast check first; it must accept exactly what jsonschema accepts
     (NaN apart, which the environment rejects and jsonschema does not)."""
     import copy
     import math
     import random
 
-    from agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
-    from agents.replies import conforms as _conforms
-    from agents.replies import validator as _validator
+    from eq_env.agents.exchange_audit.schema import PROPOSER_SCHEMA, VALIDATOR_SCHEMA
+    from eq_env.agents.replies import conforms as _conforms
+    from eq_env.agents.replies import validator as _validator
 
     rng = random.Random(0)
     oddities = [None, True, 0, -5, 2.5, 99.0, math.nan, "x", "HEDGE", "APPROVE", [], {}, {"a": 1}]

@@ -2,7 +2,7 @@
 costs that count every request, caches that cannot be written, specs that cannot be injected, secrets
 that never reach a file, endpoints that fail fast.
 
-Every endpoint is a local agents.fake_server.ScriptedLLMServer; nothing leaves 127.0.0.1.
+Every endpoint is a local eq_env.agents.fake_server.ScriptedLLMServer; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from test_llm_agents import GOOD, PAPER, fast_llm_settings, play_one, proposer_obs  # noqa: F401 - a fixture
 
-from agents.client import LLMClient, LLMSettings, LLMSetupError, _backoff, configure, settings
-from agents.fake_server import ChaosScript, Reply, ScriptedLLMServer, honest_script, observation_in, reply_json
-from agents.policies import LLMProposer, LLMValidator
+from eq_env.agents.client import LLMClient, LLMSettings, LLMSetupError, _backoff, configure, settings
+from eq_env.agents.fake_server import ChaosScript, Reply, ScriptedLLMServer, honest_script, observation_in, reply_json
+from eq_env.agents.policies import LLMProposer, LLMValidator
 from eq_env.cli import INCOMPLETE, main
 from eq_env.experiments import Condition, ResultsStore
 from eq_env.policy import PolicySetupError, make_policy
@@ -351,11 +351,11 @@ def test_credentials_are_masked_in_every_recorded_endpoint() -> None:
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits the client would make before retrying (none, for a run that fails fast): recorded, not slept,
     so a test checks "fast" by the events that would make it slow, not by the clock."""
-    import agents.client
+    import eq_env.agents.client
 
     waits: list[float] = []
-    real = agents.client._backoff
-    monkeypatch.setattr(agents.client, "_backoff", lambda *a: waits.append(real(*a)) or 0.0)
+    real = eq_env.agents.client._backoff
+    monkeypatch.setattr(eq_env.agents.client, "_backoff", lambda *a: waits.append(real(*a)) or 0.0)
     return waits
 
 
@@ -462,7 +462,7 @@ def test_a_failure_never_overwrites_a_recorded_answer_in_write_mode() -> None:
     configure(cache="write", max_retries=0, check_endpoint=False)
     with ScriptedLLMServer([Reply(status=500)]) as down:
         # (the same key: the recorded URL is the one asked; requests go to the dead server instead)
-        from agents import client as client_module
+        from eq_env.agents import client as client_module
 
         client_module._ENDPOINTS[up.url] = down.url
         try:
@@ -572,7 +572,7 @@ def test_a_failure_recorded_again_replays_as_it_failed_last() -> None:
     configure(max_retries=0)
     with ScriptedLLMServer([Reply(status=500)]) as first:
         play_concurrent(PAPER, spec.format(first.url), "rule", episodes=1, seed=0)
-    from agents import client as client_module
+    from eq_env.agents import client as client_module
 
     with ScriptedLLMServer([Reply(status=429, headers={"Retry-After": "0"})]) as second:
         client_module._ENDPOINTS[first.url] = second.url  # (the same key, another outcome)
@@ -588,7 +588,7 @@ def test_a_failure_recorded_again_replays_as_it_failed_last() -> None:
 
 def test_an_unwritable_recording_is_warned_about_once_a_run(caplog: pytest.LogCaptureFixture,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from agents.client import ResponseCache
+    from eq_env.agents.client import ResponseCache
 
     def full_disk(self: ResponseCache, key: str, value: dict) -> None:
         raise OSError(28, "No space left on device")

@@ -1,6 +1,6 @@
 """LLM plumbing under stress: odd response bodies, concurrent asks, recorded failures, resumes, billing.
 
-Like test_llm_agents.py, every endpoint is a local agents.fake_server.ScriptedLLMServer.
+Like test_llm_agents.py, every endpoint is a local eq_env.agents.fake_server.ScriptedLLMServer.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from test_llm_agents import GOOD, PAPER, fast_llm_settings, play_one, proposer_obs  # noqa: F401 - a fixture
 
-from agents.client import (
+from eq_env.agents.client import (
     LLMClient,
     LLMSettings,
     ResponseCache,
@@ -27,8 +27,8 @@ from agents.client import (
     request_key,
     settings,
 )
-from agents.fake_server import Reply, ScriptedLLMServer, honest_script, reply_json
-from agents.policies import LLMProposer
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script, reply_json
+from eq_env.agents.policies import LLMProposer
 from eq_env.exchange_audit.game import ProposerAction
 from eq_env.policy import PolicyError, PolicySetupError
 from eq_env.runner import EpisodeRecord, FailedEpisode, play_concurrent
@@ -356,7 +356,7 @@ def test_flags_are_checked_and_fill_the_spec(capsys: pytest.CaptureFixture[str])
             main(["play", "--proposer", "llm", *bad])
         assert exc.value.code == 2
         assert "expected a" in capsys.readouterr().err
-    from agents.cli import LLM_FLAGS
+    from eq_env.agents.cli import LLM_FLAGS
     from eq_env.cli import build_parser
     from eq_env.policy import make_policy
 

@@ -8,7 +8,7 @@ again; 3. sweeps refuse what they would silently drop or repeat, and spec files 
 leave no output directory behind; 7. ``rerun`` can be given the credentials a record masks; 8. the
 wrapped environment's edges; 9. ``evaluate``'s seeds.
 
-LLM endpoints are local agents.fake_server.ScriptedLLMServer instances; nothing leaves 127.0.0.1.
+LLM endpoints are local eq_env.agents.fake_server.ScriptedLLMServer instances; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import pytest
 from test_bad_input import refused, run
 from test_llm_agents import fast_llm_settings  # noqa: F401 - a fixture
 
-import agents.client
-from agents.client import LLMClient, configure
-from agents.fake_server import Reply, ScriptedLLMServer, honest_script
+import eq_env.agents.client
 from eq_env import exchange_audit_v0
+from eq_env.agents.client import LLMClient, configure
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script
 from eq_env.cli import INCOMPLETE
 from eq_env.core.cli import MAX_EPISODES, MAX_SEED, MAX_SEEDS
 from eq_env.exchange_audit.config import ExchangeAuditConfig
@@ -262,7 +262,7 @@ def test_rerun_resolves_a_masked_endpoint_with_base_url(
         assert "s3cret" not in json.dumps(record) and "***" in record["policies"]["proposer"]
         recorded = len(server.requests)
         # a new process: it knows the masked endpoint only
-        monkeypatch.setattr(agents.client, "_ENDPOINTS", {})
+        monkeypatch.setattr(eq_env.agents.client, "_ENDPOINTS", {})
         LLMClient.forget()
         rerun = ["rerun", str(out / "results.jsonl"), key, "--cache", "readwrite", "--cache-dir",
                  str(tmp_path / "fresh_cache")]  # fmt: skip

@@ -70,7 +70,7 @@ def test_one_round_is_the_one_shot_game_episode_by_episode(stage: dict, horizon:
 def test_a_schemas_audit_pool_beyond_four_claims_is_sampled_in_every_round() -> None:
     # A partial audit of the rich schema's six claims needs its extra sampling keys in every round, not only the
     # first (each round's own draw stream gives them); it raised in round 1 before.
-    from baselines.exchange_audit import HonestProposer, RuleValidator
+    from eq_env.baselines.exchange_audit import HonestProposer, RuleValidator
 
     env = exchange_audit_repeated_v0.env(preset="paper_scripted", claim_schema="rich", B=2, q=1.0, rounds=12)
     policies = {P: HonestProposer(claims_from="truth"), V: RuleValidator()}
@@ -166,7 +166,7 @@ def _verdict(round_: Any, budget: int) -> Verdict:
 
 def _withholding_liar(env: Any) -> Any:
     """A proposer that shades a non-compliant trade's numbers with its true claims, and omits the claims."""
-    from baselines.exchange_audit import StrategicProposer
+    from eq_env.baselines.exchange_audit import StrategicProposer
 
     liar = StrategicProposer(p=1.0, truthful_claims=True, claims_from="truth", words=0)
     liar.reset(seed=0)
@@ -184,7 +184,7 @@ def test_a_request_that_withholds_its_claims_fails_its_audit(budget: int | None)
     """A liar must not escape the record by omitting its claims: an audit they leave inconclusive blocks the
     request as a failed one does, so it is a failed audit (the trigger punishes it) — unless the budget checks
     nothing (B = 0), when no audit can fail; the dynamic programme's reading of a batch is the game's."""
-    from baselines.exchange_audit import RuleValidator
+    from eq_env.baselines.exchange_audit import RuleValidator
     from eq_env.exchange_audit.batch import AuditBatch
     from eq_env.exchange_audit.repeated.dp import _verdicts
 
@@ -285,7 +285,7 @@ def test_the_horizon_follows_the_continuation_coins() -> None:
 
 def _play_out(env: Any) -> str:
     """Play the episode with the honest proposer and the rule; how it ended."""
-    from baselines.exchange_audit.scripted import HonestProposer, RuleValidator
+    from eq_env.baselines.exchange_audit.scripted import HonestProposer, RuleValidator
 
     proposer, validator = HonestProposer(), RuleValidator()
     ended = ""
@@ -318,7 +318,7 @@ def test_rewards_are_paid_each_round_and_sum_to_the_record() -> None:
     env = exchange_audit_repeated_v0.env(rounds=4, reward_mode="individual", q=0.5)
     env.reset(seed=1)
     totals = {P: 0.0, V: 0.0}
-    from baselines.exchange_audit.scripted import RuleValidator, StrategicProposer
+    from eq_env.baselines.exchange_audit.scripted import RuleValidator, StrategicProposer
 
     proposer, validator = StrategicProposer(p=0.5), RuleValidator()
     for agent in env.agent_iter():
@@ -428,7 +428,7 @@ def test_the_view_passes_the_checkers_and_plays_the_environment() -> None:
     view = RepeatedProposerEnv(preset="paper_scripted", rounds=4, audit_policy="trigger", q=0.5,
                                action_encoding="strategy")  # fmt: skip
     env = raw_env(preset="paper_scripted", rounds=4, audit_policy="trigger", q=0.5, reward_mode="individual")
-    from baselines.exchange_audit.scripted import RuleValidator, StrategicProposer
+    from eq_env.baselines.exchange_audit.scripted import RuleValidator, StrategicProposer
 
     liar, rule = StrategicProposer(p=1.0, truthful_claims=True, claims_from="truth", words=0), RuleValidator()
     view.reset(seed=3)

@@ -283,7 +283,7 @@ def test_the_best_response_plays_in_the_environment_as_the_programme_says() -> N
 @pytest.mark.slow  # (several seconds: trains PPO)
 def test_ppo_with_history_learns_honesty_where_the_programme_says_honest() -> None:
     """At q = 1 a lie is always audited: PPO learns to be honest, and beats a proposer choosing at random."""
-    from baselines.sb3 import learn
+    from eq_env.baselines.sb3 import learn
     from eq_env.core.runner import evaluate as run
     from eq_env.exchange_audit.repeated.dp import repeated_best_response
     from eq_env.exchange_audit.repeated.views import RepeatedProposerEnv, ViewPolicy

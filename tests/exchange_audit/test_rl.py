@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import eq_env
-from baselines.rl import SB3Policy, selfplay, train
+from eq_env.baselines.rl import SB3Policy, selfplay, train
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import (
@@ -384,7 +384,7 @@ def test_equilibrium_cli(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_mixture_plays_one_member_per_episode_seeded() -> None:
     """In bulk and one observation at a time, each episode is one member's, drawn uniformly and the same for a
     seed: a mixture of the rule validator and always-approve approves where the rule does, and more."""
-    from baselines.exchange_audit.rl import MixturePolicy
+    from eq_env.baselines.exchange_audit.rl import MixturePolicy
     from eq_env.exchange_audit.batch import draw_nature
 
     config = TEMPTATION.replace(q=0.3)
@@ -418,7 +418,7 @@ def test_a_mixture_plays_one_member_per_episode_seeded() -> None:
 
 def test_the_selfplay_command_passes_its_opponents_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    from baselines.exchange_audit import rl
+    from eq_env.baselines.exchange_audit import rl
     from eq_env.cli import main
 
     seen: dict[str, Any] = {}

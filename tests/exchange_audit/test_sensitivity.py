@@ -2,7 +2,7 @@
 against the local scripted server — its tables show exactly the scripted differences, a replay asks nothing, an
 interrupted run asks only what was missing, no secret reaches a file, bad input is one line.
 
-Every endpoint is a local agents.fake_server.ScriptedLLMServer; nothing leaves 127.0.0.1.
+Every endpoint is a local eq_env.agents.fake_server.ScriptedLLMServer; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agents.exchange_audit.demo import (
+from eq_env import exchange_audit_v0
+from eq_env.agents.exchange_audit.demo import (
     BEHAVIOURS,
     DEMO_ENDPOINT,
     DEMO_MODELS,
@@ -28,9 +29,8 @@ from agents.exchange_audit.demo import (
     prompt_variant_in,
     refuses,
 )
-from agents.exchange_audit.policies import LLMProposer, render_proposer_prompt
-from agents.fake_server import Reply, ScriptedLLMServer
-from eq_env import exchange_audit_v0
+from eq_env.agents.exchange_audit.policies import LLMProposer, render_proposer_prompt
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
 from eq_env.cli import INCOMPLETE, main
 from eq_env.core.experiments import Condition, EpisodeStore, ResultsStore, canonical_spec
 from eq_env.core.stats import blocked_anova, f_survival, mean_interval
@@ -129,7 +129,7 @@ def test_an_unknown_variant_is_one_line_listing_the_available_ones(capsys: pytes
 
 def test_variants_key_results_apart_and_an_edited_template_is_a_new_experiment(monkeypatch: pytest.MonkeyPatch
                                                                                ) -> None:  # fmt: skip
-    import agents.exchange_audit.policies as policies
+    import eq_env.agents.exchange_audit.policies as policies
 
     base = "llm:model=m,base_url=http://127.0.0.1:9/v1"
     v1 = canonical_spec(base, "proposer")
@@ -431,8 +431,8 @@ def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
     """Review of issue 14: the role-play variant said 'the auditors check a request with probability q', but every
     episode is audited with probability q, NO_TRADE included, and a false claim then fined: a variant may frame the
     game differently, not change its rules (else the spread measures the rules, not the prompt)."""
-    from agents.exchange_audit.policies import PROMPT_DIR
-    from agents.llm import template
+    from eq_env.agents.exchange_audit.policies import PROMPT_DIR
+    from eq_env.agents.llm import template
 
     for variant in VARIANTS:
         audit = [line for line in template(PROMPT_DIR, "proposer", variant).template.splitlines() if "$q" in line]

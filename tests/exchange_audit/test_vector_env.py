@@ -134,7 +134,7 @@ def test_vector_envs_refuse_noisy_or_delayed_audits_naming_the_fields(cls: Any) 
 
 
 def test_training_takes_the_views_for_noisy_or_delayed_audits() -> None:
-    from baselines.exchange_audit.rl import make_vec
+    from eq_env.baselines.exchange_audit.rl import make_vec
     from eq_env.exchange_audit.config import ExchangeAuditConfig
 
     plain = ExchangeAuditConfig()

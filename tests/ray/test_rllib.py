@@ -41,7 +41,7 @@ OTHER_CONFIG = {"einstein-puzzle": {"n": 5}, "belief-coordination": {"n_executor
 def test_looking_up_rllib_imports_no_ray() -> None:
     """Ray reads its auth mode when imported: ``find_spec("ray.rllib")`` imported it before the training's
     ray_connected set the token, and no local training could start Ray (``InvalidAuthToken``)."""
-    script = ("import sys\nfrom baselines.rllib import rllib_missing\nassert rllib_missing() is None\n"
+    script = ("import sys\nfrom eq_env.baselines.rllib import rllib_missing\nassert rllib_missing() is None\n"
               "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'ray'))\n")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], capture_output=True,
                           text=True, timeout=120)  # fmt: skip
@@ -56,7 +56,7 @@ def test_the_training_configuration_depends_on_neither_the_process_nor_the_machi
     belief-coordination iteration of 66-70 s on two busy cores did): the training waits for its samples."""
     script = (
         "import json\n"
-        "from baselines.rllib import _ppo_config, adapter\n"
+        "from eq_env.baselines.rllib import _ppo_config, adapter\n"
         "from eq_env.core.spec import env_spec\n"
         "orders = {}\n"
         "for game, options in (('exchange-audit', {}), ('belief-coordination', {'action_space': 'grid'})):\n"

@@ -29,7 +29,7 @@ else a liar would omit its claims and never be caught); a skipped audit, a NO_TR
 audit under a budget B ≤ 0 are neither.
 
 ```python
-from baselines.exchange_audit import HonestProposer, RuleValidator
+from eq_env.baselines.exchange_audit import HonestProposer, RuleValidator
 from eq_env import exchange_audit_repeated_v0
 
 env = exchange_audit_repeated_v0.env(preset="paper_scripted", rounds=8, audit_policy="decay", q=1.0,

@@ -326,7 +326,7 @@ def _check(cfg: RepeatedConfig, policy: str, knob: float, estimates: tuple[Estim
 
 def _ppo(cfg: RepeatedConfig, path: Path, timesteps: int, seed: int) -> Any:
     """A PPO proposer with the history in its observation, trained on this cell (reused if ``path`` has it)."""
-    from baselines.sb3 import learn, sb3_class
+    from eq_env.baselines.sb3 import learn, sb3_class
     from eq_env.exchange_audit.repeated.views import RepeatedProposerEnv, ViewPolicy
 
     meta = path / "policy.json"

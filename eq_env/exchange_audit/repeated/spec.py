@@ -2,7 +2,7 @@
 
 Importing this module registers :data:`SPEC`: the PettingZoo ids
 (``pettingzoo.make("aec" | "parallel", "eq_env/exchange-audit-repeated-v0")``), ``eq-env play --env
-exchange-audit-repeated``, sweeps, its policy namespace (:mod:`baselines.exchange_audit.repeated`), the
+exchange-audit-repeated``, sweeps, its policy namespace (:mod:`eq_env.baselines.exchange_audit.repeated`), the
 proposer's Gymnasium view and the conformance battery over :data:`CONFORMANCE`.
 """
 
@@ -49,7 +49,7 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("welfare", "bad_approval_rate", "mean_q", "misreport_rate"),
         default_policies={"proposer": "honest", "validator": "rule"},
-        policy_modules=("baselines.exchange_audit.repeated",),
+        policy_modules=("eq_env.baselines.exchange_audit.repeated",),
         conformance=CONFORMANCE,
         cli="eq_env.exchange_audit.repeated.cli",
         views={
