@@ -36,7 +36,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from eq_env.core.executors import Executor, LocalExecutor
-from eq_env.core.policy import Role, make_policy, new_run, parse_policy_spec, policy_entry
+from eq_env.core.policy import Role, join_spec, make_policy, new_run, parse_policy_spec, policy_entry
 from eq_env.core.redact import mask_urls
 from eq_env.core.report import from_json_number, json_number
 from eq_env.core.runner import (
@@ -89,7 +89,7 @@ def canonical_spec(spec: str, role: Role, env: Any = None) -> str:
         params = resolve(params)
     runtime = getattr(entry.factory, "RUNTIME_PARAMETERS", ())
     keep = sorted(k for k in params if k not in runtime)
-    return name + (":" + ",".join(f"{k}={params[k]!r}" for k in keep) if keep else "")
+    return join_spec(name, [f"{k}={params[k]!r}" for k in keep])
 
 
 @dataclass(frozen=True)

@@ -39,16 +39,25 @@ by :func:`make_policy`. The registry is keyed by (game, name, role), so
 register its policies (``EnvSpec.policy_modules``), and any installed package
 adds its own through the ``eq_env.policies`` entry point group (each entry
 point names a module that calls :func:`register_policy` when imported).
+
+A spec may also name a class (or any factory) by its import path, as Gymnasium's entry points do:
+``"module:Class"`` or ``"pkg.module:Class,key=value,..."`` (the parameters after a comma, since the
+colon is taken). A colon followed by a name without ``=`` is an import path; followed by ``key=value``
+it starts parameters, so ``planner:guess=true`` stays the registered ``planner``. The module must be
+importable (installed, or its directory on ``PYTHONPATH``); the class is called with the parameters,
+and with ``role=`` the role asked for when it takes a ``role`` parameter; what it makes must be a
+policy (``role``, ``reset``, ``act`` or another of the methods above) of that role.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -65,6 +74,8 @@ __all__ = [
     "Role",
     "available_policies",
     "format_policy_spec",
+    "is_import_path",
+    "join_spec",
     "make_policy",
     "new_run",
     "on_new_run",
@@ -259,7 +270,10 @@ def available_policies(role: Role | None = None, env: Any = None) -> list[Policy
 
 
 def policy_entry(name: str, role: Role | None = None, env: Any = None) -> PolicyEntry:
-    """The registered policy ``name`` (of ``role`` when the name serves several roles) of the game ``env``."""
+    """The registered policy ``name`` (of ``role`` when the name serves several roles) of the game ``env``,
+    or the class an import path ``module:Class`` names (see the module docstring)."""
+    if ":" in name:
+        return _imported_entry(name, role, env)
     matches = [e for e in available_policies(role, env) if e.name == name]
     if not matches:
         wrong_role = [e for e in available_policies(None, env) if e.name == name]
@@ -271,6 +285,73 @@ def policy_entry(name: str, role: Role | None = None, env: Any = None) -> Policy
         roles = " and ".join(e.role for e in matches)
         raise ValueError(f"policy {name!r} exists for the {roles}; say which (make_policy(spec, role=...))")
     return matches[0]
+
+
+ACTING = ("act", "aact", "act_joint", "aact_joint", "act_privileged", "aact_privileged")  # a policy has one
+_INTERFACE = "a policy has role, reset(seed) and act(observation): eq_env.core.policy.Policy"
+
+
+def _imported_entry(name: str, role: Role | None, env: Any) -> PolicyEntry:
+    """The entry of the import path ``module:attribute``: its module imported, the attribute found and
+    checked to make policies, each failure a ValueError naming the spec and what was expected."""
+    from eq_env.core.spec import env_spec
+
+    spec = env_spec(env)
+    module_name, _, attribute = name.partition(":")
+    if any(e.name == module_name for e in available_policies(None, spec)):
+        raise ValueError(f"policy spec {name!r}: expected key=value, got {attribute!r}")  # "planner:guess"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
+            raise ValueError(
+                f"policy {name!r}: no module named {err.name!r} (a module:Class spec imports it: "
+                "install it, or put its directory on PYTHONPATH)"
+            ) from None
+        raise ValueError(f"policy {name!r}: importing {module_name!r} failed: {err}") from None
+    except Exception as err:  # (a user's module: its error said in one line, not as a traceback)
+        raise ValueError(f"policy {name!r}: importing {module_name!r} failed: {type(err).__name__}: {err}") from None
+    factory: Any = module
+    for part in attribute.split("."):
+        if not hasattr(factory, part):
+            raise ValueError(f"policy {name!r}: module {module_name!r} has no attribute {attribute!r}")
+        factory = getattr(factory, part)
+    if not callable(factory):
+        raise ValueError(
+            f"policy {name!r}: {attribute} is not a class or factory of policies (it is of type "
+            f"{type(factory).__name__}; {_INTERFACE})"
+        )
+    if isinstance(factory, type) and not any(callable(getattr(factory, m, None)) for m in ACTING):
+        raise ValueError(
+            f"policy {name!r}: {attribute} is not a policy class: it has no act(observation) ({_INTERFACE})"
+        )
+    declared = getattr(factory, "role", None) if isinstance(factory, type) else None
+    if isinstance(declared, str):
+        if declared not in spec.roles:
+            raise ValueError(
+                f"policy {name!r} plays {declared!r}, which {spec.name} has not; its roles: {', '.join(spec.roles)}"
+            )
+        if role is not None and declared != role:
+            raise ValueError(f"policy {name!r} plays the {declared}, not the {role}")
+    takes_role = "role" in _signature_names(factory)
+    if takes_role and role is not None:  # one class for several roles (both seats): told which it plays
+        factory = functools.partial(factory, role=role)
+    summary = _first_sentence(inspect.getdoc(factory) or "") if isinstance(factory, type) else ""
+    return PolicyEntry(name, role or (declared if isinstance(declared, str) else ""), factory, summary, spec.id)
+
+
+def _signature_names(factory: Any) -> set[str]:
+    try:
+        return set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        return set()
+
+
+def _takes_any_keyword(factory: Any) -> bool:
+    try:
+        return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return False
 
 
 def parse_scalar(text: str) -> Any:
@@ -291,14 +372,30 @@ def parse_scalar(text: str) -> Any:
     return text
 
 
+def _dotted(text: str) -> bool:
+    return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+def is_import_path(name: str) -> bool:
+    """Whether a spec's name is ``module`` or ``module:attribute`` in dotted identifiers: the part before a
+    colon that may name a module, or a whole import path."""
+    module, colon, attribute = name.strip().partition(":")
+    return _dotted(module) and (not colon or _dotted(attribute))
+
+
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"name:k=v,k=v"`` → ``("name", {"k": v})``, values read by :func:`parse_scalar`.
+    """``"name:k=v,k=v"`` → ``("name", {"k": v})``, values read by :func:`parse_scalar`; an import path
+    ``"module:Class,k=v"`` → ``("module:Class", {"k": v})`` (see the module docstring).
 
     A value in double quotes is a JSON string, kept as a string byte for byte: ``model="007"``,
     ``model="none"``, ``base_url="http://h/v1?a=1,b=2"``. Nothing inside quotes can add a parameter,
     and a parameter given twice is an error, so a value filled in by a flag cannot change another.
     """
-    name, _, rest = spec.strip().partition(":")
+    name, colon, rest = spec.strip().partition(":")
+    if colon:
+        first, _, after = rest.partition(",")
+        if "=" not in first and is_import_path(name) and _dotted(first.strip()):
+            name, rest = f"{name.strip()}:{first.strip()}", after  # "module:Class[,key=value...]"
     kwargs: dict[str, Any] = {}
     i, n = 0, len(rest)
     while i < n:
@@ -356,15 +453,20 @@ def format_policy_spec(name: str, kwargs: Mapping[str, Any]) -> str:
         else:
             raise ValueError(f"policy spec parameter {key!r}: cannot write {value!r} in a spec")
         items.append(f"{key}={text}")
-    return name + (":" + ",".join(items) if items else "")
+    return join_spec(name, items)
+
+
+def join_spec(name: str, items: Sequence[str]) -> str:
+    """``name`` and its ``key=value`` items as a spec: after a colon, or after a comma when the name is an
+    import path (which has the colon)."""
+    return name + (("," if ":" in name else ":") + ",".join(items) if items else "")
 
 
 def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -> Policy:
     """A policy from a spec string for ``role`` of the game ``env`` (default: the default game), or a
     policy object, returned as is after a role check."""
     if not isinstance(spec, str):
-        if not any(callable(getattr(spec, m, None)) for m in ("act", "aact", "act_joint", "aact_joint",
-                                                              "act_privileged", "aact_privileged")):  # fmt: skip
+        if not any(callable(getattr(spec, m, None)) for m in ACTING):
             raise ValueError(f"a policy is a spec string or an object with role, reset and act; got {spec!r}")
         if role is not None and getattr(spec, "role", None) != role:
             raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
@@ -373,7 +475,7 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
     entry = policy_entry(name, role, env)
     params = entry.parameters()
     unknown = sorted(set(kwargs) - set(params))
-    if unknown:
+    if unknown and not (":" in name and _takes_any_keyword(entry.factory)):
         raise ValueError(
             f"policy {name!r} has no parameter(s) {unknown}; its parameters: "
             + (", ".join(f"{k}={v!r}" for k, v in params.items()) or "none")
@@ -381,5 +483,24 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
     missing = [k for k, v in params.items() if v is REQUIRED and k not in kwargs]
     if missing:  # say it in spec terms, not as the factory's TypeError
         example = ",".join(f"{k}={'DIR' if k == 'path' else k.upper()}" for k in missing)
-        raise ValueError(f"policy {name!r} needs {', '.join(f'{k}=...' for k in missing)}: e.g. {name}:{example}")
-    return entry.factory(**kwargs)
+        raise ValueError(
+            f"policy {name!r} needs {', '.join(f'{k}=...' for k in missing)}: e.g. {join_spec(name, [example])}"
+        )
+    if ":" not in name:
+        return entry.factory(**kwargs)  # type: ignore[no-any-return]
+    try:  # a user's class: whatever it raises is said in one line, naming the spec
+        policy = entry.factory(**kwargs)
+    except Exception as err:
+        raise ValueError(f"policy {spec.strip()!r}: {type(err).__name__}: {err}") from None
+    if not any(callable(getattr(policy, m, None)) for m in ACTING) or not callable(getattr(policy, "reset", None)):
+        raise ValueError(
+            f"policy {name!r} made {type(policy).__name__} {policy!r}, which is not a policy ({_INTERFACE})"
+        )
+    played = getattr(policy, "role", None)
+    if not isinstance(played, str):
+        raise ValueError(
+            f"policy {name!r} has no role ({_INTERFACE}): give the class role = {role or 'ROLE'!r}, or a role parameter"
+        )
+    if role is not None and played != role:
+        raise ValueError(f"policy {name!r} plays the {played}, not the {role}")
+    return policy  # type: ignore[no-any-return]

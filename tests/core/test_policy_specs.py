@@ -1,0 +1,169 @@
+"""Policy specs naming a class by its import path (``module:Class,key=value``) beside registered names, in
+every ``--<role>`` flag and sweep, with one-line errors for each way they can be wrong."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import eq_env  # noqa: F401 - registers the games
+from eq_env.core.cli import main
+from eq_env.core.experiments import canonical_spec
+from eq_env.core.policy import format_policy_spec, make_policy, parse_policy_spec
+
+MODULE = "eq_user_policies"  # a module of the user's, importable from a directory on the path
+SOURCE = '''
+from eq_env.core.policy import BasePolicy
+
+
+class Stamp(BasePolicy):
+    """Approves every ambiguous submission, or none when strict."""
+
+    role = "validator"
+
+    def __init__(self, strict: bool = False) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def act(self, observation):
+        return 0 if self.strict else 1
+
+
+class Passer(BasePolicy):
+    """Passes in whichever seat it is given."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__()
+        self.role = role
+
+    def act(self, observation):
+        return len(observation["action_mask"]) - 1
+
+
+class Roleless(BasePolicy):
+    def act(self, observation):
+        return 0
+
+
+class NotAPolicy:
+    pass
+
+
+def faulty(level: int = 1):
+    raise RuntimeError(f"cannot start at level {level}")
+
+
+def not_a_policy():
+    return object()
+
+
+NUMBER = 3
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / f"{MODULE}.py").write_text(textwrap.dedent(SOURCE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, MODULE, raising=False)
+    return MODULE
+
+
+def test_a_colon_then_key_value_is_parameters_and_a_colon_then_a_name_an_import_path() -> None:
+    assert parse_policy_spec("planner:guess=true") == ("planner", {"guess": True})
+    assert parse_policy_spec("verified:base=noisy:base=planner,k=4") == (
+        "verified",
+        {"base": "noisy:base=planner", "k": 4},
+    )
+    assert parse_policy_spec("pkg.mod:Name") == ("pkg.mod:Name", {})
+    assert parse_policy_spec(" mod:Outer.Inner , strict=true,k=2") == ("mod:Outer.Inner", {"strict": True, "k": 2})
+    assert parse_policy_spec('mod:Name,url="a:b,c=d"') == ("mod:Name", {"url": "a:b,c=d"})
+    for name, kwargs in (("mod:Name", {"strict": True, "url": "a,b"}), ("mod:Name", {}), ("planner", {"guess": 1})):
+        assert parse_policy_spec(format_policy_spec(name, kwargs)) == (name, kwargs)
+    assert format_policy_spec("mod:Name", {"k": 1}) == "mod:Name,k=1"
+
+
+def test_a_class_by_its_import_path_plays_with_parameters(user_module: str) -> None:
+    stamp = make_policy(f"{user_module}:Stamp", "validator")
+    assert type(stamp).__name__ == "Stamp" and stamp.strict is False
+    assert make_policy(f"{user_module}:Stamp,strict=true", "validator").strict is True  # type: ignore[attr-defined]
+    # a class taking a role is told which: one class for both seats
+    for seat in ("player_0", "player_1"):
+        assert make_policy(f"{user_module}:Passer", seat, "einstein-puzzle").role == seat
+    # equal policies key alike (a sweep refuses the same one twice), different ones differently
+    assert canonical_spec(f"{user_module}:Stamp", "validator") == canonical_spec(
+        f"{user_module}:Stamp,strict=false", "validator"
+    )
+    assert canonical_spec(f"{user_module}:Stamp", "validator") != canonical_spec(
+        f"{user_module}:Stamp,strict=true", "validator"
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, role, message",
+    [
+        ("eq_no_such_module:Stamp", "validator", "no module named 'eq_no_such_module' (a module:Class spec imports"),
+        ("eq_no_such_pkg.sub:Stamp", "validator", "no module named 'eq_no_such_pkg'"),
+        ("{m}:Missing", "validator", "module '{m}' has no attribute 'Missing'"),
+        ("{m}:NotAPolicy", "validator", "NotAPolicy is not a policy class: it has no act(observation)"),
+        ("{m}:NUMBER", "validator", "NUMBER is not a class or factory of policies (it is of type int"),
+        ("{m}:not_a_policy", "validator", "made object <object object"),
+        ("{m}:Roleless", "validator", "has no role"),
+        ("{m}:Stamp", "proposer", "policy '{m}:Stamp' plays the validator, not the proposer"),
+        ("{m}:Stamp,strictly=true", "validator", "has no parameter(s) ['strictly']; its parameters: strict=False"),
+        ("{m}:Stamp,strict", "validator", "expected key=value, got 'strict'"),
+        ("{m}:faulty,level=3", "validator", "'{m}:faulty,level=3': RuntimeError: cannot start at level 3"),
+        ("{m}:Stamp", "player_0", "plays 'validator', which einstein-puzzle has not"),
+        # a registered name followed by a bare word is still a forgotten "=", as before
+        ("honest:words", "proposer", "expected key=value, got 'words'"),
+        ("planner:guess", "player_0", "expected key=value, got 'guess'"),
+    ],
+)
+def test_each_wrong_import_path_says_what_is_wrong(user_module: str, spec: str, role: str, message: str) -> None:
+    env = "einstein-puzzle" if role.startswith("player") else None
+    with pytest.raises(ValueError, match=re.escape(message.format(m=user_module))) as err:
+        make_policy(spec.format(m=user_module), role, env)
+    assert "\n" not in str(err.value)
+
+
+def test_play_and_sweep_take_import_paths_in_role_flags(
+    user_module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["play", "--q", "0", "--episodes", "40", "--json"]
+    assert main([*args, "--validator", f"{user_module}:Stamp"]) == 0
+    lenient = json.loads(capsys.readouterr().out)
+    assert main([*args, "--validator", f"{user_module}:Stamp,strict=true"]) == 0
+    strict = json.loads(capsys.readouterr().out)
+    assert lenient["metrics"]["approval_rate"]["mean"] > 0 == strict["metrics"]["approval_rate"]["mean"]
+    out = tmp_path / "sweep"
+    assert (
+        main(
+            [
+                "sweep",
+                "--out",
+                str(out),
+                "--validator",
+                f"{user_module}:Stamp,strict=true",
+                "--validator",
+                "rule",
+                "--episodes",
+                "20",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
+    assert f"| {user_module}:Stamp,strict=true |" in (out / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(["play", "--validator", "eq_no_such_module:Stamp", "--episodes", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "eq-env play: error: policy 'eq_no_such_module:Stamp': no module named 'eq_no_such_module' (a "
+        "module:Class spec imports it: install it, or put its directory on PYTHONPATH)"
+    ]
