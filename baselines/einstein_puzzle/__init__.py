@@ -11,12 +11,16 @@ name               policy
                    (privileged: it reads the hidden goal)
 ``verified``       :class:`~eq_env.baselines.einstein_puzzle.scripted.Verified`: any of these screened by a
                    verifier (``verified:base=random,verifier=reasoning,k=4``)
+``sb3``            :class:`~eq_env.baselines.sb3.SB3ViewPolicy`: a seat trained with ``eq-env train --backend
+                   sb3`` (``sb3:path=DIR``; :mod:`~eq_env.baselines.einstein_puzzle.rl`)
+``rllib``          a seat of an RLlib checkpoint (``rllib:path=DIR``)
 =================  ====================================================================
 
 Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
 """
 
 from eq_env.baselines.einstein_puzzle.noisy import Noisy
+from eq_env.baselines.einstein_puzzle.rl import SB3_SUMMARY, SB3Seat
 from eq_env.baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
 from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.core.policy import register_policy
@@ -34,3 +38,4 @@ for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Plan
 
 for _role in ("player_0", "player_1"):  # a seat of a checkpoint of eq-env train --env einstein-puzzle
     register_policy("rllib", _role, rllib_policy_for(_role), env=ID)
+    register_policy("sb3", _role, SB3Seat(_role), SB3_SUMMARY, env=ID)  # eq-env train --backend sb3

@@ -3,6 +3,8 @@
 ``eq-env einstein plan`` runs the oracle planner over the frozen suite (or
 generated puzzles) and prints the mean optimal plan length per comm mode and
 size beside the paper's 4-object figures, with the planning time.
+``eq-env train --env einstein-puzzle`` trains both seats with RLlib, or one
+seat with MaskablePPO (``--backend sb3``, :mod:`eq_env.baselines.einstein_puzzle.rl`).
 (``eq-env play --env einstein-puzzle`` plays games with any policies and
 prints the metrics.)
 """
@@ -213,38 +215,121 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.baselines.rllib import add_rllib_flags
-    from eq_env.core.cli import add_config_flags, seed_arg
+    from eq_env.core.cli import add_config_flags, seed_arg, timesteps_arg
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 
-    parser.add_argument("--backend", choices=("rllib",), default="rllib",
-                        help="rllib: both players at once, one PPO module shared by the two seats")  # fmt: skip
-    parser.add_argument("--out", type=out_dir, required=True, help="directory for the checkpoint and its reports")
+    parser.add_argument(
+        "--backend",
+        choices=("rllib", "sb3"),
+        default="rllib",
+        help="rllib: both players at once, one PPO module shared by the two seats (default); sb3: one seat with "
+        "MaskablePPO against a fixed partner",
+    )
+    parser.add_argument("--out", type=out_dir, required=True, help="directory for the model and its reports")
     parser.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    parser.add_argument("--eval-seeds", type=list_of(seed_arg, "seeds", distinct=True), default="1000,1001,1002",
-                        help="held-out seeds for the evaluation (default 1000,1001,1002)")  # fmt: skip
-    parser.add_argument("--eval-episodes", type=int_in(1, 1_000_000), default=100,
-                        help="episodes per evaluation seed (default 100)")  # fmt: skip
+    parser.add_argument(
+        "--eval-seeds",
+        type=list_of(seed_arg, "seeds", distinct=True),
+        default="1000,1001,1002",
+        help="held-out seeds for the evaluation (default 1000,1001,1002)",
+    )
+    parser.add_argument(
+        "--eval-episodes", type=int_in(1, 1_000_000), default=100, help="episodes per evaluation seed (default 100)"
+    )
+    sb3 = parser.add_argument_group("with --backend sb3 (one seat, Stable-Baselines3)")
+    sb3.add_argument("--role", choices=("player_0", "player_1"), help="the seat to train (default player_0)")
+    sb3.add_argument("--partner", help="the other seat's policy spec (default planner, the decentralised planner)")
+    sb3.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="maskable_ppo (sb3-contrib, default) or ppo")
+    sb3.add_argument(
+        "--timesteps",
+        type=timesteps_arg,
+        help="environment steps (turns of the seat) to train on, at least 64 (default 20000)",
+    )
+    sb3.add_argument(
+        "--n-envs", type=int_in(1, 4096), help="environments stepped together, seeded seed, seed+1, ... (default 8)"
+    )
     add_config_flags(parser, EinsteinPuzzleConfig)
     add_rllib_flags(parser)
+    # (None: not given, so that a flag of the other backend is refused rather than ignored)
+    parser.set_defaults(iterations=None, env_runners=None, envs_per_runner=None)
+
+
+SB3_FLAGS = ("role", "partner", "algo", "timesteps", "n_envs")
+RLLIB_FLAGS = {"iterations": 15, "env_runners": 1, "envs_per_runner": 32, "ray_address": None}
+
+
+def other_backend_flags(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
+    """The flags among ``names`` (attributes of ``args``) that were given."""
+    return ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
 
 
 def _train(args: argparse.Namespace) -> int:
-    from eq_env.baselines.rllib import run_from_args
     from eq_env.core.cli import config_from_args
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 
-    return run_from_args("einstein-puzzle", args, config_from_args(args, EinsteinPuzzleConfig))
+    config = config_from_args(args, EinsteinPuzzleConfig)
+    if args.backend == "sb3":
+        given = other_backend_flags(args, list(RLLIB_FLAGS))
+        if given:
+            raise ValueError(f"{', '.join(given)} go(es) with --backend rllib; --backend sb3 trains one seat")
+        return _train_sb3(args, config)
+    given = other_backend_flags(args, SB3_FLAGS)
+    if given:
+        raise ValueError(f"{', '.join(given)} go(es) with --backend sb3: --backend rllib trains both seats with PPO")
+    from eq_env.baselines.rllib import run_from_args
+
+    for name, default in RLLIB_FLAGS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    return run_from_args("einstein-puzzle", args, config)
+
+
+def _train_sb3(args: argparse.Namespace, config: object) -> int:
+    from eq_env.baselines.einstein_puzzle.rl import METRICS, train
+
+    role = args.role or "player_0"
+    partner = args.partner or "planner"
+    result = train(
+        args.out,
+        role=role,
+        partner=partner,
+        config=config,  # type: ignore[arg-type]
+        algo=args.algo or "maskable_ppo",
+        timesteps=args.timesteps or 20_000,
+        seed=args.seed,
+        n_envs=args.n_envs or 8,
+        eval_seeds=args.eval_seeds,
+        eval_episodes=args.eval_episodes,
+        progress=None,
+    )
+    asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
+    print(
+        f"trained {role} ({result.algo}) with {partner} as partner for {result.steps_run} steps{asked} in "
+        f"{result.seconds:.1f} s ({result.steps_run / result.seconds:.0f} steps/s, one thread); saved to {result.path}"
+    )
+    print(f"use it in either seat: eq-env play --env einstein-puzzle --{role} sb3:path={result.path}")
+    print(
+        f"evaluation with {partner} as partner on held-out seeds {', '.join(map(str, args.eval_seeds))}, "
+        f"{args.eval_episodes} games each (mean ± std over seeds); greedy: the most likely legal action, sampled: "
+        "drawn from the model's masked distribution:\n"
+    )
+    print(result.table(METRICS))
+    print(f"wrote model.zip, policy.json, learning_curve.csv, learning_curve.png and eval.json to {result.path}")
+    return 0
 
 
 COMMANDS = (
     Command(
         "train",
-        "train both players with RLlib (with --env einstein-puzzle)",
+        "train both players with RLlib, or one seat with MaskablePPO (with --env einstein-puzzle)",
         _train_arguments,
         _train,
         "Train both seats at once with RLlib's multi-agent PPO (one module shared by the two symmetric seats, "
         "masked actions) on Ray; save the checkpoint, a learning curve and the metrics on held-out seeds into "
-        "--out. The checkpoint is then the policy spec 'rllib:path=OUT' of either seat.",
+        "--out. The checkpoint is then the policy spec 'rllib:path=OUT' of either seat. With --backend sb3: one "
+        "seat (--role) with Stable-Baselines3's MaskablePPO on the single-agent view, against a fixed --partner; "
+        "the model is saved into --out and evaluated on held-out seeds, greedy and sampled, beside random play "
+        "in that seat; it is then the policy spec 'sb3:path=OUT' of either seat.",
         "nothing was saved",
     ),
     Command(
