@@ -11,8 +11,12 @@ name           role          policy
 ``first``      coordinator   :class:`FirstCoordinator`: executor 0's answer (single-agent baseline)
 ``random``     coordinator   :class:`RandomCoordinator`: a random executor's number
 ``rllib``      both          an RLlib training's module (``rllib:path=DIR``; eq-env train --backend rllib)
+``sb3``        executor      an executor trained on the single-agent view (``sb3:path=DIR``; eq-env train --backend
+                             sb3, :mod:`~eq_env.baselines.belief_coordination.rl`)
 =============  ============  ===================================================================
 """
+
+from typing import Any
 
 from eq_env.baselines.belief_coordination.scripted import (
     FirstCoordinator,
@@ -30,6 +34,13 @@ __all__ = ["FirstCoordinator", "FixedExecutor", "MajorityCoordinator", "RandomCo
            "ScheduleExecutors"]  # fmt: skip
 
 
+def sb3(path: str, deterministic: bool = True) -> Any:  # (torch loads only when used)
+    """An executor trained with eq-env train --env belief-coordination --backend sb3, loaded from its directory."""
+    from eq_env.baselines.belief_coordination.rl import sb3_policy
+
+    return sb3_policy(path, deterministic)
+
+
 def econ(path: str = REQUIRED) -> ScheduleExecutors:  # (an ECON: typed loosely so that torch loads only when used)
     """ECON's learned executors (a joint policy), loaded from the directory ``eq-env train`` wrote."""
     from eq_env.baselines.belief_coordination.econ import econ as load
@@ -38,6 +49,7 @@ def econ(path: str = REQUIRED) -> ScheduleExecutors:  # (an ECON: typed loosely 
 
 
 register_policy("econ", "executor", econ, env=ID)
+register_policy("sb3", "executor", sb3, env=ID)
 for _name, _cls in (
     ("fixed", FixedExecutor),
     ("random", RandomExecutor),

@@ -5,7 +5,9 @@
 * ``eq-env train --env belief-coordination --out DIR``: train ECON once, save it (a policy:
   ``econ:path=DIR``), write its learning curve, and compare it with the baselines on held-out questions.
   With ``--backend rllib``: the executors (one shared module choosing grid points) and the coordinator
-  with RLlib's multi-agent PPO on Ray (``baselines/rllib.py``; a policy: ``rllib:path=DIR``).
+  with RLlib's multi-agent PPO on Ray (``baselines/rllib.py``; a policy: ``rllib:path=DIR``). With
+  ``--backend sb3``: one executor with Stable-Baselines3's PPO on the single-agent view, the others fixed
+  (:mod:`eq_env.baselines.belief_coordination.rl`; a policy: ``sb3:path=DIR``).
 
 (``eq-env play --env belief-coordination`` plays questions with any policies and prints the metrics.)
 """
@@ -78,12 +80,13 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.baselines.rllib import add_rllib_flags
-    from eq_env.core.cli import list_of, seed_arg
+    from eq_env.core.cli import list_of, seed_arg, timesteps_arg
 
-    parser.add_argument("--backend", choices=("econ", "rllib"), default="econ",
+    parser.add_argument("--backend", choices=("econ", "rllib", "sb3"), default="econ",
                         help="econ: ECON's belief networks + QMIX mixer, compared with the baselines (default); "
                              "rllib: RLlib's multi-agent PPO, one module shared by the executors (grid points) and "
-                             "one for the coordinator (pip install 'eq-env[rllib]')")  # fmt: skip
+                             "one for the coordinator (pip install 'eq-env[rllib]'); sb3: one executor with "
+                             "Stable-Baselines3 PPO, the other agents fixed (its unilateral deviation)")  # fmt: skip
     parser.add_argument(
         "--out",
         type=out_dir,
@@ -103,18 +106,45 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
         "--eval-seeds",
         type=list_of(seed_arg, "seeds", distinct=True),
         default="1000,1001,1002",
-        help="with --backend rllib: held-out seeds of the evaluation (default 1000,1001,1002)",
+        help="with --backend rllib or sb3: held-out seeds of the evaluation (default 1000,1001,1002)",
     )
-    parser.add_argument("--eval-episodes", type=int_in(1, 1_000_000), default=500,
-                        help="with --backend rllib: episodes per evaluation seed (default 500)")  # fmt: skip
+    parser.add_argument(
+        "--eval-episodes",
+        type=int_in(1, 1_000_000),
+        default=500,
+        help="with --backend rllib or sb3: episodes per evaluation seed (default 500)",
+    )
+    sb3 = parser.add_argument_group("with --backend sb3 (executor_0 learns, the others are fixed)")
+    sb3.add_argument("--executor", help="the other executors' policy spec (default fixed)")
+    sb3.add_argument("--coordinator", help="the coordinator's policy spec (default majority)")
+    sb3.add_argument("--algo", choices=("ppo", "maskable_ppo"), help="ppo (default) or maskable_ppo")
+    sb3.add_argument("--timesteps", type=timesteps_arg, help="questions to train on, at least 64 (default 20000)")
+    sb3.add_argument("--n-envs", type=int_in(1, 4096), help="environments stepped together (default 8)")
     add_rllib_flags(parser)
+    # (None: not given, so that a flag of another backend is refused rather than ignored)
+    parser.set_defaults(iterations=None, env_runners=None, envs_per_runner=None)
+
+
+SB3_FLAGS = ("executor", "coordinator", "algo", "timesteps", "n_envs")
 
 
 def _train(args: argparse.Namespace) -> int:
+    from eq_env.einstein_puzzle.cli import RLLIB_FLAGS, other_backend_flags
+
+    if args.backend != "sb3":
+        given = other_backend_flags(args, SB3_FLAGS)
+        if given:
+            raise ValueError(f"{', '.join(given)} go(es) with --backend sb3")
     if args.backend == "rllib":
+        for name, default in RLLIB_FLAGS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
         return _train_rllib(args)
-    if args.ray_address is not None:
-        raise ValueError("--ray-address goes with --backend rllib")
+    given = other_backend_flags(args, list(RLLIB_FLAGS))
+    if given:
+        raise ValueError(f"{', '.join(given)} go(es) with --backend rllib")
+    if args.backend == "sb3":
+        return _train_sb3(args)
     args.steps = 1500 if args.steps is None else args.steps
     args.eval_questions = 2000 if args.eval_questions is None else args.eval_questions
     from eq_env.belief_coordination.reproduce import need_torch
@@ -167,6 +197,55 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_sb3(args: argparse.Namespace) -> int:
+    from eq_env.baselines.belief_coordination.rl import METRICS, train
+    from eq_env.belief_coordination.config import BeliefCoordinationConfig
+    from eq_env.einstein_puzzle.cli import other_backend_flags
+
+    given = other_backend_flags(args, ("steps", "eval_questions"))
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} go(es) with --backend econ: --backend sb3 trains for --timesteps "
+            "and evaluates on --eval-seeds x --eval-episodes"
+        )
+    config = BeliefCoordinationConfig(n_executors=args.n_executors, action_space="grid", sensitive=not args.null)
+    executors, coordinator = args.executor or "fixed", args.coordinator or "majority"
+    result = train(
+        args.out,
+        executors=executors,
+        coordinator=coordinator,
+        config=config,
+        algo=args.algo or "ppo",
+        timesteps=args.timesteps or 20_000,
+        seed=args.seed,
+        n_envs=args.n_envs or 8,
+        eval_seeds=args.eval_seeds,
+        eval_episodes=args.eval_episodes,
+        progress=args.progress,
+    )
+    asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
+    print(
+        f"trained executor_0 ({result.algo}; the other executors {executors}, the coordinator {coordinator}, "
+        f"{config.n_executors} executors{', null instrument' if args.null else ''}) for {result.steps_run} "
+        f"questions{asked} in {result.seconds:.1f} s ({result.steps_run / result.seconds:.0f} steps/s, one "
+        f"thread); saved to {result.path}"
+    )
+    print(f"use it: eq-env play --env belief-coordination --executor sb3:path={result.path}")
+    print(
+        f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} questions each "
+        "(mean ± std over seeds), executor_0 playing the model greedily (the most likely grid point), sampled, "
+        f"or as the others do (no deviation):\n"
+    )
+    print(result.table(METRICS))
+    (trained, _), (baseline, _) = (
+        result.evaluations["greedy"]["reward"],
+        list(result.evaluations.values())[-1]["reward"],
+    )
+    print(f"deviation gain (greedy − no deviation): {trained - baseline:+.4f} reward per question")
+    print(f"wrote model.zip, policy.json, learning_curve.csv, learning_curve.png and eval.json to {result.path}")
+    return 0
+
+
 def _train_rllib(args: argparse.Namespace) -> int:
     from eq_env.baselines.rllib import run_from_args
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
@@ -191,7 +270,7 @@ COMMANDS = (
     Command(
         "train",
         "train ECON (belief networks + QMIX mixer) and compare it with the baselines; or, with --backend rllib, "
-        "every role with RLlib's multi-agent PPO",
+        "every role with RLlib's multi-agent PPO; or, with --backend sb3, one executor with PPO, the others fixed",
         _train_arguments,
         _train,
     ),

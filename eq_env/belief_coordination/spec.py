@@ -2,6 +2,7 @@
 
 Importing this module registers :data:`SPEC`: the PettingZoo ids
 (``pettingzoo.make("aec" | "parallel", "eq_env/belief-coordination-v0")``),
+the Gymnasium view of one executor (``gymnasium.make("eq_env/BeliefCoordinationExecutor-v0")``),
 ``eq-env play --env belief-coordination``, sweeps, the policy namespace and the
 conformance battery over :data:`CONFORMANCE`.
 """
@@ -46,6 +47,9 @@ SPEC = register_env(
         default_policies={"executor": "fixed", "coordinator": "majority"},
         policy_modules=("eq_env.baselines.belief_coordination", "eq_env.agents.belief_coordination"),
         conformance=CONFORMANCE,
+        views={
+            "eq_env/BeliefCoordinationExecutor-v0": "eq_env.belief_coordination.views:BeliefCoordinationExecutorEnv"
+        },
         cli="eq_env.belief_coordination.cli",
     )
 )
