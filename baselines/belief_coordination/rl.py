@@ -31,6 +31,7 @@ import numpy as np
 
 from eq_env.baselines.sb3 import SB3ViewPolicy, ViewTraining, check_view_training, train_view
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
+from eq_env.belief_coordination.rules import EXECUTOR_FEATURES
 from eq_env.belief_coordination.spec import ID
 
 __all__ = ["EVAL_SEEDS", "METRICS", "SB3_SUMMARY", "evaluate_seat", "hyperparameters", "sb3_policy", "train"]
@@ -189,8 +190,8 @@ def train(
         "agent": agent,
         "executors": executors,
         "coordinator": coordinator,
-        "observation_size": int(view.observation_space.shape[0]),
-        "actions": int(view.action_space.n),
+        "observation_size": EXECUTOR_FEATURES,
+        "actions": config.grid_size,
     }
     return train_view(
         out,

@@ -29,6 +29,7 @@ import numpy as np
 from eq_env.baselines.sb3 import SB3ViewPolicy, ViewTraining, check_view_training, train_view
 from eq_env.core.policy import Policy
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+from eq_env.einstein_puzzle.spaces import layout, n_actions
 from eq_env.einstein_puzzle.spec import ID
 
 __all__ = ["EVAL_SEEDS", "METRICS", "SB3_SUMMARY", "SB3Seat", "hyperparameters", "sb3_policy", "train"]
@@ -119,12 +120,11 @@ def train(
         ("sampled", lambda path: run(sb3_policy(str(path), role, deterministic=False))),
         ("random (baseline)", lambda path: run("random")),
     ]
-    view = EinsteinPuzzleEnv(partner, seat=role, config=config)
     meta = {
         "config": config.to_dict(),
         "partner": partner,
-        "observation_size": int(view.observation_space.shape[0]),
-        "actions": int(view.action_space.n),
+        "observation_size": layout(config.n).size,
+        "actions": n_actions(config.n),
     }
     return train_view(
         out,
