@@ -426,22 +426,39 @@ def rllib_policy_for(role: str) -> Any:
 # ---------------------------------------------------------------------------
 # eq-env train --backend rllib (each game's train command)
 # ---------------------------------------------------------------------------
-def add_rllib_flags(parser: Any) -> None:
-    """``--iterations``, ``--env-runners``, ``--envs-per-runner``, ``--ray-address`` of ``--backend rllib``."""
+RLLIB_DEFAULTS = {"iterations": 15, "env_runners": 1, "envs_per_runner": 32}
+RLLIB_FLAGS = (*RLLIB_DEFAULTS, "ray_address")  # the flags add_rllib_flags adds, as attributes (besides --env)
+
+
+def add_rllib_flags(parser: Any, *, unset: bool = False) -> None:
+    """``--iterations``, ``--env-runners``, ``--envs-per-runner``, ``--ray-address`` of ``--backend rllib``.
+
+    With ``unset``, a flag not given is None, so that a command with other backends can refuse it there
+    (:func:`eq_env.core.cli.given_flags`); :func:`fill_rllib_defaults` then sets the defaults before RLlib
+    trains."""
     from eq_env.core.cli import int_in, ray_address_arg
     from eq_env.core.spec import registered_envs
 
+    default = dict.fromkeys(RLLIB_DEFAULTS) if unset else RLLIB_DEFAULTS
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
     parser.add_argument("--env", choices=names, metavar="NAME", help="the game (its short name or id)")
     group = parser.add_argument_group("with --backend rllib (every role at once; pip install 'eq-env[rllib]')")
-    group.add_argument("--iterations", type=int_in(1, 100_000), default=15, help="PPO iterations (default 15)")
-    group.add_argument("--env-runners", type=int_in(0, 1024), default=1,
+    group.add_argument("--iterations", type=int_in(1, 100_000), default=default["iterations"],
+                       help="PPO iterations (default 15)")  # fmt: skip
+    group.add_argument("--env-runners", type=int_in(0, 1024), default=default["env_runners"],
                        help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)")  # fmt: skip
-    group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=32,
+    group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=default["envs_per_runner"],
                        help="environments each runner steps together (default 32)")  # fmt: skip
     group.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
                        help="join the Ray cluster at HOST:PORT (its head), or auto; default: a Ray instance on "
                             "this machine for the command")  # fmt: skip
+
+
+def fill_rllib_defaults(args: Any) -> None:
+    """The defaults of the RLlib flags ``add_rllib_flags(..., unset=True)`` left None."""
+    for name, value in RLLIB_DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
 
 
 def run_from_args(env: str, args: Any, config: Any) -> int:

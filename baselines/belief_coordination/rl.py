@@ -83,16 +83,27 @@ def sb3_policy(path: str, deterministic: bool = True) -> SB3ViewPolicy:
 
 
 def evaluate_seat(
-    view: Any, choose: Callable[[Any], Any], *, seeds: Sequence[int], episodes: int, reset: Callable[[int], None]
+    view: Any,
+    choose: Callable[[Any], Any],
+    *,
+    seeds: Sequence[int],
+    episodes: int,
+    reset: Callable[[int], None],
+    progress: bool | None = False,
 ) -> dict[str, tuple[float, float]]:
     """:data:`METRICS` of ``episodes`` episodes of each of ``seeds`` in the view, this seat playing
-    ``choose(view)``; ``reset(seed)`` first (the seat's policy). Mean and sample std over seeds."""
+    ``choose(view)``; ``reset(seed)`` first (the seat's policy). Mean and sample std over seeds.
+    ``progress=None``: a bar per seed on a terminal, as the runner shows."""
+    from tqdm.auto import tqdm
+
     per_seed: list[dict[str, float]] = []
     for seed in seeds:
         reset(seed)
         rows: list[dict[str, float]] = []
         view.reset(seed=seed)
-        for _ in range(episodes):
+        for _ in tqdm(
+            range(episodes), desc=f"seed {seed}", unit="ep", disable=None if progress is None else not progress
+        ):
             done = False
             while not done:
                 _, reward, terminated, truncated, info = view.step(choose(view))
@@ -171,6 +182,7 @@ def train(
                 seeds=eval_seeds,
                 episodes=eval_episodes,
                 reset=lambda s: policy.reset(policy_seed(s, agent_stream(ROLES_STREAMS["executor"], index))),
+                progress=progress,
             )
 
         return run
@@ -181,7 +193,12 @@ def train(
         (
             f"no deviation ({executors})",
             lambda path: evaluate_seat(
-                view, lambda v: v.team_action(), seeds=eval_seeds, episodes=eval_episodes, reset=lambda s: None
+                view,
+                lambda v: v.team_action(),
+                seeds=eval_seeds,
+                episodes=eval_episodes,
+                reset=lambda s: None,
+                progress=progress,
             ),
         ),
     ]

@@ -120,27 +120,24 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     sb3.add_argument("--algo", choices=("ppo", "maskable_ppo"), help="ppo (default) or maskable_ppo")
     sb3.add_argument("--timesteps", type=timesteps_arg, help="questions to train on, at least 64 (default 20000)")
     sb3.add_argument("--n-envs", type=int_in(1, 4096), help="environments stepped together (default 8)")
-    add_rllib_flags(parser)
-    # (None: not given, so that a flag of another backend is refused rather than ignored)
-    parser.set_defaults(iterations=None, env_runners=None, envs_per_runner=None)
+    add_rllib_flags(parser, unset=True)  # (None when not given: refused with another backend)
 
 
 SB3_FLAGS = ("executor", "coordinator", "algo", "timesteps", "n_envs")
 
 
 def _train(args: argparse.Namespace) -> int:
-    from eq_env.einstein_puzzle.cli import RLLIB_FLAGS, other_backend_flags
+    from eq_env.baselines.rllib import RLLIB_FLAGS, fill_rllib_defaults
+    from eq_env.core.cli import given_flags
 
     if args.backend != "sb3":
-        given = other_backend_flags(args, SB3_FLAGS)
+        given = given_flags(args, SB3_FLAGS)
         if given:
             raise ValueError(f"{', '.join(given)} go(es) with --backend sb3")
     if args.backend == "rllib":
-        for name, default in RLLIB_FLAGS.items():
-            if getattr(args, name) is None:
-                setattr(args, name, default)
+        fill_rllib_defaults(args)
         return _train_rllib(args)
-    given = other_backend_flags(args, list(RLLIB_FLAGS))
+    given = given_flags(args, RLLIB_FLAGS)
     if given:
         raise ValueError(f"{', '.join(given)} go(es) with --backend rllib")
     if args.backend == "sb3":
@@ -200,9 +197,9 @@ def _train(args: argparse.Namespace) -> int:
 def _train_sb3(args: argparse.Namespace) -> int:
     from eq_env.baselines.belief_coordination.rl import METRICS, train
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
-    from eq_env.einstein_puzzle.cli import other_backend_flags
+    from eq_env.core.cli import given_flags
 
-    given = other_backend_flags(args, ("steps", "eval_questions"))
+    given = given_flags(args, ("steps", "eval_questions"))
     if given:
         raise ValueError(
             f"{', '.join(given)} go(es) with --backend econ: --backend sb3 trains for --timesteps "

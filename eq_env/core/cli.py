@@ -55,6 +55,7 @@ __all__ = [
     "failures",
     "fill_specs",
     "flag_groups",
+    "given_flags",
     "int_in",
     "jobs_arg",
     "list_of",
@@ -222,6 +223,12 @@ def list_of(kind: Callable[[str], Any], what: str, *, distinct: bool = False) ->
         return values
 
     return parse
+
+
+def given_flags(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
+    """The flags (``--n-envs``) of ``names`` (attributes, ``n_envs``) that were given, i.e. are not None: for a
+    command with several backends, which refuses the flags of one with another rather than ignore them."""
+    return ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
 
 
 # ---------------------------------------------------------------------------

@@ -249,38 +249,27 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
         "--n-envs", type=int_in(1, 4096), help="environments stepped together, seeded seed, seed+1, ... (default 8)"
     )
     add_config_flags(parser, EinsteinPuzzleConfig)
-    add_rllib_flags(parser)
-    # (None: not given, so that a flag of the other backend is refused rather than ignored)
-    parser.set_defaults(iterations=None, env_runners=None, envs_per_runner=None)
+    add_rllib_flags(parser, unset=True)  # (None when not given: refused with --backend sb3)
 
 
 SB3_FLAGS = ("role", "partner", "algo", "timesteps", "n_envs")
-RLLIB_FLAGS = {"iterations": 15, "env_runners": 1, "envs_per_runner": 32, "ray_address": None}
-
-
-def other_backend_flags(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
-    """The flags among ``names`` (attributes of ``args``) that were given."""
-    return ["--" + name.replace("_", "-") for name in names if getattr(args, name, None) is not None]
 
 
 def _train(args: argparse.Namespace) -> int:
-    from eq_env.core.cli import config_from_args
+    from eq_env.baselines.rllib import RLLIB_FLAGS, fill_rllib_defaults, run_from_args
+    from eq_env.core.cli import config_from_args, given_flags
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 
     config = config_from_args(args, EinsteinPuzzleConfig)
     if args.backend == "sb3":
-        given = other_backend_flags(args, list(RLLIB_FLAGS))
+        given = given_flags(args, RLLIB_FLAGS)
         if given:
             raise ValueError(f"{', '.join(given)} go(es) with --backend rllib; --backend sb3 trains one seat")
         return _train_sb3(args, config)
-    given = other_backend_flags(args, SB3_FLAGS)
+    given = given_flags(args, SB3_FLAGS)
     if given:
         raise ValueError(f"{', '.join(given)} go(es) with --backend sb3: --backend rllib trains both seats with PPO")
-    from eq_env.baselines.rllib import run_from_args
-
-    for name, default in RLLIB_FLAGS.items():
-        if getattr(args, name) is None:
-            setattr(args, name, default)
+    fill_rllib_defaults(args)
     return run_from_args("einstein-puzzle", args, config)
 
 
