@@ -109,6 +109,8 @@ TRAIN = ["train", "--env", "belief-coordination", "--backend", "sb3"]
     [
         ([*TRAIN, "--steps", "3"], "--steps go(es) with --backend econ: --backend sb3 trains for --timesteps"),
         ([*TRAIN, "--iterations", "2"], "--iterations go(es) with --backend rllib"),
+        # (the econ backend ignored every RLlib flag but --ray-address)
+        (["train", "--env", "belief-coordination", "--env-runners", "2"], "--env-runners go(es) with --backend rllib"),
         (["train", "--env", "belief-coordination", "--timesteps", "100"], "--timesteps go(es) with --backend sb3"),
         ([*TRAIN, "--executor", "nobody"], "executors: unknown policy 'nobody'"),
         ([*TRAIN, "--coordinator", "majority:x=1"], "coordinator: policy 'majority' has no parameter(s) ['x']"),
