@@ -99,7 +99,8 @@ class SB3Policy:
 
     def reset(self, seed: int | None = None) -> None:
         if not self.deterministic and seed is not None:
-            self.model.set_random_seed(seed)
+            # (SB3 seeds numpy's legacy generator, which takes seeds below 2**32; the runner's are 64-bit)
+            self.model.set_random_seed(seed % 2**32)
 
     def _predict(self, features: np.ndarray) -> np.ndarray:
         action, _ = self.model.predict(features, deterministic=self.deterministic)

@@ -239,6 +239,15 @@ def test_trained_policy_plays_everywhere_a_policy_goes(tempted_proposer: Path) -
 
 
 @pytest.mark.slow
+def test_a_sampling_trained_policy_plays_seeded_runs_reproducibly(tempted_proposer: Path) -> None:
+    # the runner seeds each policy with a 64-bit child seed, which SB3's set_random_seed refused
+    spec = f"sb3:path={tempted_proposer},deterministic=false"
+    runs = [evaluate(TEMPTATION, spec, "rule", episodes=100, seeds=[5, 6]).per_seed for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert runs[0] != evaluate(TEMPTATION, f"sb3:path={tempted_proposer}", "rule", episodes=100, seeds=[5, 6]).per_seed
+
+
+@pytest.mark.slow
 def test_temptation_learns_to_misreport_and_audits_stop_it(tempted_proposer: Path, tmp_path: Path) -> None:
     assert misreport_rate(TEMPTATION, f"sb3:path={tempted_proposer}", episodes=3000) > 0.8
     audited = TEMPTATION.replace(q=0.9)
