@@ -134,7 +134,7 @@ def test_each_wrong_import_path_says_what_is_wrong(user_module: str, spec: str, 
 def test_play_and_sweep_take_import_paths_in_role_flags(
     user_module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args = ["play", "--q", "0", "--episodes", "40", "--json"]
+    args = ["play", "--q", "0", "--episodes", "20", "--json"]
     assert main([*args, "--validator", f"{user_module}:Stamp"]) == 0
     lenient = json.loads(capsys.readouterr().out)
     assert main([*args, "--validator", f"{user_module}:Stamp,strict=true"]) == 0
@@ -160,6 +160,10 @@ def test_play_and_sweep_take_import_paths_in_role_flags(
         == 0
     )
     assert f"| {user_module}:Stamp,strict=true |" in (out / "summary.md").read_text()
+    spec_file = tmp_path / "sweep.toml"  # a sweep spec file's policies too
+    spec_file.write_text(f'episodes = 10\nseeds = 1\nvalidators = ["{user_module}:Stamp,strict=true", "rule"]\n')
+    assert main(["sweep", "--config", str(spec_file), "--out", str(tmp_path / "from_file"), "--jobs", "1"]) == 0
+    assert f"| {user_module}:Stamp,strict=true |" in (tmp_path / "from_file" / "summary.md").read_text()
     capsys.readouterr()
     assert main(["play", "--validator", "eq_no_such_module:Stamp", "--episodes", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
