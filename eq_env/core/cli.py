@@ -417,7 +417,7 @@ def _add_play(sub: Any, game: EnvSpec) -> None:
     for role in game.roles:
         default = game.default_policies.get(role)
         said = f"default {default!r}" if default else "required: the game names no default"
-        listed = f"eq-env policies --env {game.name} lists them"
+        listed = f"eq-env policies --env {game.name} lists them; or module:Class,key=value"
         play.add_argument(f"--{role}", default=default, required=default is None,
                           help=f"{role} policy spec ({said}; {listed})")  # fmt: skip
     play.add_argument("--episodes", type=episodes_arg, default=200, help="episodes per seed (default 200)")
