@@ -443,8 +443,9 @@ def add_rllib_flags(parser: Any, *, unset: bool = False) -> None:
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
     parser.add_argument("--env", choices=names, metavar="NAME", help="the game (its short name or id)")
     group = parser.add_argument_group("with --backend rllib (every role at once; pip install 'eq-env[rllib]')")
-    group.add_argument("--iterations", type=int_in(1, 100_000), default=default["iterations"],
-                       help="PPO iterations (default 15)")  # fmt: skip
+    group.add_argument(
+        "--iterations", type=int_in(1, 100_000), default=default["iterations"], help="PPO iterations (default 15)"
+    )
     group.add_argument("--env-runners", type=int_in(0, 1024), default=default["env_runners"],
                        help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)")  # fmt: skip
     group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=default["envs_per_runner"],
