@@ -44,9 +44,10 @@ A spec may also name a class (or any factory) by its import path, as Gymnasium's
 ``"module:Class"`` or ``"pkg.module:Class,key=value,..."`` (the parameters after a comma, since the
 colon is taken). A colon followed by a name without ``=`` is an import path; followed by ``key=value``
 it starts parameters, so ``planner:guess=true`` stays the registered ``planner``. The module must be
-importable (installed, or its directory on ``PYTHONPATH``); the class is called with the parameters,
-and with ``role=`` the role asked for when it takes a ``role`` parameter; what it makes must be a
-policy (``role``, ``reset``, ``act`` or another of the methods above) of that role.
+importable: installed, on ``PYTHONPATH``, or in the current directory (looked at last); the class is
+called with the parameters, and with ``role=`` the role asked for when it takes a ``role`` parameter;
+what it makes must be a policy (``role``, ``reset``, ``act`` or another of the methods above) of that
+role.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ import functools
 import importlib
 import inspect
 import json
+import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -291,6 +294,25 @@ ACTING = ("act", "aact", "act_joint", "aact_joint", "act_privileged", "aact_priv
 _INTERFACE = "a policy has role, reset(seed) and act(observation): eq_env.core.policy.Policy"
 
 
+def _import_user_module(module_name: str) -> Any:
+    """``module_name`` imported, looked for in the current directory too when it is not installed: as
+    ``uvicorn main:app`` does, since ``eq-env`` is a script and a user's ``my_policies.py`` sits beside
+    them, not on the script's path. The directory goes last, so it never shadows an installed module."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        top = module_name.partition(".")[0]
+        here = os.getcwd()
+        if (
+            err.name != top
+            or here in sys.path
+            or not (os.path.isfile(os.path.join(here, f"{top}.py")) or os.path.isdir(os.path.join(here, top)))
+        ):
+            raise
+        sys.path.append(here)
+        return importlib.import_module(module_name)
+
+
 def _imported_entry(name: str, role: Role | None, env: Any) -> PolicyEntry:
     """The entry of the import path ``module:attribute``: its module imported, the attribute found and
     checked to make policies, each failure a ValueError naming the spec and what was expected."""
@@ -301,12 +323,12 @@ def _imported_entry(name: str, role: Role | None, env: Any) -> PolicyEntry:
     if any(e.name == module_name for e in available_policies(None, spec)):
         raise ValueError(f"policy spec {name!r}: expected key=value, got {attribute!r}")  # "planner:guess"
     try:
-        module = importlib.import_module(module_name)
+        module = _import_user_module(module_name)
     except ModuleNotFoundError as err:
         if err.name is not None and (module_name == err.name or module_name.startswith(err.name + ".")):
             raise ValueError(
                 f"policy {name!r}: no module named {err.name!r} (a module:Class spec imports it: "
-                "install it, or put its directory on PYTHONPATH)"
+                "install it, put its directory on PYTHONPATH, or run from that directory)"
             ) from None
         raise ValueError(f"policy {name!r}: importing {module_name!r} failed: {err}") from None
     except Exception as err:  # (a user's module: its error said in one line, not as a traceback)

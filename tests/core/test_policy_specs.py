@@ -169,5 +169,24 @@ def test_play_and_sweep_take_import_paths_in_role_flags(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         "eq-env play: error: policy 'eq_no_such_module:Stamp': no module named 'eq_no_such_module' (a "
-        "module:Class spec imports it: install it, or put its directory on PYTHONPATH)"
+        "module:Class spec imports it: install it, put its directory on PYTHONPATH, or run from that directory)"
     ]
+
+
+def test_the_eq_env_script_finds_a_module_in_the_current_directory(tmp_path: Path) -> None:
+    """``eq-env`` is a console script, so the directory it runs in is not on its path: a user's
+    ``my_policies.py`` beside them is looked for there last (as ``uvicorn main:app`` does)."""
+    import shutil
+    import subprocess
+
+    script = shutil.which("eq-env", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the eq-env script is not installed beside this interpreter (an install without scripts)")
+    (tmp_path / f"{MODULE}_here.py").write_text(textwrap.dedent(SOURCE))
+    env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+    args = [script, "play", "--validator", f"{MODULE}_here:Stamp,strict=true", "--episodes", "20"]
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "approval_rate" in done.stdout or "approval" in done.stdout, done.stdout
+    # strict: it approves nothing, so no bad approval either
+    assert re.search(r"bad_approval_rate\D+0\.0", done.stdout), done.stdout
