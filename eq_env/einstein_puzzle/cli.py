@@ -3,8 +3,9 @@
 ``eq-env einstein plan`` runs the oracle planner over the frozen suite (or
 generated puzzles) and prints the mean optimal plan length per comm mode and
 size beside the paper's 4-object figures, with the planning time.
-``eq-env train --env einstein-puzzle`` trains both seats with RLlib, or one
-seat with MaskablePPO (``--backend sb3``, :mod:`eq_env.baselines.einstein_puzzle.rl`).
+``eq-env train --env einstein-puzzle`` trains one seat with MaskablePPO against a
+partner (:mod:`eq_env.baselines.einstein_puzzle.rl`), or both seats with RLlib
+(``--backend rllib``).
 (``eq-env play --env einstein-puzzle`` plays games with any policies and
 prints the metrics.)
 """
@@ -220,10 +221,11 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--backend",
-        choices=("rllib", "sb3"),
-        default="rllib",
-        help="rllib: both players at once, one PPO module shared by the two seats (default); sb3: one seat with "
-        "MaskablePPO against a fixed partner",
+        choices=("sb3", "rllib"),
+        default="sb3",
+        help="sb3: one seat with MaskablePPO against a fixed partner (default, as exchange-audit's train: "
+        "Stable-Baselines3 is a core dependency); rllib: both players at once, one PPO module shared by the "
+        "two seats (pip install 'eq-env[rllib]')",
     )
     parser.add_argument("--out", type=out_dir, required=True, help="directory for the model and its reports")
     parser.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
@@ -310,15 +312,15 @@ def _train_sb3(args: argparse.Namespace, config: object) -> int:
 COMMANDS = (
     Command(
         "train",
-        "train both players with RLlib, or one seat with MaskablePPO (with --env einstein-puzzle)",
+        "train one seat with MaskablePPO, or both players with RLlib (with --env einstein-puzzle)",
         _train_arguments,
         _train,
-        "Train both seats at once with RLlib's multi-agent PPO (one module shared by the two symmetric seats, "
-        "masked actions) on Ray; save the checkpoint, a learning curve and the metrics on held-out seeds into "
-        "--out. The checkpoint is then the policy spec 'rllib:path=OUT' of either seat. With --backend sb3: one "
-        "seat (--role) with Stable-Baselines3's MaskablePPO on the single-agent view, against a fixed --partner; "
-        "the model is saved into --out and evaluated on held-out seeds, greedy and sampled, beside random play "
-        "in that seat; it is then the policy spec 'sb3:path=OUT' of either seat.",
+        "Train one seat (--role) with Stable-Baselines3's MaskablePPO on the single-agent view, against a fixed "
+        "--partner; the model is saved into --out and evaluated on held-out seeds, greedy and sampled, beside "
+        "random play in that seat; it is then the policy spec 'sb3:path=OUT' of either seat. With --backend "
+        "rllib: both seats at once with RLlib's multi-agent PPO (one module shared by the two symmetric seats, "
+        "masked actions) on Ray; the checkpoint, a learning curve and the metrics on held-out seeds go into "
+        "--out, and the checkpoint is then the policy spec 'rllib:path=OUT' of either seat.",
         "nothing was saved",
     ),
     Command(

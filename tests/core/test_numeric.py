@@ -119,7 +119,7 @@ def test_train_rllib_without_ray_says_which_extra_in_one_line(tmp_path) -> None:
 
     if rllib_missing() is None:
         pytest.skip("RLlib is installed here: the refusal is for environments without it")
-    for argv in (["train", "--backend", "rllib"], ["train", "--env", "einstein-puzzle"],
+    for argv in (["train", "--backend", "rllib"], ["train", "--env", "einstein-puzzle", "--backend", "rllib"],
                  ["train", "--env", "belief-coordination", "--backend", "rllib"]):  # fmt: skip
         done = subprocess.run([sys.executable, "-m", "eq_env.cli", *argv, "--out", str(tmp_path / "o")],
                               capture_output=True, text=True, timeout=120)  # fmt: skip

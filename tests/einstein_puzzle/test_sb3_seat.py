@@ -20,7 +20,7 @@ TRAIN = ["train", "--env", "einstein-puzzle", "--backend", "sb3"]
     [
         ([*TRAIN, "--iterations", "3"], "--iterations go(es) with --backend rllib; --backend sb3 trains one seat"),
         (
-            ["train", "--env", "einstein-puzzle", "--partner", "random", "--timesteps", "64"],
+            ["train", "--env", "einstein-puzzle", "--backend", "rllib", "--partner", "random", "--timesteps", "64"],
             "--partner, --timesteps go(es) with --backend sb3: --backend rllib trains both seats with PPO",
         ),
         ([*TRAIN, "--partner", "nobody"], "partner: unknown policy 'nobody'; available player_1s:"),
