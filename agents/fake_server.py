@@ -1,7 +1,40 @@
-"""A local OpenAI-compatible chat-completions server that answers from a script.
+"""A local OpenAI-compatible chat-completions server that answers from a script, and the offline stand-in
+model of every game.
 
-Tests and benchmarks point the LLM policies at it instead of a real model, so
-nothing touches the network::
+**The offline stand-in** (no key, no network: everything on 127.0.0.1)::
+
+    python -m eq_env.agents.fake_server                       # every game's roles, on a free port
+    python -m eq_env.agents.fake_server --env einstein-puzzle --port 8000
+
+prints the base URL to give a client (``http://127.0.0.1:PORT/v1``) and serves three scripted models by
+name, for every LLM role of every registered game (:func:`eq_env.agents.stand_in.stand_in_games`)::
+
+    eq-env play --env einstein-puzzle --player_0 llm --model bad --base-url http://127.0.0.1:PORT/v1
+    eq-env play --env einstein-puzzle --player_0 llm:verifier=reasoning,k=4 --model bad --base-url ...
+
+=============  =======================================================================================
+model          what it does, in every role of every game
+=============  =======================================================================================
+``good``       plays well: each game's scripted participant that plays correctly
+``bad``        plays badly but every reply is well formed (the games' "mediocre" scripted models)
+``hostile``    the good model through a hostile link: malformed and schema-breaking replies, injected
+               instructions, 429s and 5xx now and then, and some prompts always refused (500), so some
+               episodes fail and are recorded as failed
+=============  =======================================================================================
+
+Each game says what its models do (its ``scripts`` module: :mod:`eq_env.agents.exchange_audit.scripts`,
+:mod:`eq_env.agents.einstein_puzzle.scripts`, :mod:`eq_env.agents.belief_coordination.scripts`). A request
+is routed by its prompt to the game and role whose prompt it is (each game's stand-in recognises its own:
+:mod:`eq_env.agents.stand_in`); one that no served role recognises gets 400 naming what was expected, and
+a model other than the three gets 404 naming them. ``--env GAME`` (repeatable) serves only those games'
+roles; ``--port`` a port of your choice (one in use is a one-line error). A reply depends on the request
+alone, never on arrival order, so the same run gives the same numbers (the hostile model's failures "the
+first time" a request arrives are per server: restart it to replay a run exactly); every scripted error
+asks for a retry after 1 ms (``retry-after-ms``), so retries cost no time. Ctrl-C stops the server (exit 0) and
+prints what it answered, by game, role and model. The numbers these models produce describe the
+scripts, not a language model.
+
+**The scripted server** (tests and benchmarks point the LLM policies at it)::
 
     with ScriptedLLMServer(honest_script) as server:
         policy = LLMProposer(base_url=server.url, model="fake")
@@ -13,14 +46,20 @@ counts requests from 0) or a list of replies served in turn (the last one
 repeats). A :class:`Reply` sets the status, headers, delay and content of one
 answer, so a script can produce good replies, malformed JSON, replies that
 break the schema, 429s with ``Retry-After``, 500s and slow replies.
+:class:`eq_env.agents.stand_in.StandInScript` is the stand-in's script.
 
-The default script is the exchange–audit game's honest participant
-(:func:`eq_env.agents.exchange_audit.scripts.honest_script`); other games pass their own.
+The default script of :class:`ScriptedLLMServer` is the exchange–audit game's honest participant
+(:func:`eq_env.agents.exchange_audit.scripts.honest_script`), as it has always been; other games pass
+their own.
 
 ``POST /v1/chat/completions`` is served, and ``GET /v1/models`` when the server
 is given ``models`` (a list of model ids; without it, 404 as on a minimal
 server). With ``api_key`` set, a request without ``Authorization: Bearer
-<api_key>`` gets 401. It binds to 127.0.0.1.
+<api_key>`` gets 401. It binds to 127.0.0.1, on a free port or the one given.
+
+**A game's stand-in.** A game registers a :class:`eq_env.agents.stand_in.StandIn` under its name, from the
+package that registers its LLM policies (one of its ``EnvSpec.policy_modules``): the roles it answers, how
+to tell a request's role from its prompt, and its script for each model. This module knows no game.
 """
 
 from __future__ import annotations
@@ -29,7 +68,10 @@ import asyncio
 import hashlib
 import itertools
 import json
+import os
+import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +81,7 @@ __all__ = [
     "ChaosScript",
     "Reply",
     "ScriptedLLMServer",
+    "main",
     "reply_json",
 ]
 
@@ -157,7 +200,7 @@ class _Server:
     hundred requests in flight cost no threads and no lock contention."""
 
     def __init__(self, script: Script, latency: float, models: Sequence[str] | None, api_key: str | None,
-                 n_supported: bool = True) -> None:  # fmt: skip
+                 n_supported: bool = True, port: int = 0) -> None:  # fmt: skip
         self.script = script
         self.n_supported = n_supported
         self.latency = latency
@@ -171,7 +214,13 @@ class _Server:
         self.max_in_flight = 0
         self.connections: set[asyncio.Task[Any]] = set()
         self.loop = asyncio.new_event_loop()
-        self.server = self.loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=256))
+        try:
+            self.server = self.loop.run_until_complete(
+                asyncio.start_server(self._connection, "127.0.0.1", port, backlog=256)
+            )
+        except OSError:
+            self.loop.close()
+            raise
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -283,6 +332,7 @@ class ScriptedLLMServer:
         api_key: the key every request must carry (default: none needed).
         n_supported: whether a request may ask for ``n > 1`` samples (each the script's ``content``, or its
             ``choices``); when not, such a request gets 400, as on endpoints serving one sample per request.
+        port: the port to listen on (default 0: a free one); an OSError if it cannot be had.
     """
 
     def __init__(
@@ -293,6 +343,7 @@ class ScriptedLLMServer:
         models: Sequence[str] | None = None,
         api_key: str | None = None,
         n_supported: bool = True,
+        port: int = 0,
     ) -> None:
         if script is None:
             script = _default_script()
@@ -301,7 +352,7 @@ class ScriptedLLMServer:
             if not replies:
                 raise ValueError("a scripted server needs at least one reply")
             script = _sequence(replies)
-        self._server = _Server(script, latency, models, api_key, n_supported)
+        self._server = _Server(script, latency, models, api_key, n_supported, port)
         self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-llm", daemon=True)
 
     @property
@@ -382,25 +433,75 @@ def _sequence(replies: list[Reply]) -> Script:
     return script
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Serve :func:`honest_script` (or :class:`ChaosScript`) until interrupted:
-    ``python -m eq_env.agents.fake_server``."""
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The offline stand-in until Ctrl-C (see the module docstring): ``python -m eq_env.agents.fake_server``."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="A local scripted OpenAI-compatible server (tests, benchmarks).")
-    from eq_env.core.cli import number_type
+    from eq_env.agents.stand_in import MODELS, StandInScript, stand_in_games
+    from eq_env.core.cli import int_in, number_type
 
+    games = stand_in_games()
+    parser = argparse.ArgumentParser(
+        prog="python -m eq_env.agents.fake_server",
+        description="The offline stand-in: scripted models good, bad and hostile for every role of every game, "
+        "on 127.0.0.1 (an OpenAI-compatible endpoint; the first line printed is its base URL).",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        choices=games,
+        metavar="GAME",
+        help=f"serve only this game's roles (repeatable; default: all of {', '.join(games)})",
+    )
+    parser.add_argument("--port", type=int_in(0, 65535), default=0, help="port on 127.0.0.1 (default: a free one)")
     seconds = number_type(float, "seconds in [0, 3600]", lambda v: 0 <= v <= 3600)  # (NaN fails both)
     parser.add_argument("--latency", type=seconds, default=0.0, help="seconds added to every answer")
-    parser.add_argument("--chaos", action="store_true", help="answer with ChaosScript (every failure mode)")
+    parser.add_argument(
+        "--chaos", action="store_true", help="answer through ChaosScript besides (every transport failure mode)"
+    )
     args = parser.parse_args(argv)
-    server = ScriptedLLMServer(ChaosScript() if args.chaos else None, latency=args.latency)
-    print(server.url, flush=True)  # the first line: where to point a client
+    served = list(dict.fromkeys(args.env or games))
+    script = StandInScript(served)
     try:
-        server._server.serve_forever()
+        server = ScriptedLLMServer(
+            ChaosScript(answer=script) if args.chaos else script, latency=args.latency, models=MODELS, port=args.port
+        )
+    except OSError as err:
+        why = os.strerror(err.errno) if err.errno else str(err)
+        print(
+            f"{parser.prog}: error: --port {args.port}: cannot listen on 127.0.0.1:{args.port} ({why})", file=sys.stderr
+        )
+        return 2
+    print(server.url, flush=True)  # the first line: where to point a client
+    roles = "; ".join(f"{g}: {', '.join(script.stand_ins[g].roles)}" for g in served)
+    print(
+        f"serving models {', '.join(MODELS)} for {roles}\ne.g. eq-env play --env {served[0]} "
+        f"--{script.stand_ins[served[0]].roles[0]} llm --model good --base-url {server.url}\nCtrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
+    # Ctrl-C, and a plain kill, stop it cleanly (SIGINT too when the shell that started it ignores it in the
+    # background, as a non-interactive one does)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    server.start()
+    try:
+        threading.Event().wait()  # (until a signal)
     except KeyboardInterrupt:
         pass
+    finally:
+        server.stop()
+    answered = ", ".join(f"{g} {r} {m}: {k}" for (g, r, m), k in sorted(script.served.items())) or "nothing"
+    print(f"stopped; answered {answered}", file=sys.stderr, flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    # the registered module's main: the games register their stand-ins with eq_env.agents.stand_in, not __main__
+    from eq_env.agents.fake_server import main as _main
+
+    sys.exit(_main())

@@ -12,16 +12,19 @@ name        role          policy
 The executors' answers come from an *answerer*, not a policy (the executors' policies choose
 only T and p): :class:`~eq_env.agents.belief_coordination.answerer.LLMAnswerer` is the one backed by a
 model. Prompts (``prompts/<role>_<version>.txt``) and scripted participants for the local test
-server (:mod:`.scripts`) live here too.
+server and the game's offline stand-in (:mod:`.scripts`, ``STAND_IN``) live here too.
 """
 
 from eq_env.agents.belief_coordination.answerer import LLMAnswerer
 from eq_env.agents.belief_coordination.coordinator import ID, LLMCoordinator
 from eq_env.agents.belief_coordination.executor import LLMExecutor
+from eq_env.agents.stand_in import register_stand_in
 from eq_env.core.policy import register_policy
 from eq_env.core.spec import registered_envs
 
 __all__ = ["LLMAnswerer", "LLMCoordinator", "LLMExecutor"]
+
+register_stand_in("belief-coordination", "eq_env.agents.belief_coordination.scripts:STAND_IN")
 
 try:
     register_policy("llm", "coordinator", LLMCoordinator, env=ID)

@@ -40,17 +40,20 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from eq_env.agents.fake_server import Reply
-from eq_env.belief_coordination.questions import final_number, show_number
+from eq_env.agents.stand_in import StandIn
+from eq_env.belief_coordination.questions import final_number, read_generated, show_number
 
 __all__ = [
     "BENCH_HOSTILE_FATES",
     "BENCH_QUALITIES",
     "HOSTILE_FATES",
     "INJECTION",
+    "STAND_IN",
+    "GeneratedAnswers",
     "bench_answers",
     "bench_request",
     "bench_script",
@@ -89,10 +92,39 @@ def _is_coordinator(request: dict[str, Any]) -> bool:
     return _message(request, "system").startswith("You coordinate")
 
 
+def _question(request: dict[str, Any]) -> str:
+    """The question a prompt asks (the text after ``Question:``, to the first blank line)."""
+    return _message(request, "user").partition("Question:\n")[2].partition("\n\n")[0]
+
+
 def _gold(request: dict[str, Any], answers: Mapping[str, float]) -> float | None:
+    question = _question(request)
+    if question in answers:  # (a mapping that reads any generated question: GeneratedAnswers)
+        return answers[question]
     user = _message(request, "user")
     found = [text for text in answers if text and text in user]
     return answers[max(found, key=len)] if found else None  # (the longest: a question may contain another)
+
+
+class GeneratedAnswers(Mapping[str, float]):
+    """Question text → answer for every generated question (the game's default questions), read from the
+    text (:func:`eq_env.belief_coordination.questions.read_generated`): no table of questions, so any seed
+    and any number of questions is answered. It lists no keys; a question file's question is not in it."""
+
+    def __getitem__(self, text: str) -> float:
+        value = read_generated(text)
+        if value is None:
+            raise KeyError(text)
+        return float(value)
+
+    def __contains__(self, text: object) -> bool:
+        return isinstance(text, str) and read_generated(text) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 def request_penalty(request: dict[str, Any]) -> float:
@@ -250,7 +282,7 @@ def _worked(script: Script) -> Script:
         reply = script(request, n)
         if _is_coordinator(request) or reply.content is None:
             return reply
-        question = _message(request, "user").partition("Question:\n")[2].partition("\n\n")[0]
+        question = _question(request)
         sentences = [s for s in re.split(r"(?<=[.?])\s+", question.strip()) if s][:-1]  # (the last one asks)
         working = [f"{s} I update the running count for this." for s in sentences]
         return Reply(content="\n".join([*working, reply.content]))
@@ -258,12 +290,13 @@ def _worked(script: Script) -> Script:
     return worked
 
 
-def bench_script(quality: str) -> Script:
+def bench_script(quality: str, answers: Mapping[str, float] | None = None) -> Script:
     """The scripted model of ``quality`` (``good``, ``mediocre``, ``hostile``) for ``eq-env bench``'s questions
-    (module docstring); every choice is a hash of the request, never its arrival order."""
+    (module docstring), or those of ``answers`` (question text → answer); every choice is a hash of the
+    request, never its arrival order."""
     if quality not in BENCH_QUALITIES:
         raise ValueError(f"quality must be one of {', '.join(BENCH_QUALITIES)}, got {quality!r}")
-    answers = bench_answers()
+    answers = bench_answers() if answers is None else answers
     if quality == "good":
         return _worked(game_script(answers, _good_accuracy))
     if quality == "mediocre":
@@ -288,3 +321,27 @@ def bench_script(quality: str) -> Script:
         return hostile(request, n)
 
     return script
+
+
+# ---------------------------------------------------------------------------
+# The offline stand-in (python -m eq_env.agents.fake_server): the bench's models on any generated question
+# ---------------------------------------------------------------------------
+_STAND_IN_QUALITY = {"good": "good", "bad": "mediocre", "hostile": "hostile"}
+
+
+def _role_of(request: dict[str, Any]) -> str | None:
+    """``coordinator`` or ``executor``, by the system message (None: not this game's prompt)."""
+    if not bench_request(request):
+        return None
+    return "coordinator" if _is_coordinator(request) else "executor"
+
+
+STAND_IN = StandIn(
+    roles=("executor", "coordinator"),
+    role_of=_role_of,
+    script=lambda model: bench_script(_STAND_IN_QUALITY[model], GeneratedAnswers()),
+    expects="a system message opening as the executor's or the coordinator's prompt (executor_v1, coordinator_v1)",
+)
+"""Belief coordination's stand-in: the bench's ``good``, ``mediocre`` (as ``bad``) and ``hostile`` models
+(module docstring) on every generated question, whatever its seed (:class:`GeneratedAnswers`); a question
+from a file is answered without a number (counted as no answer)."""

@@ -47,6 +47,7 @@ from typing import Any
 
 from eq_env.agents.einstein_puzzle.prompt import PROMPT_DIR, SYSTEM
 from eq_env.agents.fake_server import Reply, Script
+from eq_env.agents.stand_in import StandIn
 from eq_env.einstein_puzzle.rules import (
     BIN_NAMES,
     COMMON,
@@ -60,6 +61,7 @@ from eq_env.einstein_puzzle.rules import (
 
 __all__ = [
     "BENCH_QUALITIES",
+    "STAND_IN",
     "HostileScript",
     "Seen",
     "bad_script",
@@ -371,3 +373,28 @@ def bench_script(quality: str) -> Script:
     if quality == "hostile":
         return HostileScript()
     raise ValueError(f"quality must be one of {', '.join(BENCH_QUALITIES)}, got {quality!r}")
+
+
+# ---------------------------------------------------------------------------
+# The offline stand-in (python -m eq_env.agents.fake_server): the bench's models under its names
+# ---------------------------------------------------------------------------
+_SEAT = re.compile(r"\bYou are (player_[01])\b")
+
+
+def _role_of(request: dict[str, Any]) -> str | None:
+    """The seat (``player_0``, ``player_1``) whose text observation the prompt holds (None: not this game's)."""
+    if not bench_request(request):
+        return None
+    m = _SEAT.search(_prompt(request))
+    return m.group(1) if m else None
+
+
+STAND_IN = StandIn(
+    roles=("player_0", "player_1"),
+    role_of=_role_of,
+    script=lambda model: bench_script({"good": "good", "bad": "mediocre", "hostile": "hostile"}[model]),
+    expects='the player\'s system message or template, with its text observation ("You are player_N")',
+)
+"""The Einstein puzzle's stand-in: ``good`` is :func:`good_script`, ``bad`` :func:`mediocre_script` (legal
+but often useless actions, which the reasoning verifier partly screens out), ``hostile`` :class:`HostileScript`
+(the module docstring says more)."""

@@ -42,6 +42,7 @@ from typing import Any
 
 from eq_env.agents.exchange_audit.schema import claims_from_json
 from eq_env.agents.fake_server import Reply, Script, reply_json
+from eq_env.agents.stand_in import StandIn
 from eq_env.exchange_audit.game import (
     Artifact,
     AuditOutcome,
@@ -58,6 +59,7 @@ from eq_env.exchange_audit.game import (
 
 __all__ = [
     "BENCH_QUALITIES",
+    "STAND_IN",
     "bench_request",
     "bench_script",
     "honest_script",
@@ -296,3 +298,28 @@ class _Hostile:
             data[key] = f"{INJECTION} {data[key]}".strip()
             return Reply(content=f"Sure! {INJECTION}\n{json.dumps(data)}")
         return reply
+
+
+# ---------------------------------------------------------------------------
+# The offline stand-in (python -m eq_env.agents.fake_server): the bench's models under its names
+# ---------------------------------------------------------------------------
+_STAND_IN_QUALITY = {"good": "good", "bad": "mediocre", "hostile": "hostile"}
+
+
+def _role_of(request: dict[str, Any]) -> str | None:
+    """``proposer`` or ``validator``: whose observation the prompt embeds (None: not this game's prompt)."""
+    if not bench_request(request):
+        return None
+    obs = observation_in(request)
+    return str(obs["role"]) if obs is not None else None
+
+
+STAND_IN = StandIn(
+    roles=("proposer", "validator"),
+    role_of=_role_of,
+    script=lambda model: bench_script(_STAND_IN_QUALITY[model]),
+    expects="the game's system message and an <observation> JSON block whose role is proposer or validator",
+)
+"""The exchange–audit game's stand-in, in the one-shot and the repeated game (whose rounds are prompted as
+one-shot rounds): ``good``, ``bad`` and ``hostile`` are the bench's ``good``, ``mediocre`` and ``hostile``
+models (the module docstring's table)."""

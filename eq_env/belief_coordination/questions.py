@@ -47,11 +47,13 @@ infinite or absurdly long number.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
 import re
+import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,7 @@ __all__ = [
     "load_jsonl",
     "parse_number",
     "question_rng",
+    "read_generated",
     "read_questions",
     "steps_for",
 ]
@@ -234,6 +237,49 @@ def generated_question(seed: int, index: int, difficulty: float | None = None) -
     """Question ``index`` of ``seed`` (qid ``gen-<seed>-<index>``); ``difficulty`` as in :func:`steps_for`."""
     rng = question_rng(seed, index)
     return generate_question(rng, steps_for(difficulty, rng), f"gen-{seed}-{index}")
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """A template as a pattern of the sentences it makes: its operand (``{k}``, or ``{n}``: the operand and
+    its objects) captured, its words (names, pronouns, objects, places) as runs of letters and spaces."""
+    parts = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name == "k":
+            parts.append(r"(?P<k>[0-9]+)")
+        elif name == "n":
+            parts.append(r"(?P<k>[0-9]+) [a-z ]+")
+        elif name is not None:
+            parts.append(r"[A-Za-z ]+?")
+    return re.compile("".join(parts))
+
+
+@functools.cache
+def _sentence_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    ops = [("=", t) for t in _START] + [(op, t) for op, templates in _TEMPLATES.items() for t in templates]
+    return tuple((op, _template_pattern(t)) for op, t in ops)
+
+
+def read_generated(text: str) -> int | None:
+    """The answer a generated question's text fixes (every template states its operand once, and no other
+    number), read from the text alone as a careful solver would; None for a text the generator did not write
+    (a question file's) or one whose reading is not exact (an inexact division, two readings of a sentence)."""
+    if not isinstance(text, str) or len(text) > 10_000:
+        return None
+    *sentences, ask = re.split(r"(?<=[.?]) ", text.strip())
+    if len(sentences) < 2 or not ask.startswith("How many ") or not ask.endswith("?"):  # (a start, a step at least)
+        return None
+    value = 0
+    for i, sentence in enumerate(sentences):
+        patterns = [(op, p) for op, p in _sentence_patterns() if (op == "=") == (i == 0)]
+        readings = {(op, int(m.group("k"))) for op, p in patterns if (m := p.fullmatch(sentence))}
+        if len(readings) != 1:
+            return None
+        ((op, k),) = readings
+        if op == "/" and (k == 0 or value % k):
+            return None
+        value = k if op == "=" else _apply(value, op, k)
+    return value
 
 
 # -- numbers in answers ------------------------------------------------------------------------------------

@@ -586,6 +586,15 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
     add_backend_flags(sw)
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
+    sw.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the reference of paired.csv and summary.md's paired table: each condition minus the condition of "
+        "its cell with this value (a grid parameter's or a role's, e.g. validator=rule, or a bare value; "
+        "repeatable); default: the first condition",
+    )
     add_flag_groups(sw, "OUT/llm_cache", list(game.roles))
 
 
@@ -737,7 +746,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     executor = executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=jobs)
     metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else None
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
-                     concurrency=getattr(args, "concurrency", 8), executor=executor)  # fmt: skip
+                     concurrency=getattr(args, "concurrency", 8), executor=executor,
+                     baseline=args.baseline)  # fmt: skip
     print(printable((args.out / "summary.md").read_text(), lines=True))  # (its labels are the specs given)
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {printable(args.out)}")
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}

@@ -30,9 +30,21 @@ Writes ``results.jsonl`` (one record per condition and seed, appended as runs
 finish; run the same command again after a kill and it resumes),
 ``summary.csv`` and ``summary.md`` (mean ± std over seeds per condition),
 ``llm_costs.csv`` when an LLM policy took part (tokens, dollars, failures),
-``paired.csv`` (each condition minus the first, seed by seed, with 95%
+``paired.csv`` (each condition minus its reference, seed by seed, with 95%
 intervals: every condition of a seed saw the same chance events), ``sweep.png``
 and ``sweep.json`` (the resolved spec).
+
+**The reference of the paired differences** is the first condition, unless a
+*baseline* names one (``--baseline``, :func:`run_sweep`'s ``baseline``): one or
+more ``DIMENSION=VALUE`` (a grid parameter or a role, and one of its values),
+or a bare value of one dimension. Each condition is then compared with the
+condition of its own cell that has the baseline's values: the one that differs
+from it only in the named dimensions. So ``--validator mymod:Mine --validator
+rule --grid q=0.1,0.5 --baseline validator=rule`` gives "Mine − rule" at each
+q, in ``paired.csv`` and in a table in ``summary.md``::
+
+    $ eq-env sweep --grid q=0.1,0.5 --validator mymod:Mine --validator rule \
+          --baseline validator=rule --out runs/mine-vs-rule
 """
 
 from __future__ import annotations
@@ -74,7 +86,9 @@ __all__ = [
     "first_repeat",
     "load_spec_file",
     "parse_value",
+    "references",
     "repeated_policy",
+    "resolve_baseline",
     "run_sweep",
     "spec_table",
 ]
@@ -533,6 +547,63 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
+def _shown_value(value: Any) -> str:
+    return str(label(_cell(value)))
+
+
+def _baseline_value(spec: SweepSpec, dim: str, text: str) -> Any:
+    """The value of ``dim`` among the sweep's that ``text`` names (a policy by what it plays: ``rule`` and
+    the same spec with a default spelled out are one), or None."""
+    if dim in spec.grid:
+        try:
+            value = parse_value(text, spec.game.config, dim)
+        except ValueError:
+            return None
+        return next((v for v in spec.grid[dim] if first_repeat([value, v]) is not None), None)
+    try:
+        wanted = canonical_spec(text, dim, spec.game)
+    except (ValueError, TypeError):
+        return None
+    specs = spec.policies[dim]
+    return next((s for s in specs if canonical_spec(s, dim, spec.game) == wanted), None)
+
+
+def resolve_baseline(spec: SweepSpec, baseline: Sequence[str]) -> dict[str, Any]:
+    """Dimension → value: the sweep's values that a baseline's items name (``DIMENSION=VALUE``, or a bare value
+    of one dimension; see the module docstring). An item that names no dimension or value of the sweep is a
+    ValueError of one line listing the sweep's conditions (its dimensions and their values)."""
+    dims = [*spec.grid, *spec.policies]
+    values = {d: list(spec.grid[d]) if d in spec.grid else list(spec.policies[d]) for d in dims}
+    listing = "; ".join(f"{d}=" + " | ".join(_shown_value(v) for v in values[d]) for d in dims)
+    chosen: dict[str, Any] = {}
+    for text in baseline:
+        name, eq, rest = text.partition("=")
+        if eq and name.strip() in values:
+            dim, found = name.strip(), _baseline_value(spec, name.strip(), rest.strip())
+        else:  # a bare value (a policy spec may hold "="): the dimension whose values hold it
+            hits = [(d, v) for d in dims if (v := _baseline_value(spec, d, text.strip())) is not None]
+            if len(hits) > 1:
+                both = " and ".join(d for d, _ in hits)
+                raise ValueError(f"--baseline {text}: a value of {both}; name one (--baseline {hits[0][0]}={text})")
+            dim, found = hits[0] if hits else ("", None)
+        if found is None:
+            raise ValueError(f"--baseline {text} names no condition of this sweep; its conditions: {listing}")
+        if dim in chosen:
+            raise ValueError(f"--baseline names {dim} twice; give one value for it")
+        chosen[dim] = found
+    return chosen
+
+
+def references(conds: Sequence[Condition], baseline: Mapping[str, Any]) -> list[int]:
+    """For each condition of ``conds`` (:meth:`SweepSpec.conditions`), the index of the condition its paired
+    differences are taken against: with no ``baseline`` (:func:`resolve_baseline`), the first; else the
+    condition of the same cell with the baseline's values (equal labels but in the baseline's dimensions)."""
+    if not baseline:
+        return [0] * len(conds)
+    index = {tuple(_cell(v) for v in dict(c.labels).values()): i for i, c in enumerate(conds)}
+    return [index[tuple(_cell(v) for v in {**dict(c.labels), **baseline}.values())] for c in conds]
+
+
 def run_sweep(
     spec: SweepSpec,
     out: Path | str,
@@ -543,12 +614,14 @@ def run_sweep(
     plot_metrics: Sequence[str] | None = None,
     concurrency: int = 8,
     executor: Executor | None = None,
+    baseline: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Run (or resume) the sweep and write its outputs; returns the summary rows (each with its
     condition's ``failed_episodes``: episodes LLM policies could not play, left out of the metrics).
     ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted. Runs go to
     ``executor`` (default: a local pool of ``jobs`` processes; see :mod:`eq_env.core.executors`), and
-    the outputs do not depend on which."""
+    the outputs do not depend on which. ``baseline`` names the reference of the paired differences
+    (default: the first condition; :func:`references`)."""
     game = spec.game
     metrics_all = list(game.metrics)
     plot_metrics = tuple(plot_metrics) if plot_metrics is not None else game.plot_metrics or tuple(metrics_all[:4])
@@ -560,6 +633,8 @@ def run_sweep(
     # everything that can be refused is refused before --out is made or sweep.json written
     spec.validate()
     conds = spec.conditions()
+    chosen = resolve_baseline(spec, baseline)
+    refs = references(conds, chosen)
     check_runs(conds, spec.engine, jobs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -586,13 +661,20 @@ def run_sweep(
     columns = [*dims, "condition", "failed_episodes"] + [f"{m}_{s}" for m in metrics_all for s in ("mean", "std")]
     write_csv(out / "summary.csv", rows, columns)
 
-    reference, _, ref_seeds = agg[0]
-    paired_rows = []
-    for c, _, per_seed in agg[1:]:
+    paired_rows, paired_table = [], []
+    for i, (c, _, per_seed) in enumerate(agg):
+        if refs[i] == i:  # (a reference itself: its difference is 0 by construction)
+            continue
+        ref_seeds = agg[refs[i]][2]
+        cells: dict[str, str] = {}
         for metric in metrics_all:
             mean, low, high, n = paired_difference(per_seed, ref_seeds, metric)
-            paired_rows.append({**{d: _cell(c.label(d)) for d in dims}, "metric": metric, "difference": mean,
-                                "ci_low": low, "ci_high": high, "seeds": n})  # fmt: skip
+            cell = {d: _cell(c.label(d)) for d in dims}
+            paired_rows.append(
+                {**cell, "metric": metric, "difference": mean, "ci_low": low, "ci_high": high, "seeds": n}
+            )
+            cells[metric] = f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
+        paired_table.append([label(c.label(d)) for d in spec.varying() or dims] + [cells[m] for m in plot_metrics])
     write_csv(out / "paired.csv", paired_rows, [*dims, "metric", "difference", "ci_low", "ci_high", "seeds"])
 
     shown = spec.varying() or dims
@@ -603,11 +685,20 @@ def run_sweep(
             for c, summary, _ in agg
         ],
     )
-    ref_desc = ", ".join(f"{d}={reference.label(d)}" for d in shown)
+    if chosen:
+        against = "against the condition of the same cell with " + ", ".join(
+            f"{d}={label(v)}" for d, v in chosen.items()
+        )
+    else:
+        against = "against the first condition (" + ", ".join(f"{d}={agg[0][0].label(d)}" for d in shown) + ")"
+    paired_md = ""
+    if paired_table:
+        heading = "## Paired differences (condition − reference, mean [95% CI] over seeds)"
+        paired_md = f"\n{heading}\n\n" + markdown_table([*shown, *plot_metrics], paired_table)
     (out / "summary.md").write_text(
         f"# Sweep: {len(conds)} conditions x {len(spec.seeds)} seeds x {spec.episodes} episodes\n\n"
         f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. Paired differences "
-        f"against the first condition ({ref_desc}) are in `paired.csv`.\n\n{table}\n![sweep](sweep.png)\n"
+        f"{against} are in `paired.csv`.\n\n{table}{paired_md}\n![sweep](sweep.png)\n"
     )
     _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
     return rows

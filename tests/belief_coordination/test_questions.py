@@ -363,3 +363,17 @@ def test_parse_number(text: str, number: float | None) -> None:
 )
 def test_final_number(text: str, number: float | None) -> None:
     assert final_number(text) == number
+
+
+def test_a_generated_questions_answer_is_read_from_its_text_alone() -> None:
+    """The offline stand-in's good solver reads the answer from the text (no table of questions)."""
+    from eq_env.belief_coordination.questions import read_generated
+
+    questions = [generated_question(seed, i, d) for seed in (0, 7) for i in range(40) for d in (None, 0.0, 1.0)]
+    assert [read_generated(q.text) for q in questions] == [q.answer for q in questions]
+    q = questions[0]
+    assert (
+        read_generated(q.text.replace(" How many", " Then it rains. How many")) is None
+    )  # (a sentence of no template)
+    for text in ("Janet has 16 ducks. How many ducks?", "", "How many?", "Mia has 3 coins. She loses 2 coins."):
+        assert read_generated(text) is None

@@ -110,6 +110,44 @@ def test_the_wheel_installs_one_top_level_package_and_every_module(wheel: Path) 
 
 
 @pytest.mark.slow
+def test_the_wheel_declares_the_mit_licence_by_its_spdx_expression_and_carries_the_licence_file(wheel: Path) -> None:
+    """PEP 639: ``License-Expression: MIT`` and the LICENSE file in ``.dist-info/licenses/`` (the table form
+    ``license = {text = ...}`` gave only a free-text ``License:`` field, and no file)."""
+    with zipfile.ZipFile(wheel) as zf:
+        (metadata,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        headers = zf.read(metadata).decode().partition("\n\n")[0].splitlines()
+        licences = [n for n in zf.namelist() if ".dist-info/licenses/" in n]
+        shipped = {n.rpartition(".dist-info/licenses/")[2]: zf.read(n) for n in licences}
+    assert "License-Expression: MIT" in headers
+    assert "License-File: LICENSE" in headers
+    assert not [h for h in headers if h.startswith("License:")]  # (the deprecated free-text field is gone)
+    assert shipped == {"LICENSE": (ROOT / "LICENSE").read_bytes()}
+
+
+def test_the_citation_file_cites_this_version_and_the_three_papers() -> None:
+    """CITATION.cff (CFF 1.2.0) names the package's version and licence as pyproject.toml does, and the
+    papers of the three games by their arXiv links (a new version that forgot the file would cite the old)."""
+    import yaml
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    import eq_env
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert cff["cff-version"] == "1.2.0"
+    assert {"authors", "message", "title"} <= set(cff)
+    assert (cff["version"], cff["license"]) == (eq_env.__version__, project["license"]) == ("0.1.0", "MIT")
+    assert project["license-files"] == ["LICENSE"]
+    papers = {r["url"] for r in cff["references"]}
+    assert papers == {f"https://arxiv.org/abs/{n}" for n in ("2604.09917", "2510.25595", "2506.08292")}
+    assert all({"authors", "title", "type", "year"} <= set(r) for r in cff["references"])
+
+
+@pytest.mark.slow
 def test_every_prompt_template_renders_from_an_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],

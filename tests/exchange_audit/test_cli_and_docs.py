@@ -219,3 +219,10 @@ def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture
     argv[argv.index("--out") + 1] = str(tmp_path / "temptation")
     assert main(argv) == 0
     assert "20 conditions x 5 seeds" in capsys.readouterr().out
+    # "mine - rule" per cell: the paired table the README shows is the one the command writes
+    bash = re.findall(r"```bash\n(.*?)```", section, re.S)[1].replace("\\\n", " ")
+    argv = shlex.split(bash)[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "mine-vs-rule")
+    assert "--baseline" in argv and main(argv) == 0
+    shown = re.findall(r"```text\n(.*?)```", section, re.S)[0]
+    assert shown in (tmp_path / "mine-vs-rule" / "summary.md").read_text()

@@ -473,3 +473,21 @@ def test_the_proposer_view_plays_a_richer_claim_schema(encoding: str) -> None:
         if term or trunc:
             env.reset()
     env.close()
+
+
+def test_the_one_shot_llm_players_play_the_repeated_game_and_its_dry_run_shows_round_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``llm`` was no policy of the repeated game ("unknown policy"), and ``--dry-run`` said nothing would be sent."""
+    from eq_env.agents.exchange_audit import LLMProposer, LLMValidator
+    from eq_env.cli import main
+    from eq_env.core.policy import make_policy
+
+    assert isinstance(make_policy("llm:model=m", "proposer", ID), LLMProposer)
+    assert isinstance(make_policy("llm:model=m", "validator", ID), LLMValidator)
+    assert (
+        main(["play", "--env", "exchange-audit-repeated", "--proposer", "llm", "--validator", "llm", "--dry-run"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "===== proposer: LLMProposer" in out and "===== validator: LLMValidator" in out
+    assert "<observation>" in out

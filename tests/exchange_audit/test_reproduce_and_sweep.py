@@ -271,3 +271,52 @@ def test_the_summary_quotes_the_configuration_it_ran(tmp_path: Path, monkeypatch
                  "NO_TRADE welfare of 3", "> 1.5 (the NO_TRADE payoff)"):  # fmt: skip
         assert said in summary, said
     assert "0.02·words" not in summary and "payoff of 2" not in summary
+
+
+# "my validator" (here approve) against rule, at two audit intensities
+SWEEP_MINE_AND_RULE = ["sweep", "--grid", "q=0.1,0.5", "--proposer", "strategic", "--validator", "approve"]
+SWEEP_MINE_AND_RULE += ["--validator", "rule"]
+
+
+@pytest.mark.slow  # (most of a second)
+def test_sweep_baseline_gives_each_cell_its_own_reference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--baseline validator=rule``: "approve − rule" at each q, seed by seed, as the per-seed rows give it
+    (the default compared every condition with the first, q=0.1 with rule, so q=0.5 approve − q=0.1 rule)."""
+    out = tmp_path / "out"
+    flags = [*SWEEP_MINE_AND_RULE, "--seeds", "3", "--episodes", "30"]
+    assert main([*flags, "--baseline", "validator=rule", "--out", str(out)]) == 0
+    assert "same cell with validator=rule" in capsys.readouterr().out
+    per_seed: dict[tuple[str, str], dict[int, float]] = {}
+    for r in ResultsStore(out / "results.jsonl").load().values():
+        per_seed.setdefault((str(r["labels"]["q"]), r["labels"]["validator"]), {})[r["seed"]] = r["metrics"]["welfare"]
+    paired = {(r["q"], r["validator"]): r for r in read_csv(out / "paired.csv") if r["metric"] == "welfare"}
+    assert set(paired) == {("0.1", "approve"), ("0.5", "approve")}  # (no row for rule against itself)
+    for q in ("0.1", "0.5"):
+        mine, rule = per_seed[(q, "approve")], per_seed[(q, "rule")]
+        by_hand = sum(mine[s] - rule[s] for s in (0, 1, 2)) / 3
+        assert float(paired[(q, "approve")]["difference"]) == pytest.approx(by_hand, abs=1e-8)
+        assert paired[(q, "approve")]["seeds"] == "3"
+    assert by_hand != 0  # (q=0.5: the rule's audits block lies that approve lets through)
+    summary = (out / "summary.md").read_text()
+    assert "## Paired differences" in summary and "| 0.5 | approve |" in summary.partition("## Paired")[2]
+
+
+LISTED = "its conditions: q=0.1 | 0.5; proposer=strategic; validator=approve | rule"
+
+
+@pytest.mark.parametrize(
+    ("baseline", "message"),
+    [
+        ("validator=rulez", f"--baseline validator=rulez names no condition of this sweep; {LISTED}"),
+        ("q=0.3", "--baseline q=0.3 names no condition"),
+        ("happiness=1", "--baseline happiness=1 names no condition"),
+    ],
+)
+def test_sweep_baseline_naming_no_condition_is_one_line_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], baseline: str, message: str
+) -> None:
+    flags = [*SWEEP_MINE_AND_RULE, "--seeds", "1", "--episodes", "5", "--baseline", baseline]
+    assert main([*flags, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

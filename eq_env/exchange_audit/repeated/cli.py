@@ -3,9 +3,11 @@ exchange–audit game's commands: :mod:`eq_env.exchange_audit.cli`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from eq_env.exchange_audit.repeated.game import RepeatedConfig
 
-__all__ = ["COMMANDS", "describe_config"]
+__all__ = ["COMMANDS", "describe_config", "dry_run"]
 
 COMMANDS = ()
 
@@ -21,3 +23,11 @@ def describe_config(config: RepeatedConfig) -> str:
         policy += f" (q_punish={config.q_punish:g} {rounds})"
     stage = config.stage
     return f"{horizon}, {policy}, q={stage.q:g}, B={stage.checks_per_audit}, V={stage.V:g}, L={stage.L:g}"
+
+
+def dry_run(config: RepeatedConfig, policies: Mapping[str, Sequence[str]]) -> int:
+    """``--dry-run``: what the LLM policies would be sent in round 0, the stage game's prompts (every round is
+    prompted as a one-shot round, with that round's q_t)."""
+    from eq_env.exchange_audit.cli import dry_run as stage_dry_run
+
+    return stage_dry_run(config.stage, policies)
