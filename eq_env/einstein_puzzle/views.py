@@ -28,6 +28,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import decide_now, policy_seed
 from eq_env.core.spec import env_spec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
@@ -42,15 +43,14 @@ SEATS = ("player_0", "player_1")
 class EinsteinPuzzleEnv(gymnasium.Env):
     """One seat of the Einstein puzzle against a fixed partner (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
     def __init__(self, partner: Policy | str = "planner", *, seat: str = "player_0",
                  config: EinsteinPuzzleConfig | None = None, preset: str | None = None,
                  render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         if config is not None and preset is not None:
             raise ValueError("give config or preset, not both")
         if config is not None and not isinstance(config, EinsteinPuzzleConfig):
@@ -128,5 +128,5 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         info = dict(env.infos[self.seat]) if terminated or truncated else {}
         return observation, reward, terminated, truncated, info
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         return self._env.render()

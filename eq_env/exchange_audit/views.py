@@ -56,6 +56,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.batch import (
     ValidatorBatch,
@@ -430,7 +431,7 @@ def _validator_kind(policy: Any) -> str | None:
 class _View(gymnasium.Env):
     """What both views share: configurations (one per q), the other role's policy, seeding."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
     _role_agent: str  # the AEC agent this view plays
 
     def __init__(
@@ -447,8 +448,7 @@ class _View(gymnasium.Env):
         audit_intensities = _renamed(overrides, audit_intensities)
         if reward_mode not in ("individual", "welfare"):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         base = resolve_config(config, preset, overrides)
         qs = [base.q] if audit_intensities is None else list(audit_intensities)
         if not qs:
@@ -507,9 +507,9 @@ class _View(gymnasium.Env):
         else:
             self._env.reset()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
         return self._env.render()  # type: ignore[no-any-return]
 

@@ -34,6 +34,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import BasePolicy, Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.features import PROPOSER_FEATURES, artifact_nvec, artifact_submission, proposer_features
 from eq_env.exchange_audit.repeated.env import PROPOSER, SEED_STREAMS, VALIDATOR, decode_history, raw_env
@@ -67,7 +68,7 @@ def history_features(history: Mapping[str, Any], rounds: int) -> np.ndarray:
 class RepeatedProposerEnv(gymnasium.Env):
     """The proposer's view of the repeated game (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
     def __init__(
         self,
@@ -84,8 +85,7 @@ class RepeatedProposerEnv(gymnasium.Env):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
         if action_encoding not in ACTION_ENCODINGS:
             raise ValueError(f"action_encoding must be one of {ACTION_ENCODINGS}, got {action_encoding!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         from eq_env.exchange_audit.repeated.spec import ID
 
         self.env = raw_env(config=config, preset=preset, reward_mode=reward_mode, render_mode=render_mode,
@@ -161,9 +161,9 @@ class RepeatedProposerEnv(gymnasium.Env):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         return encode_submission(artifact_submission(self._view, arr), self._view.public.claim_schema)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
         return self.env.render()  # type: ignore[no-any-return]
 
