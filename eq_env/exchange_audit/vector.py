@@ -238,7 +238,7 @@ def _infos(cols: dict[str, np.ndarray], delta_limit: float) -> list[dict[str, An
     for (episode, p, v, request, approved, compliant, ambiguous, words, outcome, checked, failed, revealed, intent,
          rl, tr, td, hs) in zip(*c.values(), strict=True):  # fmt: skip
         out.append({
-            "episode": episode, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": episode, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[approved],
             "approved": approved, "compliant": compliant, "ambiguous": ambiguous, "words": words,
             "audit": {"audited": outcome != _SKIPPED, "outcome": _OUTCOME_NAMES[outcome],

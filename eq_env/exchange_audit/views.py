@@ -286,7 +286,7 @@ class _ValidatorEpisodes:
         revealed = c["revealed"][i]
         checked, failed = c["checked"][i], c["failed"][i]
         return p, v, {
-            "episode": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[decision],
             "approved": request and decision == 1, "compliant": c["compliant"][i], "ambiguous": c["ambiguous"][i],
             "words": c["words"][i],
@@ -407,7 +407,7 @@ class _Rules:
         if audited:
             v -= self.cost
         return p, v, {
-            "episode": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[act], "decision": _DECISION_NAMES[decision],
             "approved": request and decision == 1, "compliant": compliant, "ambiguous": ambiguous, "words": words,
             "audit": {"audited": audited, "outcome": _OUTCOME_NAMES[outcome], "checked": list(checked),
@@ -517,6 +517,8 @@ class _View(gymnasium.Env):
         env = self._env
         env.step(decision)
         info = dict(env.infos[PROPOSER])
+        # (Gymnasium's RecordEpisodeStatistics and SB3 own "episode": the game's index goes under "episode_index")
+        info = {"episode_index": info.pop("episode"), **info}
         return float(env.rewards[self._role_agent]), info
 
 

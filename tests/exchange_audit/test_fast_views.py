@@ -119,6 +119,7 @@ class _RefView(gymnasium.Env):
         env = self._env
         env.step(decision)
         info = dict(env.infos[PROPOSER])
+        info = {"episode_index": info.pop("episode"), **info}  # (the views' name for it: Gymnasium owns "episode")
         return float(env.rewards[self._role_agent]), info
 
 
