@@ -116,6 +116,9 @@ before `reset()` — is refused with one clear error naming it, before anything 
 ## Version history
 
 * v0: first version.
+* v0, unchanged results (issue 24): `render_mode="human"` prints the round and returns None (it returned the
+  text and printed nothing); `render_mode="rgb_array"`; an unknown keyword is a `TypeError` (also a
+  `ValueError`, as before).
 """
 
 from __future__ import annotations

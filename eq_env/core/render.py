@@ -9,7 +9,8 @@ A game renders its state as text once, and :func:`rendered` gives what each rend
   ``(height, width, 3)``, dark on light. Its shape depends only on the grid of ``rows`` × ``cols`` characters
   the environment asks for, never on the text, so every frame of a configuration has the same shape, as
   ``gymnasium.wrappers.RecordVideo`` needs. Lines longer than ``cols`` wrap; text beyond ``rows`` is cut, and
-  the last row says how many lines were left out.
+  the last row says how many lines were left out. Both sides are even numbers of pixels, as video encoders
+  (H.264, what ``RecordVideo`` writes through moviepy) want.
 
 The font is 6 × 10 pixels a character, the printable ASCII characters of DejaVu Sans Mono at 10 px (drawn
 once with Pillow, without anti-aliasing, and kept below as bits); other characters are drawn as their closest

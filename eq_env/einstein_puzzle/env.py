@@ -205,6 +205,8 @@ paper says (each has a test):
 * v0: first version (eq_env 0.1.0).
 * v0, issue 16: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
   suite (`eq-env bench`).
+* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the board as a picture, one shape for every
+  frame); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations

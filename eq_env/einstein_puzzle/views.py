@@ -15,8 +15,30 @@ this seat; the partner's turns are played in between.
   turn (or the end), partner's turns included.
 * ``info``: ``success``, ``turns`` and ``placed`` when the episode ends.
 
+* ``render_mode``: ``"ansi"`` (the board as text), ``"human"`` (printed) or
+  ``"rgb_array"`` (the board as a picture, one shape for every frame:
+  :mod:`eq_env.core.render`, for ``RecordVideo`` and SB3's ``make_vec_env``).
+  An unknown keyword is a ``TypeError``, a bad value a ``ValueError``. The
+  view pickles (``AsyncVectorEnv`` with ``context="spawn"``: give the workers
+  ``gymnasium.make("eq_env:eq_env/EinsteinPuzzle-v0")`` or the ``EnvSpec``).
+
 ``reset(seed=s)`` then ``reset()``… play episodes 0, 1, 2… of seed ``s``, as
 the AEC environment does; the partner is seeded as the runner seeds it.
+
+Train with one torch thread on a small machine (``eq-env`` commands do; SB3's
+default, a thread per core, contends on small networks: on 2 cores
+``benchmarks/torch_threads.py`` measures the cost)::
+
+    import torch
+    from sb3_contrib import MaskablePPO
+    torch.set_num_threads(1)
+    model = MaskablePPO("MlpPolicy", gymnasium.make("eq_env/EinsteinPuzzle-v0"))
+
+Version history:
+
+* v0: first version (eq_env 0.1.0).
+* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; the view
+  pickles (its partner's per-seat class could not be found by name); an unknown keyword is a ``TypeError``.
 """
 
 from __future__ import annotations

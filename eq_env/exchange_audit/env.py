@@ -203,6 +203,8 @@ first.
   `audit_checked`/`audit_failed` over its audit pool and adds a
   `claim_schema` text entry to both observations; a pool beyond four claims
   takes its sampling keys from a fifth generator of the seed, read only then.
+* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the text rendering as a picture, one shape
+  for every frame of a configuration); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations

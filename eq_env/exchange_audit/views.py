@@ -26,6 +26,29 @@ one step.
 * ``audit_intensities=[...]`` draws the audit intensity q of each episode
   from that list (the observation shows it), to train one policy for many q.
   (``q_values``, its earlier name, still works and warns.)
+* Info: the AEC environment's final info, the game's episode index under
+  ``"episode_index"`` (``"episode"`` is what Gymnasium's
+  ``RecordEpisodeStatistics`` and SB3's ``Monitor`` write their episode
+  statistics under).
+* ``render_mode``: ``"ansi"`` (the episode as text), ``"human"`` (printed) or
+  ``"rgb_array"`` (that text as a picture, one shape for every frame:
+  :mod:`eq_env.core.render`, for ``RecordVideo``). A view that renders plays
+  through the AEC environment (below). SB3's ``make_vec_env(id)`` asks for
+  ``"rgb_array"``; give it ``env_kwargs={"render_mode": None}`` to keep the
+  fast path when no video is wanted.
+* An unknown keyword (``gymnasium.make(id, frameskip=1)``) is a ``TypeError``;
+  a bad value a ``ValueError``. A view pickles (``AsyncVectorEnv`` with
+  ``context="spawn"``: give its workers ``gymnasium.make("eq_env:<id>")`` or
+  the ``EnvSpec``, since a spawned process starts without the registrations).
+
+Train with one torch thread on a small machine: torch's default, a thread per
+core, makes each update of SB3's small networks contend (``eq-env train`` sets
+one; ``benchmarks/torch_threads.py`` measures the cost)::
+
+    import torch
+    from stable_baselines3 import PPO
+    torch.set_num_threads(1)
+    model = PPO("MlpPolicy", gymnasium.make("eq_env/ExchangeAuditProposer-v0"))
 
 Speed: with a scripted partner (the rule, approve and block validators; the
 honest, silent and strategic proposers) a view does not drive the AEC
@@ -43,6 +66,15 @@ paper's (``claim_schema``: the proposer's artifact space then has a component
 per claim the schema adds, :func:`~eq_env.exchange_audit.features.artifact_nvec`),
 plays through the AEC environment as before (``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
 episodes at once.
+
+Version history (both views):
+
+* v0: first version (eq_env 0.1.0).
+* v0, before its first release (issue 24): the game's episode index moved from ``info["episode"]`` to
+  ``info["episode_index"]`` (the repeated view's name), which broke ``RecordEpisodeStatistics`` and SB3 without
+  ``Monitor``; ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown keyword is a ``TypeError``.
+  Kept as v0: no release carried the old key (eq_env 0.1.0 is unreleased), so no published result or trained
+  model reads it; a v1 beside a v0 that never shipped would only add an id.
 """
 
 from __future__ import annotations

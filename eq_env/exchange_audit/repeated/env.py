@@ -104,6 +104,8 @@ stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming t
 ## Version history
 
 * v0: first release (issue 14, item 1).
+* v0, unchanged results (issue 24): `render_mode="rgb_array"`; `"human"` prints before the first `reset()`
+  too (it returned its text); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations

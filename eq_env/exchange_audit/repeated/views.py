@@ -20,8 +20,20 @@ truncated at the cap T of a geometric horizon).
 * Info: the environment's round info, its ``"episode"`` renamed ``"episode_index"`` (SB3's ``Monitor`` owns
   ``"episode"``).
 
+* ``render_mode``: ``"ansi"``, ``"human"`` (printed) or ``"rgb_array"`` (the round as a picture, one shape for every
+  frame: :mod:`eq_env.core.render`). An unknown keyword is a ``TypeError``, a bad value a ``ValueError``.
+
 It drives the AEC environment round by round, so it plays every configuration the environment plays (noisy or
 delayed audits included) and its episodes are those of ``exchange_audit_repeated_v0`` for the same seed.
+
+Train with one torch thread on a small machine (``torch.set_num_threads(1)`` before SB3 builds its model; the
+``eq-env`` commands do): a thread per core contends on small networks.
+
+Version history:
+
+* v0: first version (issue 14).
+* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown
+  keyword is a ``TypeError``.
 """
 
 from __future__ import annotations
