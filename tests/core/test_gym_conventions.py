@@ -32,10 +32,18 @@ VIEWS = sorted(eq_env.GYM_IDS)
 
 
 def _game_cases() -> list[Any]:
+    # The fast run (-m "not slow") renders each game's first configuration in every mode and makes the cheap checks
+    # on all of them; the render check of the others (whole episodes in three modes) runs in the full suite.
     return [
-        pytest.param(spec.id, kwargs, check, id=f"{spec.name}-{name}-{check.__name__.removeprefix('check_')}")
+        pytest.param(
+            spec.id,
+            kwargs,
+            check,
+            id=f"{spec.name}-{name}-{check.__name__.removeprefix('check_')}",
+            marks=[pytest.mark.slow] if i > 0 and check is conformance.check_render_modes else [],
+        )
         for spec in registered_envs()
-        for name, kwargs in spec.conformance.items()
+        for i, (name, kwargs) in enumerate(spec.conformance.items())
         for check in conformance.CONVENTION_CHECKS
     ]
 
@@ -91,7 +99,7 @@ def test_record_video_takes_every_view(view: str, tmp_path: Path, monkeypatch: p
         "moviepy.video.io.ImageSequenceClip": clip,
     }.items():
         monkeypatch.setitem(sys.modules, name, module)
-    conformance.check_view_record_video(view, tmp_path / "videos")
+    conformance.check_view_record_video(view, tmp_path / "videos", steps=3)
 
 
 @pytest.mark.slow
