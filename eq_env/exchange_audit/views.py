@@ -32,10 +32,15 @@ one step.
   statistics under).
 * ``render_mode``: ``"ansi"`` (the episode as text), ``"human"`` (printed) or
   ``"rgb_array"`` (that text as a picture, one shape for every frame:
-  :mod:`eq_env.core.render`, for ``RecordVideo``). A view that renders plays
-  through the AEC environment (below). SB3's ``make_vec_env(id)`` asks for
-  ``"rgb_array"``; give it ``env_kwargs={"render_mode": None}`` to keep the
-  fast path when no video is wanted.
+  :mod:`eq_env.core.render`, for ``RecordVideo``). Under ``"ansi"`` and
+  ``"rgb_array"`` a view keeps its fast path (below) and builds the picture
+  only when ``render()`` is called: it replays the current episode (its
+  stream's seed, or the entropy an unseeded run drew once, the episode index,
+  the partner as it stood, the actions so far) in an AEC environment of its
+  own, so the frame is the AEC path's. SB3's ``make_vec_env(id)``, which asks
+  for ``"rgb_array"``, so steps as fast as with ``render_mode=None``
+  (``benchmarks/view_step.py``: 1.03-1.10x). ``"human"`` prints on every step
+  (the AEC environment's own render), so it plays through the AEC environment.
 * An unknown keyword (``gymnasium.make(id, frameskip=1)``) is a ``TypeError``;
   a bad value a ``ValueError``. A view pickles (``AsyncVectorEnv`` with
   ``context="spawn"``: give its workers ``gymnasium.make("eq_env:<id>")`` or
@@ -60,7 +65,7 @@ the validator's step only picks the payoff of its decision (what the proposer
 sends does not depend on it). Observations, rewards and infos equal those of
 the AEC-driven play episode by episode, for the same seed (a test compares
 them). Any other partner (an LLM, a trained model, a policy of your own), or
-``render_mode="ansi"``, or noisy or delayed audits (``miss_<claim>``,
+``render_mode="human"``, or noisy or delayed audits (``miss_<claim>``,
 ``false_fail_<claim>``, ``audit_delayed``), or a claim schema other than the
 paper's (``claim_schema``: the proposer's artifact space then has a component
 per claim the schema adds, :func:`~eq_env.exchange_audit.features.artifact_nvec`),
@@ -73,12 +78,14 @@ Version history (both views):
 * v0, before its first release (issue 24): the game's episode index moved from ``info["episode"]`` to
   ``info["episode_index"]`` (the repeated view's name), which broke ``RecordEpisodeStatistics`` and SB3 without
   ``Monitor``; ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown keyword is a ``TypeError``.
-  Kept as v0: no release carried the old key (eq_env 0.1.0 is unreleased), so no published result or trained
-  model reads it; a v1 beside a v0 that never shipped would only add an id.
+  A view under ``"ansi"`` (and ``"rgb_array"``) keeps its fast path, rendering by replay: the same results and
+  frames. Kept as v0: no release carried the old key (eq_env 0.1.0 is unreleased), so no published result or
+  trained model reads it; a v1 beside a v0 that never shipped would only add an id.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -247,9 +254,12 @@ class _ValidatorEpisodes:
     bulk in that same order (so its own randomness lines up), each episode worked out for both decisions."""
 
     def __init__(self, configs: list[ExchangeAuditConfig], proposer: Any, seed: int | None,
-                 choose: Callable[[], int] | None) -> None:  # fmt: skip
+                 choose: Callable[[], int] | None, replayable: bool = False) -> None:  # fmt: skip
         self.configs = configs
         self.proposer = proposer
+        #: keep each block's draws and the proposer as it was before them, for :meth:`proposer_before`
+        self.replayable = replayable
+        self.block: tuple[Any, ...] = ()
         self.streams = [DrawStream(None if seed is None else seed + k) for k in range(len(configs))]
         self.choose = choose
         self.cols: dict[str, list[Any]] = {}
@@ -272,16 +282,30 @@ class _ValidatorEpisodes:
             if m:
                 index[mine] = stream.episodes_drawn + np.arange(m)
                 u[mine], z[mine], a[mine] = stream.batch(m)
-        # runs of the same configuration, in order: the proposer's randomness is consumed episode by episode
-        cuts = [0, *(np.flatnonzero(np.diff(ks)) + 1).tolist(), n]
-        parts: list[dict[str, np.ndarray]] = []
-        for s, e in itertools.pairwise(cuts):
-            parts.append(self._work(self.configs[int(ks[s])], u[s:e], z[s:e], a[s:e]))
+        if self.replayable:
+            self.block = (copy.deepcopy(self.proposer), ks, u, z, a)
+        parts = [self._work(config, *draws) for config, draws in self._runs(ks, u, z, a, n)]
         cols = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
         cols["k"], cols["episode"] = ks, index
         self.features = cols.pop("features")
         self.cols = {key: value.tolist() for key, value in cols.items()}
         self.n, self.i = n, 0
+
+    def _runs(self, ks: np.ndarray, u: np.ndarray, z: np.ndarray, a: np.ndarray, n: int) -> list[tuple[Any, ...]]:
+        """The first ``n`` episodes in runs of the same configuration, in order: the proposer's randomness is
+        consumed episode by episode."""
+        cuts = [0, *(np.flatnonzero(np.diff(ks[:n])) + 1).tolist(), n] if n else []
+        return [(self.configs[int(ks[s])], (u[s:e], z[s:e], a[s:e])) for s, e in itertools.pairwise(cuts)]
+
+    def proposer_before(self, i: int) -> Any:
+        """A copy of the proposer as it stood before row ``i`` of the current block (``replayable`` only): the
+        copy kept before the block, then the block's first ``i`` episodes acted on in bulk (``act_batch``
+        consumes what ``act`` does, episode by episode: what playing it in bulk asks of a policy)."""
+        proposer, ks, u, z, a = self.block
+        proposer = copy.deepcopy(proposer)
+        for config, (u_, z_, a_) in self._runs(ks, u, z, a, i):
+            proposer.act_batch(proposer_batch(sample_nature(config, u_, z_, a_), config))
+        return proposer
 
     def _work(self, config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> dict[str, Any]:
         nature = sample_nature(config, u, z, a)
@@ -491,10 +515,14 @@ class _View(gymnasium.Env):
         self.render_mode = render_mode
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
-        #: the episodes are worked out in bulk (a scripted partner, no rendering, exact audits), not through the
-        #: AEC env; noisy or delayed audits and other claim schemas (issue 14) are played by the AEC environment only
-        self.fast = render_mode is None and not audit_options(base) and exact_partner(self.other, self._other_role)
+        #: the episodes are worked out in bulk (a scripted partner, exact audits), not through the AEC env; noisy or
+        #: delayed audits and other claim schemas (issue 14) are played by the AEC environment only. "human" prints
+        #: every step (the AEC environment's own render), so it drives the AEC environment anyway
+        self.fast = render_mode != "human" and not audit_options(base) and exact_partner(self.other, self._other_role)
         self._aec: list[Any] | None = None
+        # the fast path's render(): what the AEC environments should show, and what they show (see _replay)
+        self._now: tuple[Any, ...] | None = None
+        self._shown: tuple[Any, ...] | None = None
         self._k = 0  # the configuration of the current episode
         self._seeded = False
         self._fresh: set[int] = set()  # environments whose seeded first episode is not played yet
@@ -540,10 +568,35 @@ class _View(gymnasium.Env):
             self._env.reset()
 
     def render(self) -> str | np.ndarray | None:
+        """The current episode as the AEC environment renders it (``render_mode``: see the module docstring).
+
+        The fast path builds it only here: it replays the current episode in an AEC environment of its own
+        (:meth:`_replay`), so its frames equal the AEC path's and a view that is never rendered pays nothing."""
         if self.render_mode is None:
             gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
+        if self.fast and self._now is not None and self._now != self._shown:
+            self._replay(self._now)
+            self._shown = self._now
         return self._env.render()  # type: ignore[no-any-return]
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        """Bring the AEC environment of the current configuration to ``now`` (what ``reset``/``step`` recorded)."""
+        raise NotImplementedError
+
+    def _seek(self, k: int, entropy: int, index: int) -> Any:
+        """Start episode ``index`` of the stream ``DrawStream(entropy)`` in configuration ``k``'s AEC environment
+        (an unseeded run's stream drew its entropy once: replayable as any seed). The draws are skipped forward
+        from where the environment stands (cheap for renders in order), with no bound on ``index``, which
+        ``reset(options={"episode": i})`` has."""
+        self._k = k
+        env = self._env
+        episode = env._episode  # (the AEC environment's episode: its draw stream)
+        if episode.draws.entropy != entropy or episode.draws.episodes_drawn > index:
+            episode.draws = DrawStream(entropy)
+        episode.draws.skip(index - episode.draws.episodes_drawn)
+        env.reset()
+        return env
 
     def _finish(self, decision: int) -> tuple[float, dict[str, Any]]:
         env = self._env
@@ -609,6 +662,8 @@ class ExchangeAuditProposerEnv(_View):
         self._k = k = self._choose()
         index, row, self._features = self._sources[k].next()
         self._episode = (index, row)
+        if self.render_mode is not None:
+            self._now = (self._sources[k].draws.entropy, k, index, None)
         return self._features, {}
 
     def choices(self, action: Any) -> np.ndarray:
@@ -643,7 +698,22 @@ class ExchangeAuditProposerEnv(_View):
         choices = self._checked_choices(action)
         p, v, info = self._rules[self._k].play(episode[0], episode[1], choices)
         self._episode = self._features = None
+        if self.render_mode is not None:
+            self._now = (*self._now[:3], tuple(choices))  # type: ignore[index]
         return features.copy(), (p if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        entropy, k, index, choices = now
+        shown = self._shown
+        if shown is None or shown[:3] != now[:3] or shown[3] is not None:  # (else: at this episode's start)
+            self._seek(k, entropy, index)
+        if choices is not None:  # the step the AEC path plays (_aec_step)
+            env = self._env
+            view = decode_proposer_observation(env.observe(PROPOSER))
+            submission = artifact_submission(view, choices)
+            env.step(encode_submission(submission, view.public.claim_schema))
+            request = submission.action is not ProposerAction.NO_TRADE
+            env.step(int(self.other.act(env.observe(VALIDATOR))) if request else 0)
 
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features
@@ -710,7 +780,8 @@ class ExchangeAuditValidatorEnv(_View):
             return self._aec_reset(seed)
         if self._reseed_other(seed) or self._episodes is None:
             self._episodes = _ValidatorEpisodes(self.configs, self.other, seed,
-                                                self._choose if len(self.configs) > 1 else None)  # fmt: skip
+                                                self._choose if len(self.configs) > 1 else None,
+                                                replayable=self.render_mode is not None)  # fmt: skip
         episodes = self._episodes
         self._row = -1
         for _ in range(self.max_skips):
@@ -720,6 +791,8 @@ class ExchangeAuditValidatorEnv(_View):
                 self._row, self._request = i, request
                 self._k = episodes.cols["k"][i]
                 self._features = episodes.features[i]
+                if self.render_mode is not None:
+                    self._now = (episodes.streams[self._k].entropy, self._k, episodes.cols["episode"][i], i, None)
                 return self._features, {}
         raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
 
@@ -748,8 +821,20 @@ class ExchangeAuditValidatorEnv(_View):
         illegal = decision == 1 and not self._request
         p, v, info = self._episodes.info(self._row, 0 if illegal else decision)
         info["illegal_action"] = illegal
+        if self.render_mode is not None:
+            self._now = (*self._now[:4], 0 if illegal else decision)  # type: ignore[index]
         self._row, self._features = -1, None
         return features.copy(), (v if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        entropy, k, index, row, decision = now
+        shown = self._shown
+        if shown is None or shown[:4] != now[:4] or shown[4] is not None:  # (else: awaiting the decision)
+            assert self._episodes is not None
+            env = self._seek(k, entropy, index)
+            env.step(self._episodes.proposer_before(row).act(env.observe(PROPOSER)))
+        if decision is not None:
+            self._env.step(decision)
 
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features

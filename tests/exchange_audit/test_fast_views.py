@@ -370,7 +370,8 @@ def test_fast_views_take_the_fast_path_for_scripted_partners_only() -> None:
     assert fast.ExchangeAuditProposerEnv("rule").fast and fast.ExchangeAuditValidatorEnv("strategic").fast
     assert not fast.ExchangeAuditProposerEnv(ActOnlyValidator()).fast
     assert not fast.ExchangeAuditValidatorEnv(ActOnlyProposer()).fast
-    assert not fast.ExchangeAuditProposerEnv("rule", render_mode="ansi").fast
+    assert fast.ExchangeAuditProposerEnv("rule", render_mode="ansi").fast  # (render() replays the episode)
+    assert not fast.ExchangeAuditProposerEnv("rule", render_mode="human").fast  # (it prints every step)
 
 
 def test_fast_validator_view_gives_up_as_the_aec_view_does() -> None:
