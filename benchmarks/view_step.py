@@ -5,6 +5,11 @@ Every environment is made with ``gymnasium.make`` (its standard wrappers), drive
 times the environment only. A view's step is one whole episode of the one-shot game, so each of its steps
 is followed by a reset; CartPole resets every ~20 steps. Best of ``--repeats`` runs, interleaved.
 
+Then SB3's ``make_vec_env(id)`` (one env in a ``DummyVecEnv``, which resets it itself), made as SB3 makes it
+by default (``render_mode="rgb_array"``, what SB3 asks for) and with ``env_kwargs={"render_mode": None}``,
+timed in the same process: the ratio should be about 1 (a view that renders keeps its fast path and draws
+a picture only when ``render()`` is called). Skipped, saying so, without stable-baselines3 (the rl extra).
+
     python benchmarks/view_step.py [--steps 50000] [--repeats 3]
 """
 
@@ -39,6 +44,23 @@ def us_per_step(env_id: str, kwargs: dict[str, Any], steps: int, seed: int = 0) 
     return (time.perf_counter() - start) / steps * 1e6
 
 
+def vec_us_per_step(env_id: str, env_kwargs: dict[str, Any], steps: int, seed: int = 0) -> float:
+    """µs per step of ``make_vec_env(env_id, n_envs=1, env_kwargs=env_kwargs)``."""
+    import numpy as np
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env(env_id, n_envs=1, seed=seed, env_kwargs=env_kwargs)
+    venv.action_space.seed(seed)
+    actions = [np.array([venv.action_space.sample()]) for _ in range(steps)]
+    venv.reset()
+    start = time.perf_counter()
+    for action in actions:
+        venv.step(action)
+    elapsed = time.perf_counter() - start
+    venv.close()
+    return elapsed / steps * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=50_000)
@@ -54,6 +76,19 @@ def main() -> None:
     for name in VIEWS:
         best = min(runs[name])
         print(f"{name:38s} {best:7.1f} µs/step  ratio {best / ref:5.2f}x CartPole  (target <= 2.0x)")
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        print("make_vec_env: skipped (stable-baselines3 is not installed: pip install 'eq-env[rl]')")
+        return
+    print("make_vec_env(id), SB3's default render_mode='rgb_array' against env_kwargs={'render_mode': None}:")
+    for name, (env_id, kwargs) in VIEWS.items():
+        default, plain = [], []
+        for _ in range(args.repeats):
+            default.append(vec_us_per_step(env_id, kwargs, args.steps))
+            plain.append(vec_us_per_step(env_id, {**kwargs, "render_mode": None}, args.steps))
+        d, p = min(default), min(plain)
+        print(f"{name:38s} {d:7.1f} vs {p:7.1f} µs/step  ratio {d / p:5.2f}x")
 
 
 if __name__ == "__main__":

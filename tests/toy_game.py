@@ -24,6 +24,7 @@ from eq_env.core.api import before_reset, checked_actions, checked_agent, checke
 from eq_env.core.config import GameConfig, choice, number
 from eq_env.core.policy import BasePolicy, register_policy
 from eq_env.core.records import checked_fields
+from eq_env.core.render import RENDER_MODES, check_render_mode, rendered
 from eq_env.core.spec import EnvSpec, register_env
 from eq_env.core.wrappers import OrderEnforcingWrapper
 
@@ -45,13 +46,14 @@ RelayConfig.PRESETS = {"default": RelayConfig(), "long": RelayConfig(target=15, 
 
 
 class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
-    metadata = {"name": "relay_v0", "render_modes": ["ansi"], "is_parallelizable": False}  # noqa: RUF012
+    metadata = {"name": "relay_v0", "render_modes": list(RENDER_MODES), "is_parallelizable": False}  # noqa: RUF012
 
     def __init__(self, config: RelayConfig | None = None, *, preset: str | None = None, render_mode: str | None = None,
                  **overrides: Any) -> None:  # fmt: skip
         if config is not None and preset is not None:
             raise ValueError("give config or preset, not both")
         self.config = (config or RelayConfig.from_preset(preset)).replace(**overrides)
+        check_render_mode(render_mode)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         top = self.config.target + 2
@@ -127,8 +129,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agent_selection = AGENTS[(AGENTS.index(agent) + 1) % len(AGENTS)]
         self._accumulate_rewards()
 
-    def render(self) -> str | None:
-        return f"relay: {getattr(self, 'counter', '-')}/{self.config.target} after {getattr(self, 'turns', 0)} turns\n"
+    def render(self) -> str | np.ndarray | None:
+        # (the core draws the text for "rgb_array" and prints it for "human": one line is all a game writes)
+        text = f"relay: {getattr(self, 'counter', '-')}/{self.config.target} after {getattr(self, 'turns', 0)} turns\n"
+        return rendered(text, self.render_mode, 1, 40)
 
 
 class parallel_env(ParallelEnv):  # noqa: N801
@@ -167,7 +171,7 @@ class parallel_env(ParallelEnv):  # noqa: N801
     def state(self) -> np.ndarray:
         return self._aec.state()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         return self._aec.render()
 
 

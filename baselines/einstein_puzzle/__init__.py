@@ -31,9 +31,16 @@ __all__ = ["Mover", "Oracle", "Planner", "RandomPlayer", "Verified"]
 for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Planner), ("oracle", Oracle),
                     ("verified", Verified), ("noisy", Noisy)):  # fmt: skip
     for _role in ("player_0", "player_1"):
-        # one subclass per seat: a policy object knows the role it plays
-        _seat = type(f"{_cls.__name__}", (_cls,), {"role": _role, "__doc__": _cls.__doc__,
-                                                   "__module__": _cls.__module__})  # fmt: skip
+        # One subclass per seat: a policy object knows the role it plays. Each is this module's attribute
+        # Planner_player_0... (its __qualname__), so that pickle finds it and a policy, or a view or runner holding
+        # one, pickles (gymnasium's AsyncVectorEnv with "spawn"); its __name__ stays the policy's name (Planner).
+        _qualname = f"{_cls.__name__}_{_role}"
+        _seat = type(
+            _cls.__name__,
+            (_cls,),
+            {"role": _role, "__doc__": _cls.__doc__, "__module__": __name__, "__qualname__": _qualname},
+        )
+        globals()[_qualname] = _seat
         register_policy(_name, _role, _seat, env=ID)
 
 for _role in ("player_0", "player_1"):  # a seat of a checkpoint of eq-env train --env einstein-puzzle

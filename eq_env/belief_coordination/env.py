@@ -109,11 +109,16 @@ questions=None, **fields)``: a configuration, or a preset (`paper`, `grid`,
 game parameter such as `n_executors` is set when the environment is made). A call the API does not take —
 an unknown agent, a seed that is not a non-negative integer, options that are not a dict or hold another key,
 a parallel `step` given anything but a dict keyed by the agents in play, `observe()`, `last()` or `state()`
-before `reset()` — is refused with one clear error naming it, before anything changes.
+before `reset()` — is refused with one clear error naming it, before anything changes. An unknown keyword is a
+`TypeError`. `render_mode`: `"ansi"` (`render()` returns the round as text), `"human"` (prints it) or
+`"rgb_array"` (that text as a picture: `eq_env.core.render`).
 
 ## Version history
 
 * v0: first version.
+* v0, unchanged results (issue 24): `render_mode="human"` prints the round and returns None (it returned the
+  text and printed nothing); `render_mode="rgb_array"`; an unknown keyword is a `TypeError` (also a
+  `ValueError`, as before).
 """
 
 from __future__ import annotations
@@ -142,6 +147,7 @@ from eq_env.core.api import (
     checked_options,
     checked_seed,
 )
+from eq_env.core.render import RENDER_MODES, rendered
 
 __all__ = ["CHARSET", "COORDINATOR", "ROLES_STREAMS", "BeliefCoordinationParallelEnv", "raw_env", "role_agents"]
 
@@ -171,7 +177,7 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "belief_coordination_v0",
-        "render_modes": ["ansi", "human"],
+        "render_modes": list(RENDER_MODES),
         "is_parallelizable": True,
     }
 
@@ -493,9 +499,21 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         )
         return np.concatenate([np.asarray(features, np.float32), np.array([self.round], np.float32)])
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """The question, every executor's settings and answer, and the commitment: as text (``"ansi"``), printed
+        (``"human"``, returning None) or as a picture (``"rgb_array"``: :mod:`eq_env.core.render`; a frame's
+        height grows with the executors and rounds of the configuration, never within it)."""
         if self.render_mode is None:
             return None
+        return rendered(self._render_text(), self.render_mode, *self.frame_grid)
+
+    @property
+    def frame_grid(self) -> tuple[int, int]:
+        """An ``"rgb_array"`` frame's characters (rows, columns): a row per executor and round, and room for the
+        question's wrapped text."""
+        return 8 + self.config.rounds * self.config.n_executors, 120
+
+    def _render_text(self) -> str:
         q = getattr(self, "question", None)
         if q is None:
             return "belief coordination: call reset()"

@@ -15,7 +15,8 @@ sweep grids and docs tables all come from one place::
     MyConfig.PRESETS = {"default": MyConfig()}
 
 An invalid value raises :class:`ValueError` naming the parameter and what it
-must be. Numbers are normalised (numpy scalars to ``int``/``float``) so that
+must be; an unknown parameter :class:`UnknownParameterError` (a ``TypeError``
+and a ``ValueError``). Numbers are normalised (numpy scalars to ``int``/``float``) so that
 equal configurations hash and serialise alike.
 """
 
@@ -30,9 +31,16 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-__all__ = ["FieldRange", "GameConfig", "checked_number", "choice", "flag", "number", "shown"]
+__all__ = ["FieldRange", "GameConfig", "UnknownParameterError", "checked_number", "choice", "flag", "number", "shown"]
 
 C = TypeVar("C", bound="GameConfig")
+
+
+class UnknownParameterError(TypeError, ValueError):
+    """A keyword that is no parameter of the game (``gymnasium.make(view, frameskip=1)``): a ``TypeError``, Python's
+    convention for an unexpected keyword argument, which libraries that probe an environment's keywords rely on
+    (TorchRL's ``GymEnv``), and a ``ValueError`` too, as every other bad configuration is (what a caller that
+    catches those already catches). A bad value of a known parameter stays a plain ``ValueError``."""
 
 
 @dataclass(frozen=True)
@@ -147,10 +155,11 @@ class GameConfig:
         return config.replace(**overrides)
 
     def replace(self: C, **overrides: Any) -> C:
-        """A copy with some fields changed; unknown names raise ``ValueError``."""
+        """A copy with some fields changed; unknown names raise :class:`UnknownParameterError` (a ``TypeError``,
+        as Python's own unknown keywords are, and a ``ValueError``)."""
         unknown = set(overrides) - set(self.field_names())
         if unknown:
-            raise ValueError(
+            raise UnknownParameterError(
                 f"unknown {self.NAME} parameter(s) {sorted(unknown)}; valid names: {', '.join(self.field_names())}"
             )
         return dataclasses.replace(self, **overrides)  # type: ignore[type-var]

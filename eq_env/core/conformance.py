@@ -810,3 +810,332 @@ def fuzz_api(env: Any, kwargs: Mapping[str, Any] | None = None, *, calls: int = 
     for _ in range(calls):
         fuzzer.one()
     return fuzzer.report
+
+
+# -- Gymnasium and SB3 conventions ----------------------------------------------------------------------
+#
+# What the libraries around the environments take for granted (issue 24, item 2): every render mode, frames of
+# one shape, an unknown keyword refused as Python refuses one (TypeError), pickling, Gymnasium's and SB3's own
+# wrappers and vectorisation on the single-agent views. CONVENTION_CHECKS take a game and a configuration, as
+# CHECKS do; VIEW_CHECKS take a registered Gymnasium id (``eq_env.GYM_IDS``) and keywords for ``gymnasium.make``.
+
+
+def _play_aec(env: Any, seed: int, on_step: Callable[[], None] | None = None) -> None:
+    """One episode of random legal play (``on_step`` after every step)."""
+    env.reset(seed=seed)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else env.action_space(agent).sample(_mask_of(obs)))
+        if on_step is not None:
+            on_step()
+
+
+def _frame(result: Any, where: str) -> tuple[int, ...]:
+    assert isinstance(result, np.ndarray) and result.ndim == 3 and result.shape[2] == 3, (where, type(result))
+    assert result.dtype == np.uint8, (where, result.dtype)
+    return tuple(result.shape)
+
+
+def check_render_modes(env: Any, kwargs: Mapping[str, Any]) -> None:
+    """``"ansi"``, ``"human"`` and ``"rgb_array"`` are in the metadata and pass PettingZoo's ``render_test``; human
+    mode prints and returns None; ``rgb_array`` frames have one shape all through episodes, in both APIs."""
+    import contextlib
+    import functools
+    import io
+
+    game = env_spec(env)
+    module = game.module()
+    modes = module.env(**kwargs).metadata.get("render_modes", [])
+    assert {"ansi", "human", "rgb_array"} <= set(modes), f"{game.name}: render_modes {modes}"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        _pettingzoo_test().render_test(functools.partial(module.env, **kwargs))
+        human = module.env(**{**kwargs, "render_mode": "human"})
+        human.reset(seed=0)
+        assert human.render() is None, f"{game.name}: render() in human mode returned something"
+    assert printed.getvalue().strip(), f"{game.name}: render() in human mode printed nothing"
+    aec = module.env(**{**kwargs, "render_mode": "rgb_array"})
+    aec.reset(seed=0)
+    shapes = {_frame(aec.render(), "after reset")}
+    for seed in (0, 1):
+        _play_aec(aec, seed, lambda: shapes.add(_frame(aec.render(), "after a step")))
+    par = module.parallel_env(**{**kwargs, "render_mode": "rgb_array"})
+    obs, _ = par.reset(seed=0)
+    shapes.add(_frame(par.render(), "parallel, after reset"))
+    while par.agents:
+        actions = {a: par.action_space(a).sample(_mask_of(obs[a])) for a in par.agents}
+        obs, *_ = par.step(actions)
+        shapes.add(_frame(par.render(), "parallel, after a step"))
+    assert len(shapes) == 1, f"{game.name}: rgb_array frames of several shapes {sorted(shapes)}"
+
+
+def check_unknown_keyword(env: Any, kwargs: Mapping[str, Any]) -> None:
+    """An unknown keyword is a ``TypeError`` (Python's convention) in both APIs; a bad value a ``ValueError``."""
+    module = env_spec(env).module()
+    for make in (module.env, module.parallel_env):
+        try:
+            make(**kwargs, frameskip=1)
+        except TypeError as err:
+            assert "frameskip" in str(err), err
+        else:
+            raise AssertionError(f"{make.__module__}.{make.__name__}(frameskip=1) was accepted")
+        try:
+            make(**{**kwargs, "render_mode": "bogus"})
+        except TypeError as err:
+            raise AssertionError(f"a bad render_mode raised a TypeError ({err}), not a ValueError") from None
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"{make.__name__}(render_mode='bogus') was accepted")
+
+
+def check_parallel_pickle(env: Any, kwargs: Mapping[str, Any]) -> None:
+    """The parallel environment pickles mid-episode and the copy plays on as the original."""
+    par = env_spec(env).module().parallel_env(**kwargs)
+    obs, _ = par.reset(seed=5)
+    for agent in par.possible_agents:
+        par.action_space(agent).seed(1)
+    first = {a: par.action_space(a).sample(_mask_of(obs[a])) for a in par.agents}
+    twin = pickle.loads(pickle.dumps(par))
+    assert data_equivalence(par.step(first), twin.step(first))
+
+
+CONVENTION_CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
+    check_render_modes,
+    check_unknown_keyword,
+    check_parallel_pickle,
+)
+
+
+def _view_actions(env: Any, steps: int, seed: int = 0) -> list[Any]:
+    """A fixed list of actions of the view's space (legal by its mask where it has one, at each step)."""
+    env.action_space.seed(seed)
+    return [env.action_space.sample() for _ in range(steps)]
+
+
+def _masked(env: Any, action: Any) -> Any:
+    """``action``, or a legal one when the view masks it out (the Einstein view plays an illegal one as a lost
+    turn, which these checks need not play)."""
+    masks = getattr(env.unwrapped, "action_masks", None)
+    if masks is None or not isinstance(env.action_space, spaces.Discrete):
+        return action
+    mask = np.asarray(masks(), dtype=np.int8)
+    return action if mask[int(action)] else env.action_space.sample(mask)
+
+
+def _view_trace(env: Any, seed: int, steps: int) -> list[Any]:
+    """Observations, rewards, ends and infos of ``steps`` steps from ``reset(seed=seed)`` (resetting at the ends)."""
+    import gymnasium
+
+    env.action_space.seed(seed)
+    obs, info = env.reset(seed=seed)
+    trace: list[Any] = [(obs, info)]
+    for _ in range(steps):
+        out = env.step(_masked(env, env.action_space.sample()))
+        trace.append(out)
+        if out[2] or out[3]:
+            trace.append(env.reset())
+    assert isinstance(env, gymnasium.Env)
+    return trace
+
+
+def check_view_episode_statistics(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 40) -> None:
+    """``"episode"`` is left to Gymnasium's ``RecordEpisodeStatistics`` (and SB3's ``Monitor``): the view's infos
+    never hold it, and the wrapper records each finished episode's return and length."""
+    import gymnasium
+
+    env = gymnasium.wrappers.RecordEpisodeStatistics(gymnasium.make(view, **(kwargs or {})))
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    ended = 0
+    for _ in range(steps):
+        _, _, term, trunc, info = env.step(_masked(env, env.action_space.sample()))
+        if term or trunc:
+            ended += 1
+            assert set(info["episode"]) == {"r", "l", "t"}, info["episode"]
+            env.reset()
+        else:
+            assert "episode" not in info, f"{view}: the view's own info holds 'episode': {info}"
+    raw = gymnasium.make(view, **(kwargs or {}))
+    raw.reset(seed=0)
+    for _ in range(steps):
+        *_, term, trunc, info = raw.step(_masked(raw, raw.action_space.sample()))
+        assert "episode" not in info, (
+            f"{view}: info['episode'] is {info['episode']!r}; the game's index is 'episode_index'"
+        )
+        if term or trunc:
+            raw.reset()
+    assert ended, f"{view}: no episode ended in {steps} steps"
+
+
+def check_view_render(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 12) -> None:
+    """The view lists and plays ``"ansi"``, ``"human"`` (printing, returning None) and ``"rgb_array"`` (frames of one
+    shape, as ``RecordVideo`` needs)."""
+    import contextlib
+    import io
+
+    import gymnasium
+
+    kwargs = dict(kwargs or {})
+    env = gymnasium.make(view, **kwargs, render_mode="rgb_array")
+    modes = env.metadata.get("render_modes", [])
+    assert {"ansi", "human", "rgb_array"} <= set(modes), f"{view}: render_modes {modes}"
+    env.reset(seed=0)
+    shapes = {_frame(env.render(), "after reset")}
+    for action in _view_actions(env, steps):
+        *_, term, trunc, _ = env.step(_masked(env, action))
+        shapes.add(_frame(env.render(), "after a step"))
+        if term or trunc:
+            env.reset()
+            shapes.add(_frame(env.render(), "after reset"))
+    assert len(shapes) == 1, f"{view}: rgb_array frames of several shapes {sorted(shapes)}"
+    text = gymnasium.make(view, **kwargs, render_mode="ansi")
+    text.reset(seed=0)
+    assert isinstance(text.render(), str) and text.render()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        human = gymnasium.make(view, **kwargs, render_mode="human")
+        human.reset(seed=0)
+        assert human.render() is None, f"{view}: render() in human mode returned something"
+    assert printed.getvalue().strip(), f"{view}: render() in human mode printed nothing"
+
+
+def check_view_record_video(view: str, folder: Any, kwargs: Mapping[str, Any] | None = None, steps: int = 6) -> None:
+    """``gymnasium.wrappers.RecordVideo`` records the view's frames into ``folder`` (it needs moviepy)."""
+    import os
+
+    import gymnasium
+
+    env = gymnasium.wrappers.RecordVideo(
+        gymnasium.make(view, **(kwargs or {}), render_mode="rgb_array"),
+        str(folder),
+        episode_trigger=lambda _: True,
+        disable_logger=True,
+    )
+    env.reset(seed=0)
+    for action in _view_actions(env, steps):
+        *_, term, trunc, _ = env.step(_masked(env, action))
+        if term or trunc:
+            env.reset()
+    env.close()
+    videos = [name for name in os.listdir(folder) if name.endswith(".mp4")]
+    assert videos, f"{view}: RecordVideo wrote no video into {folder}"
+
+
+def check_view_unknown_keyword(view: str, kwargs: Mapping[str, Any] | None = None) -> None:
+    """``gymnasium.make(view, frameskip=1)`` is a ``TypeError`` (TorchRL's ``GymEnv`` relies on it); a bad value of
+    a known keyword stays a ``ValueError``."""
+    import gymnasium
+
+    try:
+        gymnasium.make(view, **(kwargs or {}), frameskip=1)
+    except TypeError as err:
+        assert "frameskip" in str(err), err
+    else:
+        raise AssertionError(f"gymnasium.make({view!r}, frameskip=1) was accepted")
+    try:
+        gymnasium.make(view, **(kwargs or {}), render_mode="bogus")
+    except TypeError as err:
+        raise AssertionError(f"a bad render_mode raised a TypeError ({err}), not a ValueError") from None
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"gymnasium.make({view!r}, render_mode='bogus') was accepted")
+
+
+def check_view_pickle(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 20) -> None:
+    """The view pickles, fresh and mid-run, and the copy plays on exactly as the original."""
+    import gymnasium
+
+    env = gymnasium.make(view, **(kwargs or {}))
+    pickle.loads(pickle.dumps(env))
+    env.reset(seed=3)
+    env.step(_masked(env, env.action_space.sample()))
+    twin = pickle.loads(pickle.dumps(env))
+    a, b = _view_trace(env, 4, steps), _view_trace(twin, 4, steps)
+    assert data_equivalence(a, b), f"{view}: a pickled copy plays otherwise"
+
+
+def check_view_vector_wrappers(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 10) -> None:
+    """Gymnasium's vector ``NormalizeObservation``, ``FlattenObservation`` and ``RecordEpisodeStatistics`` take the
+    view in ``SyncVectorEnv`` (Gymnasium's default next-step autoreset)."""
+    import functools
+
+    import gymnasium
+    from gymnasium.wrappers import vector as wrappers
+
+    make = functools.partial(gymnasium.make, view, **(kwargs or {}))
+    envs = wrappers.RecordEpisodeStatistics(
+        wrappers.FlattenObservation(wrappers.NormalizeObservation(gymnasium.vector.SyncVectorEnv([make, make])))
+    )
+    obs, _ = envs.reset(seed=0)
+    envs.action_space.seed(0)
+    for _ in range(steps):
+        obs, *_ = envs.step(envs.action_space.sample())
+        assert obs.shape[0] == 2 and np.isfinite(obs).all()
+    envs.close()
+
+
+def check_view_async_spawn(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 4) -> None:
+    """``gymnasium.vector.AsyncVectorEnv`` with the ``"spawn"`` context runs the view, step for step as
+    ``SyncVectorEnv`` does. (A spawned worker starts without the parent's registrations: it is given the view's
+    ``EnvSpec``, whose entry point imports the package; ``gymnasium.make("eq_env:<id>")`` does the same.)"""
+    import functools
+
+    import gymnasium
+
+    make = functools.partial(gymnasium.make, gymnasium.spec(view), **(kwargs or {}))
+    traces = []
+    for vector in (
+        gymnasium.vector.SyncVectorEnv([make, make]),
+        gymnasium.vector.AsyncVectorEnv([make, make], context="spawn"),
+    ):
+        obs, _ = vector.reset(seed=0)
+        trace = [obs]
+        vector.action_space.seed(1)
+        for _ in range(steps):
+            obs, reward, *_ = vector.step(vector.action_space.sample())
+            trace += [obs, reward]
+        vector.close()
+        traces.append(trace)
+    assert data_equivalence(traces[0], traces[1]), f"{view}: AsyncVectorEnv (spawn) plays otherwise"
+
+
+def check_view_make_vec_env(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 4) -> None:
+    """SB3's ``make_vec_env(view, n_envs=2)`` builds and steps the view (SB3 asks for ``render_mode="rgb_array"``
+    first: a picture, :mod:`eq_env.core.render`)."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    venv = make_vec_env(view, n_envs=2, seed=0, env_kwargs=dict(kwargs or {}))
+    venv.reset()
+    for _ in range(steps):
+        venv.step(np.stack([venv.action_space.sample() for _ in range(2)]))
+    frames = venv.get_images()
+    assert all(f is not None and _frame(f, "get_images") for f in frames)
+    venv.close()
+
+
+VIEW_CHECKS: tuple[Callable[..., None], ...] = (
+    check_view_episode_statistics,
+    check_view_render,
+    check_view_unknown_keyword,
+    check_view_pickle,
+    check_view_vector_wrappers,
+    check_view_make_vec_env,
+)
+
+__all__ += [  # (this section's)
+    "CONVENTION_CHECKS",
+    "VIEW_CHECKS",
+    "check_parallel_pickle",
+    "check_render_modes",
+    "check_unknown_keyword",
+    "check_view_async_spawn",
+    "check_view_episode_statistics",
+    "check_view_make_vec_env",
+    "check_view_pickle",
+    "check_view_record_video",
+    "check_view_render",
+    "check_view_unknown_keyword",
+    "check_view_vector_wrappers",
+]

@@ -176,7 +176,9 @@ both agents. Infos are deterministic (no times).
 `private_share`, `max_depth`, `rejection_penalty`, `illegal_penalty`,
 `pass_penalty`, `success_reward`). Invalid values raise `ValueError`.
 `render_mode`: `"ansi"` (`render()` returns a drawing of the board and the
-last event) or `"human"` (prints it).
+last event), `"human"` (prints it) or `"rgb_array"` (that drawing as a picture,
+one shape for every frame: `eq_env.core.render`). An unknown keyword is a
+`TypeError`.
 
 `reset(seed=s)` starts episode 0 of seed `s`; each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`
@@ -203,6 +205,8 @@ paper says (each has a test):
 * v0: first version (eq_env 0.1.0).
 * v0, issue 16: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
   suite (`eq-env bench`).
+* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the board as a picture, one shape for every
+  frame); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations
@@ -216,6 +220,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.core.api import checked_actions, checked_agent, checked_episode, checked_options, checked_seed
+from eq_env.core.render import RENDER_MODES, rendered
 from eq_env.einstein_puzzle import spaces as codec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.generator import generate, puzzle_rng
@@ -237,7 +242,7 @@ ROLES = {agent: (agent,) for agent in PLAYERS}  # role -> its agents: each role 
 SEED_STREAMS = {"player_0": 50, "player_1": 51}  # role -> the stream its policy's seed is drawn on
 _INDEX = {agent: i for i, agent in enumerate(PLAYERS)}
 _PLAIN_INTS = (int, np.int64)  # (what policies and Discrete.sample give)
-RENDER_MODES = ("ansi", "human")
+FRAME_GRID = (28, 120)  # an "rgb_array" frame's characters (rows, columns): the board and its lines, wrapped
 RESET_OPTIONS = ("episode",)
 METADATA: dict[str, Any] = {
     "name": "einstein_puzzle_v0",
@@ -457,11 +462,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self.render()
 
     # -- rendering ------------------------------------------------------------------------------------
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             import gymnasium
 
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
         if self.game is None:
             text = "(no game yet: call reset())\n"
@@ -469,10 +474,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             history = self.game.history
             last = event_line(history[-1]).removeprefix("- ") if history else "no turn played yet"
             text = f"{render_board(self.game)}  last: {last}\n"
-        if self.render_mode == "human":
-            print(text, end="")
-            return None
-        return text
+        return rendered(text, self.render_mode, *FRAME_GRID)
 
     def close(self) -> None:
         pass
@@ -552,7 +554,7 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
     def state(self) -> np.ndarray:
         return self._aec.state()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         return self._aec.render()
 
     def close(self) -> None:

@@ -15,8 +15,30 @@ this seat; the partner's turns are played in between.
   turn (or the end), partner's turns included.
 * ``info``: ``success``, ``turns`` and ``placed`` when the episode ends.
 
+* ``render_mode``: ``"ansi"`` (the board as text), ``"human"`` (printed) or
+  ``"rgb_array"`` (the board as a picture, one shape for every frame:
+  :mod:`eq_env.core.render`, for ``RecordVideo`` and SB3's ``make_vec_env``).
+  An unknown keyword is a ``TypeError``, a bad value a ``ValueError``. The
+  view pickles (``AsyncVectorEnv`` with ``context="spawn"``: give the workers
+  ``gymnasium.make("eq_env:eq_env/EinsteinPuzzle-v0")`` or the ``EnvSpec``).
+
 ``reset(seed=s)`` then ``reset()``… play episodes 0, 1, 2… of seed ``s``, as
 the AEC environment does; the partner is seeded as the runner seeds it.
+
+Train with one torch thread on a small machine (``eq-env`` commands do; SB3's
+default, a thread per core, contends on small networks: on 2 cores
+``benchmarks/torch_threads.py`` measures the cost)::
+
+    import torch
+    from sb3_contrib import MaskablePPO
+    torch.set_num_threads(1)
+    model = MaskablePPO("MlpPolicy", gymnasium.make("eq_env/EinsteinPuzzle-v0"))
+
+Version history:
+
+* v0: first version (eq_env 0.1.0).
+* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; the view
+  pickles (its partner's per-seat class could not be found by name); an unknown keyword is a ``TypeError``.
 """
 
 from __future__ import annotations
@@ -28,6 +50,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import decide_now, policy_seed
 from eq_env.core.spec import env_spec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
@@ -42,15 +65,14 @@ SEATS = ("player_0", "player_1")
 class EinsteinPuzzleEnv(gymnasium.Env):
     """One seat of the Einstein puzzle against a fixed partner (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
     def __init__(self, partner: Policy | str = "planner", *, seat: str = "player_0",
                  config: EinsteinPuzzleConfig | None = None, preset: str | None = None,
                  render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         if config is not None and preset is not None:
             raise ValueError("give config or preset, not both")
         if config is not None and not isinstance(config, EinsteinPuzzleConfig):
@@ -128,5 +150,5 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         info = dict(env.infos[self.seat]) if terminated or truncated else {}
         return observation, reward, terminated, truncated, info
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         return self._env.render()

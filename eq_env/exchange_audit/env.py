@@ -159,7 +159,9 @@ with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `delta_limit`, `risk_limit_low`, `risk_limit_high`, `safe_margin`,
 `no_trade_payoff`, `bad_approval_loss`, `max_text_chars`, `cost_model`,
 `max_artifact_tokens`, `reveal_compliance`, the noisy audits' `false_fail_<claim>`,
-`miss_<claim>`, `audit_delayed`, and `regime`). Invalid values raise `ValueError`.
+`miss_<claim>`, `audit_delayed`, and `regime`). Invalid values raise `ValueError`; an unknown keyword
+a `TypeError`. `render_mode`: `"ansi"` (`render()` returns the episode as text), `"human"` (prints it) or
+`"rgb_array"` (that text as a picture, one shape for every frame: `eq_env.core.render`).
 
 `reset(seed=s)` starts episode 0 of seed `s` (a non-negative integer); each later `reset()` the next
 episode; `reset(seed=s, options={"episode": i})` jumps to episode `i`, below 10,000,000 (`"episode"` is
@@ -201,6 +203,8 @@ first.
   `audit_checked`/`audit_failed` over its audit pool and adds a
   `claim_schema` text entry to both observations; a pool beyond four claims
   takes its sampling keys from a fifth generator of the seed, read only then.
+* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the text rendering as a picture, one shape
+  for every frame of a configuration); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations
@@ -214,6 +218,7 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from eq_env.core.api import checked_actions
 from eq_env.core.config import GameConfig
+from eq_env.core.render import RENDER_MODES, rendered
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
     N_AUDIT_UNIFORMS,
@@ -253,7 +258,6 @@ _ACTION_NAMES = tuple(m.name for m in ProposerAction)
 _DECISION_NAMES = tuple(m.name for m in Decision)
 _OUTCOME_NAMES = tuple(m.name for m in AuditOutcome)
 _INTENT_NAMES = tuple(m.name for m in Intent)
-RENDER_MODES = ("ansi", "human")
 METADATA: dict[str, Any] = {
     "name": "exchange_audit_v0",
     "render_modes": list(RENDER_MODES),
@@ -402,17 +406,18 @@ class _EpisodeBase(Generic[ConfigT, GameT]):
     def _render_text(self) -> str:
         raise NotImplementedError
 
-    def render(self, render_mode: str | None) -> str | None:
+    #: the character grid of an ``"rgb_array"`` frame (rows, columns): room for the longest text, wrapped
+    FRAME_GRID = (20, 120)
+
+    def render(self, render_mode: str | None) -> str | np.ndarray | None:
         if render_mode is None:
             import gymnasium
 
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn(
+                f"render() called without a render_mode; pass one of {', '.join(map(repr, RENDER_MODES))}"
+            )
             return None
-        text = self._render_text()
-        if render_mode == "human":
-            print(text, end="")
-            return None
-        return text
+        return rendered(self._render_text(), render_mode, *self.FRAME_GRID)
 
 
 class _Episode(_EpisodeBase[ExchangeAuditConfig, ExchangeAuditGame]):
@@ -615,7 +620,9 @@ class _Adapter(Generic[ConfigT, GameT]):
         then holds the round, q_t, clean and failed audits."""
         return self._episode.state_vector()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """The episode as text (``"ansi"``), printed (``"human"``) or as a picture (``"rgb_array"``, one shape for
+        every frame: :mod:`eq_env.core.render`)."""
         return self._episode.render(self.render_mode)
 
     def close(self) -> None:

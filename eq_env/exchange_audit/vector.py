@@ -3,7 +3,8 @@
 For each role an SB3 ``VecEnv`` and a Gymnasium ``VectorEnv``, stepping ``n`` one-shot episodes at once:
 
 * :class:`ProposerVecEnv` / :class:`ValidatorVecEnv` (``stable_baselines3.common.vec_env.VecEnv``), for
-  SB3 and sb3-contrib (``env_method("action_masks")`` and ``get_action_masks`` work, for MaskablePPO);
+  SB3 and sb3-contrib (``env_method("action_masks")`` and ``get_action_masks`` work, for MaskablePPO); they
+  need SB3 (the ``rl`` extra), imported only when one of them is (:mod:`eq_env.exchange_audit.sb3_vector`);
 * :class:`ProposerVectorEnv` / :class:`ValidatorVectorEnv` (``gymnasium.vector.VectorEnv``).
 
 They take the arguments of the single-agent views (:mod:`eq_env.exchange_audit.views`) plus ``num_envs``
@@ -21,13 +22,24 @@ its own, so a proposer that draws randomness (``strategic``) lines up too.
 Auto-reset: every episode ends after its one step, so every step ends every environment's episode and
 starts the next one at once. SB3: ``dones`` are all true, the returned observations are the next
 episodes', and ``infos[i]["terminal_observation"]`` holds the observation of the episode just played.
-Gymnasium: ``metadata["autoreset_mode"]`` is ``AutoresetMode.SAME_STEP``; the returned observations
-are the next episodes', ``infos["final_obs"]`` and ``infos["final_info"]`` those of the episodes just
-played (with their ``_final_obs`` / ``_final_info`` masks).
+Gymnasium: ``autoreset_mode=`` (a ``gymnasium.vector.AutoresetMode`` or its value) says how, and
+``metadata["autoreset_mode"]`` shows it:
 
-Wrap an SB3 one in ``VecMonitor`` before training (``eq-env train`` does), as you would wrap a view in
-``Monitor``: the infos' ``"episode"`` is the game's episode index, which SB3 would otherwise take for
-the monitor's episode record.
+* ``AutoresetMode.SAME_STEP`` (the default): the returned observations are the next episodes',
+  ``infos["final_obs"]`` and ``infos["final_info"]`` those of the episodes just played (with their
+  ``_final_obs`` / ``_final_info`` masks). Every step plays an episode in every environment.
+* ``AutoresetMode.NEXT_STEP`` (Gymnasium's own default, which its vector ``NormalizeObservation`` and
+  ``RecordEpisodeStatistics`` wrappers want): a step returns the episodes' last observations, their rewards,
+  ``terminated`` all true and their infos; the next step starts the next episodes (its actions are not
+  played; rewards 0, nothing terminated, infos empty). Exactly what ``gymnasium.vector.SyncVectorEnv`` of the
+  views gives in that mode (a test compares them), at half the episodes per step: one-step episodes are why
+  same-step is the default.
+
+``AutoresetMode.DISABLED`` is refused (every step ends every episode: nothing is left to reset by hand).
+
+The infos are the views': the game's episode index is ``"episode_index"`` (``"episode"`` belongs to
+Gymnasium's ``RecordEpisodeStatistics`` and SB3's ``Monitor``). Wrap an SB3 one in ``VecMonitor`` before
+training (``eq-env train`` does) for episode statistics, as you would wrap a view in ``Monitor``.
 
 Noisy or delayed audits (``miss_<claim>``, ``false_fail_<claim>``, ``audit_delayed``) and claim schemas other
 than the paper's (``claim_schema``) are refused with a ValueError naming the fields set: the single-agent views
@@ -41,14 +53,13 @@ the outcomes equal the views' exactly. The proposer environments take one audit 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
-from stable_baselines3.common.vec_env import VecEnv
 
 from eq_env.core.policy import Policy, make_policy
 from eq_env.core.runner import policy_seed
@@ -158,8 +169,9 @@ class _ProposerCore:
         self.mask = np.ones((n, sum(ARTIFACT_NVEC) if action_encoding == "multidiscrete" else N_ARTIFACTS),
                             dtype=bool)  # fmt: skip
 
-    def reset(self, seeds: Sequence[int | None]) -> np.ndarray:
-        """Seeded environments start their stream again; the others go on to their next episode."""
+    def reset(self, seeds: Sequence[int | None], advance: bool = True) -> np.ndarray:
+        """Seeded environments start their stream again; the others go on to their next episode (with
+        ``advance``; without, they keep the episode dealt at the last step)."""
         n = self.n
         if not self.streams:
             self.streams = [DrawStream(None) for _ in range(n)]
@@ -174,7 +186,7 @@ class _ProposerCore:
             if seed is not None:
                 self.streams[i] = DrawStream(seed)
                 self.cursor[i] = BLOCK  # draw afresh
-        if self.started:
+        if self.started and advance:
             unseeded = np.array([s is None for s in seeds])
             self.cursor[unseeded] += 1  # a reset without a seed moves on to the next episode, as a view's does
         self.started = True
@@ -238,7 +250,7 @@ def _infos(cols: dict[str, np.ndarray], delta_limit: float) -> list[dict[str, An
     for (episode, p, v, request, approved, compliant, ambiguous, words, outcome, checked, failed, revealed, intent,
          rl, tr, td, hs) in zip(*c.values(), strict=True):  # fmt: skip
         out.append({
-            "episode": episode, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": episode, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[approved],
             "approved": approved, "compliant": compliant, "ambiguous": ambiguous, "words": words,
             "audit": {"audited": outcome != _SKIPPED, "outcome": _OUTCOME_NAMES[outcome],
@@ -309,10 +321,13 @@ class _ValidatorCore:
                 return
         raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
 
-    def reset(self, seeds: Sequence[int | None]) -> np.ndarray:
+    def reset(self, seeds: Sequence[int | None], advance: bool = True) -> np.ndarray:
+        """As :meth:`_ProposerCore.reset`."""
         for i, seed in enumerate(seeds):
             if seed is not None or self.episodes[i] is None:
                 self._start(i, seed)
+            elif not advance:
+                continue
             self._next(i)
         return self.obs.copy()
 
@@ -354,97 +369,22 @@ def _core(role: str, num_envs: int, other: Any, kwargs: dict[str, Any]) -> Any:
 
 
 # ---------------------------------------------------------------------------
-# Stable-Baselines3
-# ---------------------------------------------------------------------------
-class _SB3(VecEnv):
-    render_mode = None
-    core: Any
-
-    def __init__(self, core: Any) -> None:
-        self.core = core
-        super().__init__(core.n, core.observation_space, core.action_space)
-        self._actions: Any = None
-
-    def reset(self) -> np.ndarray:
-        obs = self.core.reset(list(self._seeds))
-        self._reset_seeds()
-        self._reset_options()
-        self.reset_infos = [{} for _ in range(self.num_envs)]
-        return obs  # type: ignore[no-any-return]
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
-
-    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        played, rewards, obs, infos = self.core.step(self._actions)
-        for i, info in enumerate(infos):
-            info["terminal_observation"] = played[i]
-        return obs, rewards.astype(np.float32), np.ones(self.num_envs, dtype=bool), infos
-
-    def action_masks(self) -> np.ndarray:
-        """Legal actions of every environment's current episode, (num_envs, mask size)."""
-        return self.core.mask  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        pass
-
-    def _indices(self, indices: int | Iterable[int] | None) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, int):
-            return [indices]
-        return list(indices)
-
-    def get_attr(self, attr_name: str, indices: int | Iterable[int] | None = None) -> list[Any]:
-        if attr_name == "action_masks":
-            return [self.action_masks for _ in self._indices(indices)]
-        if attr_name in ("render_mode", "configs", "config", "reward_mode", "role", "other", "template"):
-            value = getattr(self, attr_name) if attr_name == "render_mode" else getattr(self.core, attr_name)
-            return [value for _ in self._indices(indices)]
-        raise AttributeError(f"{type(self).__name__} environments have no attribute {attr_name!r}")
-
-    def set_attr(self, attr_name: str, value: Any, indices: int | Iterable[int] | None = None) -> None:
-        raise AttributeError(f"{type(self).__name__}: attributes are set at construction")
-
-    def env_method(self, method_name: str, *method_args: Any, indices: int | Iterable[int] | None = None,
-                   **method_kwargs: Any) -> list[Any]:  # fmt: skip
-        if method_name == "action_masks":
-            masks = self.core.mask
-            return [masks[i] for i in self._indices(indices)]
-        raise AttributeError(f"{type(self).__name__} environments have no method {method_name!r}")
-
-    def env_is_wrapped(self, wrapper_class: type, indices: int | Iterable[int] | None = None) -> list[bool]:
-        return [False for _ in self._indices(indices)]
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None for _ in range(self.num_envs)]
-
-
-class ProposerVecEnv(_SB3):
-    """``num_envs`` proposer views as one SB3 ``VecEnv`` (see the module docstring); keyword arguments
-    as :class:`~eq_env.exchange_audit.views.ExchangeAuditProposerEnv` (``config``, ``preset``,
-    ``reward_mode``, ``action_encoding``, game parameters)."""
-
-    def __init__(self, num_envs: int = 8, validator: Policy | str = "rule", **kwargs: Any) -> None:
-        super().__init__(_core("proposer", num_envs, validator, kwargs))
-
-
-class ValidatorVecEnv(_SB3):
-    """``num_envs`` validator views as one SB3 ``VecEnv`` (see the module docstring); keyword arguments
-    as :class:`~eq_env.exchange_audit.views.ExchangeAuditValidatorEnv` (``skip_no_trade``,
-    ``audit_intensities``, ``max_skips``...)."""
-
-    def __init__(self, num_envs: int = 8, proposer: Policy | str = "honest", **kwargs: Any) -> None:
-        super().__init__(_core("validator", num_envs, proposer, kwargs))
-
-
-# ---------------------------------------------------------------------------
 # Gymnasium
 # ---------------------------------------------------------------------------
 class _Gym(VectorEnv):
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012 - Gymnasium's name
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP) -> None:
+        modes = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
+        if mode not in modes:
+            raise ValueError(
+                f"autoreset_mode must be one of {', '.join(m.value for m in modes)} (an AutoresetMode), "
+                f"got {autoreset_mode!r}"
+            )
         self.core = core
         self.num_envs = core.n
         self.single_observation_space = core.observation_space
@@ -454,6 +394,9 @@ class _Gym(VectorEnv):
         self.observation_space = batch_space(core.observation_space, core.n)
         self.action_space = batch_space(core.action_space, core.n)
         self.render_mode = None
+        self.autoreset_mode: AutoresetMode = mode
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self._next_obs: np.ndarray | None = None  # next-step mode: the episodes that the next step starts
 
     def reset(self, *, seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:  # fmt: skip
@@ -469,20 +412,31 @@ class _Gym(VectorEnv):
                 raise ValueError(f"give {self.num_envs} seeds, got {len(seeds)}")
         if seed is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(seeds[0])
-        return self.core.reset(seeds), {}
+        # (next-step mode, after an episode's end: the next episode is dealt already, and is the one a view's
+        # reset() would start; a seeded environment starts its stream again)
+        advance = self._next_obs is None
+        self._next_obs = None
+        return self.core.reset(seeds, advance=advance), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        played, rewards, obs, infos = self.core.step(actions)
         n = self.num_envs
+        if self._next_obs is not None:  # next-step mode: this step starts the next episodes
+            obs, self._next_obs = self._next_obs, None
+            return obs, np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), {}
+        played, rewards, obs, infos = self.core.step(actions)
+        info: dict[str, Any] = {}
+        for i, one in enumerate(infos):
+            info = self._add_info(info, one, i)
+        rewards = np.asarray(rewards, dtype=np.float64)
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self._next_obs = obs
+            return played, rewards, np.ones(n, dtype=bool), np.zeros(n, dtype=bool), info
         final_obs = np.empty(n, dtype=object)
         for i in range(n):
             final_obs[i] = played[i]
         out: dict[str, Any] = {"final_obs": final_obs, "_final_obs": np.ones(n, dtype=bool)}
-        final_info: dict[str, Any] = {}
-        for i, info in enumerate(infos):
-            final_info = self._add_info(final_info, info, i)
-        out["final_info"], out["_final_info"] = final_info, np.ones(n, dtype=bool)
-        return obs, np.asarray(rewards, dtype=np.float64), np.ones(n, dtype=bool), np.zeros(n, dtype=bool), out
+        out["final_info"], out["_final_info"] = info, np.ones(n, dtype=bool)
+        return obs, rewards, np.ones(n, dtype=bool), np.zeros(n, dtype=bool), out
 
     def action_masks(self) -> np.ndarray:
         """Legal actions of every environment's current episode, (num_envs, mask size)."""
@@ -490,14 +444,43 @@ class _Gym(VectorEnv):
 
 
 class ProposerVectorEnv(_Gym):
-    """``num_envs`` proposer views as one Gymnasium ``VectorEnv`` (see the module docstring)."""
+    """``num_envs`` proposer views as one Gymnasium ``VectorEnv`` (see the module docstring); keyword arguments as
+    :class:`~eq_env.exchange_audit.views.ExchangeAuditProposerEnv`, and ``autoreset_mode``."""
 
-    def __init__(self, num_envs: int = 8, validator: Policy | str = "rule", **kwargs: Any) -> None:
-        super().__init__(_core("proposer", num_envs, validator, kwargs))
+    def __init__(
+        self,
+        num_envs: int = 8,
+        validator: Policy | str = "rule",
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(_core("proposer", num_envs, validator, kwargs), autoreset_mode)
 
 
 class ValidatorVectorEnv(_Gym):
-    """``num_envs`` validator views as one Gymnasium ``VectorEnv`` (see the module docstring)."""
+    """``num_envs`` validator views as one Gymnasium ``VectorEnv`` (see the module docstring); keyword arguments as
+    :class:`~eq_env.exchange_audit.views.ExchangeAuditValidatorEnv`, and ``autoreset_mode``."""
 
-    def __init__(self, num_envs: int = 8, proposer: Policy | str = "honest", **kwargs: Any) -> None:
-        super().__init__(_core("validator", num_envs, proposer, kwargs))
+    def __init__(
+        self,
+        num_envs: int = 8,
+        proposer: Policy | str = "honest",
+        *,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(_core("validator", num_envs, proposer, kwargs), autoreset_mode)
+
+
+if TYPE_CHECKING:
+    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv, ValidatorVecEnv
+
+
+def __getattr__(name: str) -> Any:
+    """The SB3 forms, imported on first use (SB3 is the ``rl`` extra: the Gymnasium forms work without it)."""
+    if name in ("ProposerVecEnv", "ValidatorVecEnv"):
+        from eq_env.exchange_audit import sb3_vector
+
+        return getattr(sb3_vector, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,34 @@ one step.
 * ``audit_intensities=[...]`` draws the audit intensity q of each episode
   from that list (the observation shows it), to train one policy for many q.
   (``q_values``, its earlier name, still works and warns.)
+* Info: the AEC environment's final info, the game's episode index under
+  ``"episode_index"`` (``"episode"`` is what Gymnasium's
+  ``RecordEpisodeStatistics`` and SB3's ``Monitor`` write their episode
+  statistics under).
+* ``render_mode``: ``"ansi"`` (the episode as text), ``"human"`` (printed) or
+  ``"rgb_array"`` (that text as a picture, one shape for every frame:
+  :mod:`eq_env.core.render`, for ``RecordVideo``). Under ``"ansi"`` and
+  ``"rgb_array"`` a view keeps its fast path (below) and builds the picture
+  only when ``render()`` is called: it replays the current episode (its
+  stream's seed, or the entropy an unseeded run drew once, the episode index,
+  the partner as it stood, the actions so far) in an AEC environment of its
+  own, so the frame is the AEC path's. SB3's ``make_vec_env(id)``, which asks
+  for ``"rgb_array"``, so steps as fast as with ``render_mode=None``
+  (``benchmarks/view_step.py``: 1.03-1.10x). ``"human"`` prints on every step
+  (the AEC environment's own render), so it plays through the AEC environment.
+* An unknown keyword (``gymnasium.make(id, frameskip=1)``) is a ``TypeError``;
+  a bad value a ``ValueError``. A view pickles (``AsyncVectorEnv`` with
+  ``context="spawn"``: give its workers ``gymnasium.make("eq_env:<id>")`` or
+  the ``EnvSpec``, since a spawned process starts without the registrations).
+
+Train with one torch thread on a small machine: torch's default, a thread per
+core, makes each update of SB3's small networks contend (``eq-env train`` sets
+one; ``benchmarks/torch_threads.py`` measures the cost)::
+
+    import torch
+    from stable_baselines3 import PPO
+    torch.set_num_threads(1)
+    model = PPO("MlpPolicy", gymnasium.make("eq_env/ExchangeAuditProposer-v0"))
 
 Speed: with a scripted partner (the rule, approve and block validators; the
 honest, silent and strategic proposers) a view does not drive the AEC
@@ -37,16 +65,27 @@ the validator's step only picks the payoff of its decision (what the proposer
 sends does not depend on it). Observations, rewards and infos equal those of
 the AEC-driven play episode by episode, for the same seed (a test compares
 them). Any other partner (an LLM, a trained model, a policy of your own), or
-``render_mode="ansi"``, or noisy or delayed audits (``miss_<claim>``,
+``render_mode="human"``, or noisy or delayed audits (``miss_<claim>``,
 ``false_fail_<claim>``, ``audit_delayed``), or a claim schema other than the
 paper's (``claim_schema``: the proposer's artifact space then has a component
 per claim the schema adds, :func:`~eq_env.exchange_audit.features.artifact_nvec`),
 plays through the AEC environment as before (``view.fast`` says which). :mod:`eq_env.exchange_audit.vector` steps many
 episodes at once.
+
+Version history (both views):
+
+* v0: first version (eq_env 0.1.0).
+* v0, before its first release (issue 24): the game's episode index moved from ``info["episode"]`` to
+  ``info["episode_index"]`` (the repeated view's name), which broke ``RecordEpisodeStatistics`` and SB3 without
+  ``Monitor``; ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown keyword is a ``TypeError``.
+  A view under ``"ansi"`` (and ``"rgb_array"``) keeps its fast path, rendering by replay: the same results and
+  frames. Kept as v0: no release carried the old key (eq_env 0.1.0 is unreleased), so no published result or
+  trained model reads it; a v1 beside a v0 that never shipped would only add an id.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,6 +95,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.batch import (
     ValidatorBatch,
@@ -214,9 +254,12 @@ class _ValidatorEpisodes:
     bulk in that same order (so its own randomness lines up), each episode worked out for both decisions."""
 
     def __init__(self, configs: list[ExchangeAuditConfig], proposer: Any, seed: int | None,
-                 choose: Callable[[], int] | None) -> None:  # fmt: skip
+                 choose: Callable[[], int] | None, replayable: bool = False) -> None:  # fmt: skip
         self.configs = configs
         self.proposer = proposer
+        #: keep each block's draws and the proposer as it was before them, for :meth:`proposer_before`
+        self.replayable = replayable
+        self.block: tuple[Any, ...] = ()
         self.streams = [DrawStream(None if seed is None else seed + k) for k in range(len(configs))]
         self.choose = choose
         self.cols: dict[str, list[Any]] = {}
@@ -239,16 +282,30 @@ class _ValidatorEpisodes:
             if m:
                 index[mine] = stream.episodes_drawn + np.arange(m)
                 u[mine], z[mine], a[mine] = stream.batch(m)
-        # runs of the same configuration, in order: the proposer's randomness is consumed episode by episode
-        cuts = [0, *(np.flatnonzero(np.diff(ks)) + 1).tolist(), n]
-        parts: list[dict[str, np.ndarray]] = []
-        for s, e in itertools.pairwise(cuts):
-            parts.append(self._work(self.configs[int(ks[s])], u[s:e], z[s:e], a[s:e]))
+        if self.replayable:
+            self.block = (copy.deepcopy(self.proposer), ks, u, z, a)
+        parts = [self._work(config, *draws) for config, draws in self._runs(ks, u, z, a, n)]
         cols = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
         cols["k"], cols["episode"] = ks, index
         self.features = cols.pop("features")
         self.cols = {key: value.tolist() for key, value in cols.items()}
         self.n, self.i = n, 0
+
+    def _runs(self, ks: np.ndarray, u: np.ndarray, z: np.ndarray, a: np.ndarray, n: int) -> list[tuple[Any, ...]]:
+        """The first ``n`` episodes in runs of the same configuration, in order: the proposer's randomness is
+        consumed episode by episode."""
+        cuts = [0, *(np.flatnonzero(np.diff(ks[:n])) + 1).tolist(), n] if n else []
+        return [(self.configs[int(ks[s])], (u[s:e], z[s:e], a[s:e])) for s, e in itertools.pairwise(cuts)]
+
+    def proposer_before(self, i: int) -> Any:
+        """A copy of the proposer as it stood before row ``i`` of the current block (``replayable`` only): the
+        copy kept before the block, then the block's first ``i`` episodes acted on in bulk (``act_batch``
+        consumes what ``act`` does, episode by episode: what playing it in bulk asks of a policy)."""
+        proposer, ks, u, z, a = self.block
+        proposer = copy.deepcopy(proposer)
+        for config, (u_, z_, a_) in self._runs(ks, u, z, a, i):
+            proposer.act_batch(proposer_batch(sample_nature(config, u_, z_, a_), config))
+        return proposer
 
     def _work(self, config: ExchangeAuditConfig, u: np.ndarray, z: np.ndarray, a: np.ndarray) -> dict[str, Any]:
         nature = sample_nature(config, u, z, a)
@@ -285,7 +342,7 @@ class _ValidatorEpisodes:
         revealed = c["revealed"][i]
         checked, failed = c["checked"][i], c["failed"][i]
         return p, v, {
-            "episode": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[decision],
             "approved": request and decision == 1, "compliant": c["compliant"][i], "ambiguous": c["ambiguous"][i],
             "words": c["words"][i],
@@ -406,7 +463,7 @@ class _Rules:
         if audited:
             v -= self.cost
         return p, v, {
-            "episode": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
+            "episode_index": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
             "proposer_action": _ACTION_NAMES[act], "decision": _DECISION_NAMES[decision],
             "approved": request and decision == 1, "compliant": compliant, "ambiguous": ambiguous, "words": words,
             "audit": {"audited": audited, "outcome": _OUTCOME_NAMES[outcome], "checked": list(checked),
@@ -430,7 +487,7 @@ def _validator_kind(policy: Any) -> str | None:
 class _View(gymnasium.Env):
     """What both views share: configurations (one per q), the other role's policy, seeding."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
     _role_agent: str  # the AEC agent this view plays
 
     def __init__(
@@ -447,8 +504,7 @@ class _View(gymnasium.Env):
         audit_intensities = _renamed(overrides, audit_intensities)
         if reward_mode not in ("individual", "welfare"):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         base = resolve_config(config, preset, overrides)
         qs = [base.q] if audit_intensities is None else list(audit_intensities)
         if not qs:
@@ -459,10 +515,14 @@ class _View(gymnasium.Env):
         self.render_mode = render_mode
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
-        #: the episodes are worked out in bulk (a scripted partner, no rendering, exact audits), not through the
-        #: AEC env; noisy or delayed audits and other claim schemas (issue 14) are played by the AEC environment only
-        self.fast = render_mode is None and not audit_options(base) and exact_partner(self.other, self._other_role)
+        #: the episodes are worked out in bulk (a scripted partner, exact audits), not through the AEC env; noisy or
+        #: delayed audits and other claim schemas (issue 14) are played by the AEC environment only. "human" prints
+        #: every step (the AEC environment's own render), so it drives the AEC environment anyway
+        self.fast = render_mode != "human" and not audit_options(base) and exact_partner(self.other, self._other_role)
         self._aec: list[Any] | None = None
+        # the fast path's render(): what the AEC environments should show, and what they show (see _replay)
+        self._now: tuple[Any, ...] | None = None
+        self._shown: tuple[Any, ...] | None = None
         self._k = 0  # the configuration of the current episode
         self._seeded = False
         self._fresh: set[int] = set()  # environments whose seeded first episode is not played yet
@@ -507,16 +567,43 @@ class _View(gymnasium.Env):
         else:
             self._env.reset()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """The current episode as the AEC environment renders it (``render_mode``: see the module docstring).
+
+        The fast path builds it only here: it replays the current episode in an AEC environment of its own
+        (:meth:`_replay`), so its frames equal the AEC path's and a view that is never rendered pays nothing."""
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi' or 'human'")
+            gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
+        if self.fast and self._now is not None and self._now != self._shown:
+            self._replay(self._now)
+            self._shown = self._now
         return self._env.render()  # type: ignore[no-any-return]
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        """Bring the AEC environment of the current configuration to ``now`` (what ``reset``/``step`` recorded)."""
+        raise NotImplementedError
+
+    def _seek(self, k: int, entropy: int, index: int) -> Any:
+        """Start episode ``index`` of the stream ``DrawStream(entropy)`` in configuration ``k``'s AEC environment
+        (an unseeded run's stream drew its entropy once: replayable as any seed). The draws are skipped forward
+        from where the environment stands (cheap for renders in order), with no bound on ``index``, which
+        ``reset(options={"episode": i})`` has."""
+        self._k = k
+        env = self._env
+        episode = env._episode  # (the AEC environment's episode: its draw stream)
+        if episode.draws.entropy != entropy or episode.draws.episodes_drawn > index:
+            episode.draws = DrawStream(entropy)
+        episode.draws.skip(index - episode.draws.episodes_drawn)
+        env.reset()
+        return env
 
     def _finish(self, decision: int) -> tuple[float, dict[str, Any]]:
         env = self._env
         env.step(decision)
         info = dict(env.infos[PROPOSER])
+        # (Gymnasium's RecordEpisodeStatistics and SB3 own "episode": the game's index goes under "episode_index")
+        info = {"episode_index": info.pop("episode"), **info}
         return float(env.rewards[self._role_agent]), info
 
 
@@ -575,6 +662,8 @@ class ExchangeAuditProposerEnv(_View):
         self._k = k = self._choose()
         index, row, self._features = self._sources[k].next()
         self._episode = (index, row)
+        if self.render_mode is not None:
+            self._now = (self._sources[k].draws.entropy, k, index, None)
         return self._features, {}
 
     def choices(self, action: Any) -> np.ndarray:
@@ -609,7 +698,22 @@ class ExchangeAuditProposerEnv(_View):
         choices = self._checked_choices(action)
         p, v, info = self._rules[self._k].play(episode[0], episode[1], choices)
         self._episode = self._features = None
+        if self.render_mode is not None:
+            self._now = (*self._now[:3], tuple(choices))  # type: ignore[index]
         return features.copy(), (p if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        entropy, k, index, choices = now
+        shown = self._shown
+        if shown is None or shown[:3] != now[:3] or shown[3] is not None:  # (else: at this episode's start)
+            self._seek(k, entropy, index)
+        if choices is not None:  # the step the AEC path plays (_aec_step)
+            env = self._env
+            view = decode_proposer_observation(env.observe(PROPOSER))
+            submission = artifact_submission(view, choices)
+            env.step(encode_submission(submission, view.public.claim_schema))
+            request = submission.action is not ProposerAction.NO_TRADE
+            env.step(int(self.other.act(env.observe(VALIDATOR))) if request else 0)
 
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features
@@ -676,7 +780,8 @@ class ExchangeAuditValidatorEnv(_View):
             return self._aec_reset(seed)
         if self._reseed_other(seed) or self._episodes is None:
             self._episodes = _ValidatorEpisodes(self.configs, self.other, seed,
-                                                self._choose if len(self.configs) > 1 else None)  # fmt: skip
+                                                self._choose if len(self.configs) > 1 else None,
+                                                replayable=self.render_mode is not None)  # fmt: skip
         episodes = self._episodes
         self._row = -1
         for _ in range(self.max_skips):
@@ -686,6 +791,8 @@ class ExchangeAuditValidatorEnv(_View):
                 self._row, self._request = i, request
                 self._k = episodes.cols["k"][i]
                 self._features = episodes.features[i]
+                if self.render_mode is not None:
+                    self._now = (episodes.streams[self._k].entropy, self._k, episodes.cols["episode"][i], i, None)
                 return self._features, {}
         raise NothingToLearnError(f"the proposer sent NO_TRADE {self.max_skips} times in a row: nothing to learn from")
 
@@ -714,8 +821,20 @@ class ExchangeAuditValidatorEnv(_View):
         illegal = decision == 1 and not self._request
         p, v, info = self._episodes.info(self._row, 0 if illegal else decision)
         info["illegal_action"] = illegal
+        if self.render_mode is not None:
+            self._now = (*self._now[:4], 0 if illegal else decision)  # type: ignore[index]
         self._row, self._features = -1, None
         return features.copy(), (v if self.reward_mode == "individual" else p + v), True, False, info
+
+    def _replay(self, now: tuple[Any, ...]) -> None:
+        entropy, k, index, row, decision = now
+        shown = self._shown
+        if shown is None or shown[:4] != now[:4] or shown[4] is not None:  # (else: awaiting the decision)
+            assert self._episodes is not None
+            env = self._seek(k, entropy, index)
+            env.step(self._episodes.proposer_before(row).act(env.observe(PROPOSER)))
+        if decision is not None:
+            self._env.step(decision)
 
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features

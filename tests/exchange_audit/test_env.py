@@ -297,7 +297,7 @@ class TestConfiguration:
             ({"qq": 0.3}, r"unknown exchange-audit parameter\(s\) \['qq'\]"),
             ({"preset": "gpt"}, r"unknown preset 'gpt'"),
             ({"reward_mode": "selfish"}, r"reward_mode must be one of"),
-            ({"render_mode": "rgb_array"}, r"render_mode must be one of"),
+            ({"render_mode": "rgb"}, r"render_mode must be one of"),  # (rgb_array is one: eq_env.core.render)
         ],
     )
     def test_invalid_configuration(self, kwargs: dict[str, Any], match: str) -> None:

@@ -119,6 +119,7 @@ class _RefView(gymnasium.Env):
         env = self._env
         env.step(decision)
         info = dict(env.infos[PROPOSER])
+        info = {"episode_index": info.pop("episode"), **info}  # (the views' name for it: Gymnasium owns "episode")
         return float(env.rewards[self._role_agent]), info
 
 
@@ -369,7 +370,8 @@ def test_fast_views_take_the_fast_path_for_scripted_partners_only() -> None:
     assert fast.ExchangeAuditProposerEnv("rule").fast and fast.ExchangeAuditValidatorEnv("strategic").fast
     assert not fast.ExchangeAuditProposerEnv(ActOnlyValidator()).fast
     assert not fast.ExchangeAuditValidatorEnv(ActOnlyProposer()).fast
-    assert not fast.ExchangeAuditProposerEnv("rule", render_mode="ansi").fast
+    assert fast.ExchangeAuditProposerEnv("rule", render_mode="ansi").fast  # (render() replays the episode)
+    assert not fast.ExchangeAuditProposerEnv("rule", render_mode="human").fast  # (it prints every step)
 
 
 def test_fast_validator_view_gives_up_as_the_aec_view_does() -> None:

@@ -51,7 +51,7 @@ def _play(env: ValidatorVecEnv, steps: int) -> list[tuple[np.ndarray, list[int]]
     out = []
     for _ in range(steps):
         obs, _, _, infos = env.step(np.ones(env.num_envs, dtype=np.int64))
-        out.append((obs.copy(), [info["episode"] for info in infos]))
+        out.append((obs.copy(), [info["episode_index"] for info in infos]))
     return out
 
 

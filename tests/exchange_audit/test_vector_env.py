@@ -87,7 +87,7 @@ def test_gymnasium_vector_env_equals_single_views(role: str, other: str, kwargs:
         for i, view in enumerate(views):
             o, r, *_, info = view.step(actions[i])
             assert np.array_equal(infos["final_obs"][i], o) and rewards[i] == r
-            for key in ("episode", "welfare", "proposer_payoff", "validator_payoff", "decision", "words"):
+            for key in ("episode_index", "welfare", "proposer_payoff", "validator_payoff", "decision", "words"):
                 assert infos["final_info"][key][i] == info[key], (t, i, key)
             assert infos["final_info"]["audit"]["outcome"][i] == info["audit"]["outcome"]
             assert infos["final_info"]["state"]["true_risk"][i] == info["state"]["true_risk"]

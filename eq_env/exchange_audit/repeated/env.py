@@ -104,6 +104,8 @@ stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming t
 ## Version history
 
 * v0: first release (issue 14, item 1).
+* v0, unchanged results (issue 24): `render_mode="rgb_array"`; `"human"` prints before the first `reset()`
+  too (it returned its text); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from eq_env.core.render import rendered
 from eq_env.exchange_audit.env import (
     _POSITION_HIGH,
     _POSITION_LOW,
@@ -294,9 +297,11 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
         rep = self.game.reputation
         return self.game.round, self.game.q, rep.clean, rep.failed
 
-    def render(self, render_mode: str | None) -> str | None:
+    FRAME_GRID = (24, 120)  # (the one-shot game's rendering under a heading, and the end's line)
+
+    def render(self, render_mode: str | None) -> str | np.ndarray | None:
         if render_mode is not None and self.game.stage.state is None:
-            return "(no episode yet: call reset())\n"  # (returned, in "human" mode too)
+            return rendered("(no episode yet: call reset())\n", render_mode, *self.FRAME_GRID)
         return super().render(render_mode)
 
     def _render_text(self) -> str:

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from eq_env.core.config import GameConfig, choice, flag, number
+from eq_env.core.config import GameConfig, UnknownParameterError, choice, flag, number
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.game import (
     AuditOutcome,
@@ -143,11 +143,12 @@ class RepeatedConfig(GameConfig):
         return (*ExchangeAuditConfig.parameters(), *own)
 
     def replace(self, **overrides: Any) -> RepeatedConfig:
-        """A copy with some fields changed (the stage game's included); unknown names raise ``ValueError``."""
+        """A copy with some fields changed (the stage game's included); unknown names raise
+        :class:`~eq_env.core.config.UnknownParameterError` (a ``TypeError`` and a ``ValueError``)."""
         stage_fields = set(ExchangeAuditConfig.field_names())
         unknown = set(overrides) - stage_fields - set(self.own_field_names()) - {"stage"}
         if unknown:
-            raise ValueError(
+            raise UnknownParameterError(
                 f"unknown {self.NAME} parameter(s) {sorted(unknown)}; valid names: {', '.join(self.field_names())}"
             )
         stage = overrides.pop("stage", self.stage)

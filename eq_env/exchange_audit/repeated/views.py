@@ -20,8 +20,20 @@ truncated at the cap T of a geometric horizon).
 * Info: the environment's round info, its ``"episode"`` renamed ``"episode_index"`` (SB3's ``Monitor`` owns
   ``"episode"``).
 
+* ``render_mode``: ``"ansi"``, ``"human"`` (printed) or ``"rgb_array"`` (the round as a picture, one shape for every
+  frame: :mod:`eq_env.core.render`). An unknown keyword is a ``TypeError``, a bad value a ``ValueError``.
+
 It drives the AEC environment round by round, so it plays every configuration the environment plays (noisy or
 delayed audits included) and its episodes are those of ``exchange_audit_repeated_v0`` for the same seed.
+
+Train with one torch thread on a small machine (``torch.set_num_threads(1)`` before SB3 builds its model; the
+``eq-env`` commands do): a thread per core contends on small networks.
+
+Version history:
+
+* v0: first version (issue 14).
+* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown
+  keyword is a ``TypeError``.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.core.policy import BasePolicy, Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.features import PROPOSER_FEATURES, artifact_nvec, artifact_submission, proposer_features
 from eq_env.exchange_audit.repeated.env import PROPOSER, SEED_STREAMS, VALIDATOR, decode_history, raw_env
@@ -67,7 +80,7 @@ def history_features(history: Mapping[str, Any], rounds: int) -> np.ndarray:
 class RepeatedProposerEnv(gymnasium.Env):
     """The proposer's view of the repeated game (see the module docstring)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
     def __init__(
         self,
@@ -84,8 +97,7 @@ class RepeatedProposerEnv(gymnasium.Env):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
         if action_encoding not in ACTION_ENCODINGS:
             raise ValueError(f"action_encoding must be one of {ACTION_ENCODINGS}, got {action_encoding!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be 'ansi' or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         from eq_env.exchange_audit.repeated.spec import ID
 
         self.env = raw_env(config=config, preset=preset, reward_mode=reward_mode, render_mode=render_mode,
@@ -161,9 +173,9 @@ class RepeatedProposerEnv(gymnasium.Env):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         return encode_submission(artifact_submission(self._view, arr), self._view.public.claim_schema)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='ansi'")
+            gymnasium.logger.warn(f"render() called without a render_mode; pass one of {RENDER_MODES}")
             return None
         return self.env.render()  # type: ignore[no-any-return]
 
