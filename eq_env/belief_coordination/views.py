@@ -28,8 +28,13 @@ plays (:meth:`BeliefCoordinationExecutorEnv.team_action`) is the equilibrium gap
 other agents' policies are seeded as the runner seeds them, so with :meth:`team_action` played in this
 seat the episodes are those of ``eq-env play --executor EXECUTORS --coordinator COORDINATOR``.
 
-An unknown keyword is a ``TypeError``; a bad value (a policy spec, a game parameter, an action) a
-``ValueError`` naming it.
+``render_mode``: ``"ansi"`` (the round as text), ``"human"`` (printed) or ``"rgb_array"`` (that text as a
+picture, :mod:`eq_env.core.render`, for ``RecordVideo`` and SB3's ``make_vec_env``, which asks for it).
+
+An unknown keyword is an :class:`~eq_env.core.config.UnknownParameterError`, a ``TypeError`` (as Python's
+own, which TorchRL's ``GymEnv`` relies on); a bad value (a policy spec, a game parameter, an action) a
+``ValueError`` naming it. The view pickles (``AsyncVectorEnv`` with ``"spawn"``). With SB3 on a small
+machine, call ``torch.set_num_threads(1)`` first: torch's default threads made PPO many times slower here.
 
 Version history: v0, first version.
 """
@@ -45,7 +50,9 @@ from gymnasium import spaces
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.env import COORDINATOR, ROLES_STREAMS, BeliefCoordinationParallelEnv
 from eq_env.belief_coordination.rules import EXECUTOR_FEATURES
+from eq_env.core.config import UnknownParameterError
 from eq_env.core.policy import Policy, make_policy
+from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import agent_stream, decide_now, policy_seed
 
 __all__ = ["BeliefCoordinationExecutorEnv"]
@@ -57,7 +64,7 @@ class BeliefCoordinationExecutorEnv(gymnasium.Env):  # type: ignore[type-arg]
     """One executor of belief coordination, the others and the coordinator scripted (the module docstring is
     its manual)."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
     def __init__(
         self,
@@ -72,13 +79,12 @@ class BeliefCoordinationExecutorEnv(gymnasium.Env):  # type: ignore[type-arg]
     ) -> None:
         unknown = sorted(set(overrides) - set(BeliefCoordinationConfig.field_names()))
         if unknown:
-            raise TypeError(
+            raise UnknownParameterError(
                 f"{type(self).__name__} got an unexpected keyword argument {unknown[0]!r}; its keywords: executors, "
                 f"coordinator, agent, config, preset, render_mode and the game's parameters "
                 f"({', '.join(BeliefCoordinationConfig.field_names())})"
             )
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        check_render_mode(render_mode)
         self.config = BeliefCoordinationConfig.resolve(config, preset, overrides)
         if agent not in self.config.executors:
             raise ValueError(f"agent must be one of {', '.join(self.config.executors)}, got {agent!r}")
@@ -190,5 +196,7 @@ class BeliefCoordinationExecutorEnv(gymnasium.Env):  # type: ignore[type-arg]
         }
         return features, float(rewards[self.agent]), True, False, info
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """The game's rendering (:mod:`eq_env.core.render`): text (``"ansi"``), printed (``"human"``) or a
+        picture of it (``"rgb_array"``)."""
         return self._env.render()
