@@ -228,6 +228,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             executor_obs["ranges"] = spaces.Box(np.stack([low, low], axis=1), np.stack([high, high], axis=1),
                                                 dtype=np.float32)  # fmt: skip
             self._ranges = np.stack([low, high], axis=1)
+        # state(): the coordinator's features, then the round (0 … rounds; rounds + 1 once committed)
+        high = np.array([1.0] * (1 + 3 * n) + [c.rounds + 1], np.float32)
+        self.state_space = spaces.Box(np.zeros(2 + 3 * n, np.float32), high, dtype=np.float32)
         coordinator_obs = spaces.Dict({
             "observation": spaces.Box(0.0, 1.0, (1 + 3 * n,), np.float32),
             "action_mask": spaces.Box(0, 1, (n,), np.int8),
@@ -485,7 +488,8 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         return "".join(blocks)
 
     def state(self) -> np.ndarray:
-        """The global state: the coordinator's features and the round (after the end: zeros and the round)."""
+        """The global state, in ``state_space``: the coordinator's features and the round (after the end: zeros
+        and the round)."""
         if not hasattr(self, "question"):
             raise before_reset("state()")
         features = (
