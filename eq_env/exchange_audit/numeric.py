@@ -92,8 +92,11 @@ def _idle(role: str, observation: Mapping[str, Any]) -> bool:
 
 def _info(info: Mapping[str, Any]) -> dict[str, float]:
     audit = info.get("audit")
-    values = {**info, "audited": bool(audit["audited"]) if audit else False,
-              "illegal_action": "illegal_action" in info}  # (1: an action its mask forbade ended the episode)
+    values = {
+        **info,
+        "audited": bool(audit["audited"]) if audit else False,
+        "illegal_action": "illegal_action" in info,
+    }  # (1: an action its mask forbade ended the episode)
     return {key: float(values.get(key) or 0.0) for key in INFO_KEYS}
 
 
