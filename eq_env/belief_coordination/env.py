@@ -103,8 +103,9 @@ given: `questions=` a list of `Question` or a path to a GSM8K-style JSONL file
 ## Arguments
 
 ``belief_coordination_v0.parallel_env(config=None, preset=None, render_mode=None, answerer=None,
-questions=None, **fields)``: a configuration, or a preset (`paper`, `grid`,
-`nine`, `debate`, `null`) with any field overridden (`n_executors=5`).
+questions=None, observation_mode="text", **fields)``: a configuration, or a preset (`paper`, `grid`,
+`nine`, `debate`, `null`) with any field overridden (`n_executors=5`); `observation_mode="numeric"` (grid
+configurations) gives the numeric observation mode (see the version history; `eq_env.core.numeric`).
 `reset(seed=s, options={"episode": i})` plays episode `i` of seed `s`; `"episode"` is the only option (a
 game parameter such as `n_executors` is set when the environment is made). A call the API does not take —
 an unknown agent, a seed that is not a non-negative integer, options that are not a dict or hold another key,
@@ -114,6 +115,9 @@ before `reset()` — is refused with one clear error naming it, before anything 
 ## Version history
 
 * v0: first version.
+* v0, issue 24: `state_space` (the coordinator's features and the round); the numeric observation mode,
+  `observation_mode="numeric"` (grid configurations): `Dict(observation, action_mask int8)` and `Discrete`
+  actions, an idle agent allowed only its no-op, 0 (`eq_env.belief_coordination.numeric`).
 """
 
 from __future__ import annotations

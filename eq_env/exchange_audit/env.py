@@ -86,6 +86,20 @@ hold any characters but control characters other than whitespace. Typed helpers 
 and read these dicts: `eq_env.exchange_audit.spaces.encode_submission(Submission(...))`.
 An action outside its space raises `ActionError` naming the field.
 
+## Illegal actions
+
+The validator's APPROVE after a NO_TRADE is in its space but not legal (its
+mask is [1, 0]). With `illegal_actions="terminate"` (the default) it is
+played PettingZoo classic's way (`TerminateIllegalWrapper`, tictactoe): the
+episode ends (the repeated game's too, whatever rounds were left), the
+validator is rewarded −1 and the proposer 0, the game plays the only legal
+decision, BLOCK (the final info is that of a blocked NO_TRADE), and both
+agents' final info holds `"illegal_action": "validator_0"`. Mask-unaware
+utilities (`pettingzoo.utils.average_total_reward`, `pettingzoo.test.state_test`)
+therefore run. `illegal_actions="raise"` (strict) raises `ActionError`
+instead, and nothing is played. The runner never sends an illegal action: a
+single legal action is taken without asking the policy.
+
 ## Observations
 
 `proposer_0`: `phase` (0 proposal, 1 decision, 2 done), `intent`,
@@ -152,7 +166,13 @@ and the private state.
 ## Arguments
 
 `exchange_audit_v0.env(config=None, *, preset=None, reward_mode="welfare",
-render_mode=None, **overrides)`: `config` is an `ExchangeAuditConfig`;
+render_mode=None, illegal_actions="terminate", observation_mode="text", **overrides)`:
+`observation_mode="numeric"` gives every agent `Dict(observation=Box(float32),
+action_mask=Box(int8))` and `Discrete` actions instead (the proposer's 648
+artifacts of `eq_env.exchange_audit.features`; only the no-op, 0, legal for
+the agent whose phase it is not), numeric infos of fixed keys
+(`eq_env.exchange_audit.numeric.INFO_KEYS`), the same game otherwise
+(`eq_env.core.numeric.NumericModeEnv`). `config` is an `ExchangeAuditConfig`;
 otherwise the preset (default `"paper"`) — giving both is a `ValueError` —
 with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
@@ -193,6 +213,10 @@ first.
   (`"artifacts"`, `"text_only"`, `"action_only"`) withholds the typed claims,
   or the whole artifact, from the validator and the audit; it draws no random
   number, so every episode's position, noise and audit coin are as before.
+* v0, issue 24: the validator's APPROVE after a NO_TRADE ends the episode with −1 to
+  the validator (`illegal_actions="terminate"`, the new default) instead of raising
+  `ActionError` (`illegal_actions="raise"`); runner results are unchanged. The
+  numeric observation mode (`observation_mode="numeric"`).
 * v0, unchanged at the defaults (issue 14): pluggable claim schemas.
   `claim_schema` names a registered schema (`"paper"`, the default; `"rich"`,
   which adds a conditional hedge-cover claim and a required risk interval;
