@@ -9,7 +9,20 @@ game's own: only what an agent observes and sends is translated.
 
 The same adapter turns a trained numeric policy back into a policy of the runner
 (:meth:`NumericAdapter.env_action` on the observation the runner gives it), so training and play
-read observations the same way. Nothing here imports an RL library.
+read observations the same way. Nothing here imports an RL library; RLlib's own key for a masked
+observation's features (``"observations"``) is its adapter's business (:mod:`eq_env.baselines.rllib`).
+
+**The numeric observation mode.** The same adapters make every game's public numeric mode,
+``env(observation_mode="numeric")``, ``parallel_env(...)`` and ``raw_env(...)`` of its versioned module
+(:func:`with_observation_mode`; ``pettingzoo.make(..., observation_mode="numeric")`` too), for the libraries
+that batch observations (SuperSuit, Tianshou, TorchRL, AgileRL, BenchMARL): :class:`NumericModeEnv` and
+:class:`NumericModeParallelEnv` play the game's text environment as it is (every turn, the idle ones
+included; rewards, terminations, seeds and ``state()``), and :class:`NumericSpaces` gives each agent
+
+* the observation ``Dict({"observation": Box(float32, (L,)), "action_mask": Box(0, 1, (A,), int8)})``;
+* the action space ``Discrete(A)`` (a ``MultiDiscrete`` adapter space numbered in C order);
+* an agent with nothing to decide (idle, or done) exactly one legal action, its no-op;
+* infos of the same numeric keys at every step (``NumericAdapter.info``).
 """
 
 from __future__ import annotations
@@ -275,7 +288,7 @@ class NumericModeEnv(AECEnv):  # type: ignore[misc]
         super().__init__()
         self.env = text_env
         self.config = text_env.config
-        self.metadata = dict(text_env.metadata, is_parallelizable=False)
+        self.metadata = dict(text_env.metadata)
         self.render_mode = getattr(text_env, "render_mode", None)
         self.possible_agents = list(text_env.possible_agents)
         self.agents: list[str] = []
@@ -389,12 +402,11 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
         if not self.env.agents:
             return self.env.step(actions)  # type: ignore[no-any-return]  # (the game's refusal, in its words)
         numbers, seen = self.numbers, self._seen
-        acting = [a for a in self.env.agents if not numbers.idle(a, seen[a])]
-        checked_actions(actions, self.env.agents, acting)
+        checked_actions(actions, self.env.agents, ())  # (a missing acting agent: the game's refusal, in its words)
         sent = {}
         for agent, action in actions.items():
             played = numbers.env_action(agent, action, seen[agent])  # (checked, idle or not: Discrete(A))
-            if agent in acting:
+            if played is not None:  # (an idle agent's is not sent: the game would ignore it)
                 sent[agent] = played
         observations, rewards, terminations, truncations, infos = self.env.step(sent)
         self.agents = list(self.env.agents)
