@@ -231,16 +231,22 @@ def check_average_total_reward(env: Any, kwargs: Mapping[str, Any], seeds: Itera
         random.setstate(state)
 
 
-def check_state(env: Any, kwargs: Mapping[str, Any], num_cycles: int = 10) -> None:
-    """PettingZoo's ``state_test``: ``state_space`` is a space, ``state()`` lies in it after every step of
-    mask-unaware play (AEC) and after a parallel reset."""
-    import pettingzoo.test
+def check_state(env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12), num_cycles: int = 10) -> None:
+    """PettingZoo's ``state_test`` on each seed: ``state_space`` is a space, and ``state()`` lies in it after
+    every step of mask-unaware play (AEC, actions sampled from the whole space, seeded) and after a parallel
+    reset. (``state_test`` itself plays seed 0 only: its three parts are called here seed by seed.)"""
+    import importlib
 
+    _pettingzoo_test()
+    pz = importlib.import_module("pettingzoo.test.state_test")  # (the module: the package's name is the function)
     game = env_spec(env)
     aec, par = _aec(game, kwargs), game.module().parallel_env(**kwargs)
-    for agent in aec.possible_agents:
-        aec.action_space(agent).seed(0)
-    pettingzoo.test.state_test(aec, par, num_cycles=num_cycles)
+    pz.test_state_space(aec)
+    for seed in seeds:
+        for agent in aec.possible_agents:
+            aec.action_space(agent).seed(seed)
+        pz.test_state(aec, num_cycles, seed=seed)
+        pz.test_parallel_env(par, seed=seed)
 
 
 CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
