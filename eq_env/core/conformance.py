@@ -204,8 +204,9 @@ def check_agents(env: Any, kwargs: Mapping[str, Any]) -> None:
 # -- PettingZoo's utilities, which know nothing of masks ----------------------------------------------------
 
 
-def check_average_total_reward(env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12),
-                               episodes: int = 2, steps: int = 200) -> None:  # fmt: skip
+def check_average_total_reward(
+    env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12), episodes: int = 2, steps: int = 200
+) -> None:
     """PettingZoo's ``average_total_reward`` plays ``episodes`` of each seed's stream to the end: it reads no
     observation (so no mask) and samples every action from the action space, which a game must take (an action
     its mask forbids included: PettingZoo classic's convention, or the game's own). Python's ``random``, which

@@ -214,10 +214,12 @@ class NumericSpaces:
             self._nvec[agent] = nvec
             low = np.asarray(features.low, np.float32)
             high = np.asarray(features.high, np.float32)
-            self.observation_spaces[agent] = spaces.Dict({
-                "observation": spaces.Box(low, high, features.shape, np.float32),
-                "action_mask": spaces.Box(0, 1, (n,), np.int8),
-            })  # fmt: skip
+            self.observation_spaces[agent] = spaces.Dict(
+                {
+                    "observation": spaces.Box(low, high, features.shape, np.float32),
+                    "action_mask": spaces.Box(0, 1, (n,), np.int8),
+                }
+            )
             self.action_spaces[agent] = spaces.Discrete(n)
             self._all[agent] = _read_only(np.ones(n, np.int8))
             noop = np.zeros(n, np.int8)
@@ -384,12 +386,15 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
 
         return checked_agent(agent, self.possible_agents)  # type: ignore[no-any-return]
 
-    def _translated(self, observations: Mapping[str, Any], infos: Mapping[str, Any],
-                    done: bool = False) -> tuple[dict, dict]:  # fmt: skip
+    def _translated(
+        self, observations: Mapping[str, Any], infos: Mapping[str, Any], done: bool = False
+    ) -> tuple[dict, dict]:
         self._seen = dict(observations)
         numbers = self.numbers
-        return ({a: numbers.observe(a, o, done) for a, o in observations.items()},
-                {a: numbers.info(i) for a, i in infos.items()})  # fmt: skip
+        return (
+            {a: numbers.observe(a, o, done) for a, o in observations.items()},
+            {a: numbers.info(i) for a, i in infos.items()},
+        )
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         observations, infos = self.env.reset(seed=seed, options=options)
@@ -423,8 +428,9 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
         self.env.close()
 
 
-def with_observation_mode(env_id: str, text_env: Callable[..., Any], parallel: bool, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> Any:  # fmt: skip
+def with_observation_mode(
+    env_id: str, text_env: Callable[..., Any], parallel: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """``text_env(*args, **kwargs)`` in the ``observation_mode`` ``kwargs`` names (``"text"``, the default: the
     environment itself; ``"numeric"``: :class:`NumericModeParallelEnv` or :class:`NumericModeEnv` around it).
     What each game's versioned ``env``, ``parallel_env`` and ``raw_env`` are made with."""

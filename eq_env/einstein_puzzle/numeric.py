@@ -63,8 +63,10 @@ _OUTCOMES = {"accepted": 1.0, "rejected": 2.0, "illegal": 3.0}
 
 def _info(info: Mapping[str, Any]) -> dict[str, float]:
     last = info.get("last_action")
-    return {"last_outcome": _OUTCOMES.get(last["outcome"], 0.0) if last else 0.0,
-            **{key: float(info.get(key) or 0.0) for key in INFO_KEYS[1:]}}  # fmt: skip
+    return {
+        "last_outcome": _OUTCOMES.get(last["outcome"], 0.0) if last else 0.0,
+        **{key: float(info.get(key) or 0.0) for key in INFO_KEYS[1:]},
+    }
 
 
 ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,

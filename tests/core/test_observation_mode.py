@@ -13,8 +13,12 @@ from gymnasium import spaces
 from eq_env.core.spec import env_spec
 
 # (game, keywords): every game, in both APIs
-GAMES = [("exchange-audit", {}), ("exchange-audit-repeated", {"rounds": 3}), ("einstein-puzzle", {"max_steps": 12}),
-         ("belief-coordination", {"action_space": "grid", "rounds": 2})]  # fmt: skip
+GAMES = [
+    ("exchange-audit", {}),
+    ("exchange-audit-repeated", {"rounds": 3}),
+    ("einstein-puzzle", {"max_steps": 12}),
+    ("belief-coordination", {"action_space": "grid", "rounds": 2}),
+]
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
@@ -140,3 +144,12 @@ def test_text_mode_masks_are_never_all_zeros_in_the_parallel_api(name: str, kwar
         actions = {a: env.action_space(a).sample(observations[a].get("action_mask")) for a in env.agents}
         observations, *_ = env.step(actions)
     assert seen
+
+
+def test_belief_coordination_numeric_mode_without_the_grid_is_refused_in_one_line() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^belief coordination's numeric adapter \(observation_mode='numeric', RLlib\) "
+        r"needs action_space='grid' .*got 'box'$",
+    ):
+        _numeric("belief-coordination", {})
