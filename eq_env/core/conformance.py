@@ -709,8 +709,13 @@ class _Fuzzer:
                      ("reset",), True)  # fmt: skip
 
     def _acting(self, env: Any, obs: Any) -> tuple[list[str], set[str], bool]:
-        """The agents in play, those whose observation says they are idle, and whether that says who acts."""
+        """The agents in play, those that are idle, and whether that says who acts: the environment's own
+        ``idle(agent)`` where it has one (an idle agent's one legal no-op does not tell it from an acting agent
+        with one legal action), else what the observations say."""
         agents = list(env.agents)
+        told = getattr(env, "idle", None)
+        if callable(told):
+            return agents, {a for a in agents if told(a)}, True
         idle = {a for a in agents if _idle(obs[a])}
         return agents, idle, bool(idle)
 

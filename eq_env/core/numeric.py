@@ -408,15 +408,21 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
             return self.env.step(actions)  # type: ignore[no-any-return]  # (the game's refusal, in its words)
         numbers, seen = self.numbers, self._seen
         checked_actions(actions, self.env.agents, ())  # (a missing acting agent: the game's refusal, in its words)
-        sent = {}
-        for agent, action in actions.items():
-            played = numbers.env_action(agent, action, seen[agent])  # (checked, idle or not: Discrete(A))
-            if played is not None:  # (an idle agent's is not sent: the game would ignore it)
-                sent[agent] = played
+        # an idle agent's action is ignored, whatever it is, as in text mode; the others are checked and translated
+        sent = {a: numbers.env_action(a, x, seen[a]) for a, x in actions.items() if not self.idle(a)}
         observations, rewards, terminations, truncations, infos = self.env.step(sent)
         self.agents = list(self.env.agents)
         observations, infos = self._translated(observations, infos, done=not self.agents)
         return observations, rewards, terminations, truncations, infos
+
+    def idle(self, agent: str) -> bool:
+        """Whether ``agent`` has nothing to decide in this step (its action is ignored; its mask allows only its
+        no-op): the game's ``idle(agent)`` where its parallel environment has one, else the adapter's test."""
+        agent = self._known(agent)
+        told = getattr(self.env, "idle", None)
+        if callable(told):
+            return bool(told(agent))
+        return agent in self._seen and self.numbers.idle(agent, self._seen[agent])
 
     def state(self) -> Any:
         return self.env.state()

@@ -562,6 +562,12 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
             self.agents = []
         return observations, rewards, terminations, truncations, infos
 
+    def idle(self, agent: str) -> bool:
+        """Whether ``agent`` has nothing to decide in this step: it is not its turn, or the game is over (its mask
+        allows only ``pass``, and its action is ignored)."""
+        agent = checked_agent(agent, PLAYERS)
+        return not self.agents or agent != self._aec.agent_selection
+
     def state(self) -> np.ndarray:
         return self._aec.state()
 

@@ -64,7 +64,7 @@ def test_numeric_parallel_idle_agents_have_one_legal_no_op(name: str, kwargs: di
     while env.agents:
         for agent, obs in observations.items():
             assert env.observation_space(agent).contains(obs) and obs["action_mask"].any()  # (never all zeros)
-            if env.numbers.idle(agent, env._seen[agent]):
+            if env.idle(agent):
                 assert obs["action_mask"].sum() == 1
             one_legal += int(obs["action_mask"].sum() == 1)
         observations, _, _, _, infos = env.step({a: _legal(observations[a], rng) for a in env.agents})
