@@ -18,7 +18,12 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
   after a kill), and consecutive ``reset()`` calls after ``reset(seed=s)`` play
   episodes 0, 1, 2... of that stream;
 * a legal-action mask, where there is one, under ``"action_mask"`` in the
-  observation (a single legal action is taken without asking the policy);
+  observation (a single legal action is taken without asking the policy); an
+  agent with nothing to decide has exactly one legal action there, its no-op
+  (never a mask of zeros), and an action of the space its mask forbids is
+  played by the game's rule (PettingZoo classic's: the episode ends, the
+  offender penalised), never a crash, so that mask-unaware utilities run;
+* ``state()`` with its ``state_space``;
 * in a simultaneous-move game whose phases belong to different roles, ``"idle"``
   set in the observation of an agent with nothing to decide this step: the
   runner plays ``None`` for it, and the environment ignores whatever it is given;
