@@ -11,13 +11,19 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
 
 * ``env(**kwargs)``, ``parallel_env(**kwargs)`` and ``raw_env(**kwargs)``, taking
   ``config=`` (an instance of ``EnvSpec.config``), ``render_mode=`` and any
-  config field as a keyword;
+  config field as a keyword, and ``observation_mode=`` (``"text"``, the default, or ``"numeric"`` for a game
+  with a ``numeric`` adapter: :mod:`eq_env.core.numeric`);
 * ``reset(seed=s, options={"episode": i})`` plays episode ``i`` of seed ``s``'s
   stream (the runner plays episodes out of order, concurrently, and resumes
   after a kill), and consecutive ``reset()`` calls after ``reset(seed=s)`` play
   episodes 0, 1, 2... of that stream;
 * a legal-action mask, where there is one, under ``"action_mask"`` in the
-  observation (a single legal action is taken without asking the policy);
+  observation (a single legal action is taken without asking the policy); an
+  agent with nothing to decide has exactly one legal action there, its no-op
+  (never a mask of zeros), and an action of the space its mask forbids is
+  played by the game's rule (PettingZoo classic's: the episode ends, the
+  offender penalised), never a crash, so that mask-unaware utilities run;
+* ``state()`` with its ``state_space``;
 * in a simultaneous-move game whose phases belong to different roles, ``"idle"``
   set in the observation of an agent with nothing to decide this step: the
   runner plays ``None`` for it, and the environment ignores whatever it is given;
@@ -99,6 +105,8 @@ class EnvSpec:
         conformance: name → environment keywords: the configurations the conformance battery runs.
         views: Gymnasium id → ``"module:Class"``: single-agent views of a role, for RL libraries.
         batch: the game's :class:`BatchEngine`, if it has one.
+        numeric: the module of the game's :class:`~eq_env.core.numeric.NumericAdapter` (its ``ADAPTER``): what
+            ``observation_mode="numeric"`` observes and acts with ("" if the game has no numeric mode).
         cli: the module of the game's command-line parts (imported by the CLI only): ``COMMANDS``, a
             sequence of :class:`Command` (the subcommands the game contributes), and two optional hooks,
             ``describe_config(config) -> str`` (the parameters ``eq-env play`` shows beside the preset)
@@ -124,6 +132,7 @@ class EnvSpec:
     conformance: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
     views: Mapping[str, str] = field(default_factory=dict)
     batch: BatchEngine | None = None
+    numeric: str = ""
     cli: str = ""
     key_env: bool = True
 

@@ -121,14 +121,71 @@ class TestInvalidActions:
         with pytest.raises(ActionError, match=r"must be an integer"):
             env.step("APPROVE")
 
-    def test_approving_a_no_trade_is_illegal(self) -> None:
-        env = fresh()
+    def test_approving_a_no_trade_is_illegal_in_strict_mode(self) -> None:
+        env = fresh(illegal_actions="raise")
         env.step(honest_action(env, action=ProposerAction.NO_TRADE))
         assert env.observe(V)["action_mask"].tolist() == [1, 0]
         with pytest.raises(ActionError, match="nothing to approve"):
             env.step(1)
         env.step(0)
         assert all(env.terminations.values())
+
+    @pytest.mark.parametrize("make", ["env", "parallel_env"])
+    @pytest.mark.parametrize("game", ["exchange_audit_v0", "exchange_audit_repeated_v0"])
+    def test_approving_a_no_trade_ends_the_episode_as_pettingzoo_classic_does(self, make: str, game: str) -> None:
+        """By default (``illegal_actions="terminate"``) a masked action ends the episode, the offender rewarded -1
+        and the other agent 0 (TerminateIllegalWrapper's convention), the info naming the offender; the game
+        plays the only legal decision, BLOCK. The repeated game ends too, in its first round."""
+        import eq_env
+
+        module = getattr(eq_env, game)
+        env = getattr(module, make)()
+        no_trade = honest_action(fresh(), action=ProposerAction.NO_TRADE)  # (a valid NO_TRADE in both games)
+        env.reset(seed=0)
+        if make == "env":
+            env.step(no_trade)
+            env.step(np.int64(1))
+            rewards, infos, done = dict(env.rewards), env.infos, env.terminations
+        else:
+            env.step({P: no_trade})
+            _, rewards, done, _, infos = env.step({V: 1})
+        assert rewards == {P: 0.0, V: -1.0}
+        assert all(done.values()) and infos[P]["illegal_action"] == infos[V]["illegal_action"] == V
+        assert infos[V]["decision"] == "BLOCK" and infos[V]["proposer_action"] == "NO_TRADE"
+
+    @pytest.mark.parametrize("game", ["exchange_audit_v0", "exchange_audit_repeated_v0"])
+    def test_the_episode_record_shows_the_illegal_action(self, game: str) -> None:
+        """The record of an episode an illegal action ended names the offender (and survives JSON); a legal
+        episode's record has no such entry, as before."""
+        import eq_env
+        from eq_env.core.spec import spec_for_config
+
+        records = {}
+        for decision in (0, 1):  # BLOCK is legal after a NO_TRADE; APPROVE is not
+            env = getattr(eq_env, game).env(rounds=3) if "repeated" in game else exchange_audit_v0.env()
+            env.reset(seed=0)
+            env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+            env.step(decision)
+            if "repeated" in game and decision == 0:  # (the repeated game plays on: NO_TRADE, BLOCK to the end)
+                while not all(env.terminations.values()):
+                    env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+                    env.step(0)
+            spec = spec_for_config(env.unwrapped.config)
+            record = spec.record(env.unwrapped, 0, 0, {})
+            assert spec.record_from_dict(record.to_dict()) == record
+            records[decision] = record
+        assert records[1].illegal_action == "validator_0" and "illegal_action" in records[1].to_dict()
+        assert records[0].illegal_action is None and "illegal_action" not in records[0].to_dict()
+
+    def test_a_legal_game_has_no_illegal_action_in_its_info(self) -> None:
+        env = fresh()
+        env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+        env.step(0)
+        assert "illegal_action" not in env.infos[V] and env.rewards[V] == env.rewards[P] > 0
+
+    def test_an_unknown_illegal_actions_convention_is_refused_in_one_line(self) -> None:
+        with pytest.raises(ValueError, match=r"^illegal_actions must be 'terminate' or 'raise', got 'ignore'$"):
+            exchange_audit_v0.env(illegal_actions="ignore")
 
     def test_unknown_agent(self) -> None:
         with pytest.raises(KeyError, match="unknown agent 'trader'"):
