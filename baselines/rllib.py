@@ -34,13 +34,42 @@ import numpy as np
 
 from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 
-__all__ = ["EVAL_SEEDS", "RLlibPolicy", "RLlibResult", "adapter", "rllib_missing", "rllib_policy_for", "train",
-           "training_seeds"]  # fmt: skip
+__all__ = ["EVAL_SEEDS", "RLlibNumericEnv", "RLlibPolicy", "RLlibResult", "adapter", "rllib_keys", "rllib_missing",
+           "rllib_policy_for", "train", "training_seeds"]  # fmt: skip
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training plays the seeds of training_seeds(seed, ...), refused here
 NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
            "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
+# RLlib's action-masking modules read a masked observation's features under "observations"; the games' adapters
+# (and PettingZoo) say "observation": the key is renamed here, on RLlib's side only.
+RLLIB_FEATURES_KEY = "observations"
+
+
+def rllib_keys(x: Any) -> Any:
+    """A numeric observation, or its space, under RLlib's keys (a masked one's ``"observation"`` as
+    ``"observations"``); anything else as it is."""
+    from gymnasium import spaces
+
+    def key(k: str) -> str:
+        return RLLIB_FEATURES_KEY if k == "observation" else k
+
+    if isinstance(x, spaces.Dict):
+        return spaces.Dict({key(k): v for k, v in x.spaces.items()})
+    if isinstance(x, Mapping):
+        return {key(k): v for k, v in x.items()}
+    return x
+
+
+class RLlibNumericEnv(NumericAECEnv):  # type: ignore[misc]
+    """The game's :class:`NumericAECEnv` under RLlib's keys (:func:`rllib_keys`): what ``PettingZooEnv`` wraps."""
+
+    def __init__(self, adapter: NumericAdapter, config: Any = None) -> None:
+        super().__init__(adapter, config)
+        self._observation_spaces = {a: rllib_keys(s) for a, s in self._observation_spaces.items()}
+
+    def observe(self, agent: str) -> Any:
+        return rllib_keys(super().observe(agent))
 
 
 # What RLlib needs beyond Ray core: plain `ray` ships the ray.rllib sources without them, so finding
@@ -129,7 +158,7 @@ def _seeded_env_class() -> type:
     class SeededPettingZooEnv(PettingZooEnv):  # type: ignore[misc]
         """RLlib's ``PettingZooEnv``, its reset seed moved to the environment's own stream (:func:`_stream_seed`)."""
 
-        def __init__(self, env: NumericAECEnv, stream: Any) -> None:
+        def __init__(self, env: RLlibNumericEnv, stream: Any) -> None:
             super().__init__(env)
             self._stream = stream
 
@@ -148,7 +177,7 @@ def _make_env(env_config: Mapping[str, Any]) -> Any:
     spec = env_spec(env_config["env"])
     stream = functools.partial(_stream_seed, seed=env_config["seed"], worker=getattr(env_config, "worker_index", 0),
                                envs_per_runner=env_config["envs_per_runner"])  # fmt: skip
-    return _seeded_env_class()(NumericAECEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])), stream)
+    return _seeded_env_class()(RLlibNumericEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])), stream)
 
 
 def _module_of(modules: Mapping[str, str], agent_id: str, *args: Any, **kwargs: Any) -> str:
@@ -183,7 +212,7 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
     numeric = adapter(spec.id)
     specs = {}
     for role, module in numeric.modules.items():
-        masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observations"}
+        masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observation"}
         specs[module] = RLModuleSpec(module_class=ActionMaskingTorchRLModule if masked else None,
                                      model_config={"fcnet_hiddens": [64, 64]})  # fmt: skip
     env_config = {"env": spec.id, "config": config.to_dict(), "seed": seed, "envs_per_runner": envs_per_runner}
@@ -383,7 +412,7 @@ class RLlibPolicy:
                              f"observation {_shapes(numeric)}, trained on {self._shapes}; its policy.json has the "
                              "configuration): train it on this one")  # fmt: skip
         if isinstance(numeric, Mapping):
-            obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in numeric.items()}
+            obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in rllib_keys(numeric).items()}
         else:
             obs = torch.from_numpy(np.array(numeric, np.float32))[None]
         with torch.no_grad():

@@ -7,22 +7,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from eq_env.core.numeric import with_observation_mode
 from eq_env.core.wrappers import OrderEnforcingWrapper
-from eq_env.exchange_audit.repeated.env import RepeatedParallelEnv, raw_env
+from eq_env.exchange_audit.repeated.env import RepeatedParallelEnv
 from eq_env.exchange_audit.repeated.env import __doc__ as __doc__
+from eq_env.exchange_audit.repeated.env import raw_env as text_raw_env
 
-__all__ = ["OrderEnforcingWrapper", "env", "parallel_env", "raw_env"]
+__all__ = ["OrderEnforcingWrapper", "env", "parallel_env", "raw_env", "text_raw_env"]
+
+ID = "eq_env/exchange-audit-repeated-v0"
 
 
-def env(**kwargs: Any) -> OrderEnforcingWrapper:
+def env(*args: Any, **kwargs: Any) -> OrderEnforcingWrapper:
     """The AEC environment in PettingZoo's standard order-enforcing wrapper.
 
     Keyword arguments are those of :class:`raw_env`: ``config``, ``preset``, ``reward_mode``,
     ``render_mode`` and any field of the repeated game or of its stage game (``rounds=5``, ``q=0.3``…).
     """
-    return OrderEnforcingWrapper(raw_env(**kwargs))
+    return OrderEnforcingWrapper(raw_env(*args, **kwargs))
 
 
-def parallel_env(**kwargs: Any) -> RepeatedParallelEnv:
+def parallel_env(*args: Any, **kwargs: Any) -> Any:
     """The parallel-API environment (two steps per round); same arguments as :func:`env`."""
-    return RepeatedParallelEnv(**kwargs)
+    return with_observation_mode(ID, RepeatedParallelEnv, True, args, kwargs)
+
+
+def raw_env(*args: Any, **kwargs: Any) -> Any:
+    """The AEC environment without the order-enforcing wrapper: ``text_raw_env`` (the class) itself, or, with
+    ``observation_mode="numeric"``, :class:`~eq_env.core.numeric.NumericModeEnv` around it.
+
+    ``observation_mode`` (every maker of this module takes it): ``"text"`` (default), the observations the
+    manual describes; ``"numeric"``, ``Dict(observation=Box(float32), action_mask=Box(int8))`` observations
+    and ``Discrete`` actions, one legal no-op for an agent with nothing to decide, numeric infos of fixed
+    keys, the same game otherwise (:mod:`eq_env.core.numeric`). Anything else is a ValueError."""
+    return with_observation_mode(ID, text_raw_env, False, args, kwargs)

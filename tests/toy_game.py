@@ -2,8 +2,9 @@
 
 **Relay.** A counter starts at 0, 1 or 2 (chance). ``leader_0``, ``runner_0`` and
 ``runner_1`` take turns, in that order, each adding 1 or 2 (``Discrete(2)``:
-0 adds 1, 1 adds 2; adding 2 past the target is masked). Reaching the target
-exactly wins (+1 to everyone); ``max_turns`` turns without it is a truncation.
+0 adds 1, 1 adds 2; adding 2 past the target is masked, and ends the episode with −1 to
+the offender, as PettingZoo's classic games do). Reaching the target exactly wins (+1 to
+everyone); ``max_turns`` turns without it is a truncation.
 
 It exists to show that the core serves a game it was not written for: the
 runner, experiments, sweeps, the CLI and the conformance battery work on it
@@ -60,6 +61,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             "action_mask": spaces.Box(0, 1, (2,), np.int8),
         })  # fmt: skip
         self._act_space = spaces.Discrete(2)
+        # state(): the counter (past the target by at most 1) and the turns played
+        self.state_space = spaces.Box(0, np.array([self.config.target + 1, self.config.max_turns]), dtype=np.int64)
         self._seed: int | None = None
         self._episode = -1
         self.agents: list[str] = []
@@ -110,9 +113,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if not self._act_space.contains(action) or not self._mask()[int(action)]:
+        if not self._act_space.contains(action):
             raise ValueError(f"action {action!r} is not legal for {agent}")
         self._cumulative_rewards[agent] = 0.0
+        if not self._mask()[int(action)]:  # masked: the episode ends, the offender -1 (PettingZoo classic's way)
+            self.rewards = {a: -1.0 if a == agent else 0.0 for a in self.agents}
+            self.terminations = dict.fromkeys(self.agents, True)
+            self.infos = {a: {"success": False, "turns": self.turns} for a in self.agents}
+            self._accumulate_rewards()
+            return
         self.counter += int(action) + 1
         self.turns += 1
         done, cut = self.counter == self.config.target, self.turns >= self.config.max_turns
@@ -138,6 +147,7 @@ class parallel_env(ParallelEnv):  # noqa: N801
 
     def __init__(self, **kwargs: Any) -> None:
         self._aec = raw_env(**kwargs)
+        self.state_space = self._aec.state_space
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
 

@@ -103,8 +103,9 @@ given: `questions=` a list of `Question` or a path to a GSM8K-style JSONL file
 ## Arguments
 
 ``belief_coordination_v0.parallel_env(config=None, preset=None, render_mode=None, answerer=None,
-questions=None, **fields)``: a configuration, or a preset (`paper`, `grid`,
-`nine`, `debate`, `null`) with any field overridden (`n_executors=5`).
+questions=None, observation_mode="text", **fields)``: a configuration, or a preset (`paper`, `grid`,
+`nine`, `debate`, `null`) with any field overridden (`n_executors=5`); `observation_mode="numeric"` (grid
+configurations) gives the numeric observation mode (see the version history; `eq_env.core.numeric`).
 `reset(seed=s, options={"episode": i})` plays episode `i` of seed `s`; `"episode"` is the only option (a
 game parameter such as `n_executors` is set when the environment is made). A call the API does not take —
 an unknown agent, a seed that is not a non-negative integer, options that are not a dict or hold another key,
@@ -114,6 +115,9 @@ before `reset()` — is refused with one clear error naming it, before anything 
 ## Version history
 
 * v0: first version.
+* v0, issue 24: `state_space` (the coordinator's features and the round); the numeric observation mode,
+  `observation_mode="numeric"` (grid configurations): `Dict(observation, action_mask int8)` and `Discrete`
+  actions, an idle agent allowed only its no-op, 0 (`eq_env.belief_coordination.numeric`).
 """
 
 from __future__ import annotations
@@ -228,6 +232,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
             executor_obs["ranges"] = spaces.Box(np.stack([low, low], axis=1), np.stack([high, high], axis=1),
                                                 dtype=np.float32)  # fmt: skip
             self._ranges = np.stack([low, high], axis=1)
+        # state(): the coordinator's features, then the round (0 … rounds; rounds + 1 once committed)
+        high = np.array([1.0] * (1 + 3 * n) + [c.rounds + 1], np.float32)
+        self.state_space = spaces.Box(np.zeros(2 + 3 * n, np.float32), high, dtype=np.float32)
         coordinator_obs = spaces.Dict({
             "observation": spaces.Box(0.0, 1.0, (1 + 3 * n,), np.float32),
             "action_mask": spaces.Box(0, 1, (n,), np.int8),
@@ -485,7 +492,8 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         return "".join(blocks)
 
     def state(self) -> np.ndarray:
-        """The global state: the coordinator's features and the round (after the end: zeros and the round)."""
+        """The global state, in ``state_space``: the coordinator's features and the round (after the end: zeros
+        and the round)."""
         if not hasattr(self, "question"):
             raise before_reset("state()")
         features = (

@@ -20,6 +20,11 @@ executors answer, executors at the commit) only waits: :class:`NumericAECEnv` pl
 so each executor acts once per round and the coordinator once per episode. The texts (question,
 replies) are left out: they are for LLM coordinators. ``numeric_env(config)`` is the PettingZoo AEC
 environment RLlib's ``PettingZooEnv`` wraps.
+
+The same adapter makes the numeric observation mode, ``belief_coordination_v0.env(observation_mode="numeric")``
+(:class:`~eq_env.core.numeric.NumericModeEnv`, grid configurations only): every turn as the game plays it,
+an idle agent's mask allowing only its no-op (0), the others all legal, and infos of fixed numeric keys
+(:data:`INFO_KEYS`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from eq_env.belief_coordination.rules import EXECUTOR_FEATURES
 from eq_env.belief_coordination.spec import ID
 from eq_env.core.numeric import NumericAdapter, NumericAECEnv
 
-__all__ = ["ADAPTER", "numeric_env"]
+__all__ = ["ADAPTER", "INFO_KEYS", "numeric_env"]
 
 
 def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
@@ -62,9 +67,18 @@ def _env_action(role: str, action: Any, observation: Mapping[str, Any]) -> int:
     return int(np.asarray(action).reshape(-1)[0])  # the environment's own index (a grid point, an executor)
 
 
+# the numeric mode's infos: none (the game's infos hold no numbers an agent is told)
+INFO_KEYS: tuple[str, ...] = ()
+
+
+def _info(info: Mapping[str, Any]) -> dict[str, float]:
+    return {key: float(info.get(key) or 0.0) for key in INFO_KEYS}
+
+
 ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
                          observe=_observe, env_action=_env_action,
-                         modules={"executor": "executor", "coordinator": "coordinator"}, idle=_idle)  # fmt: skip
+                         modules={"executor": "executor", "coordinator": "coordinator"}, idle=_idle,
+                         info=_info)  # fmt: skip
 
 
 def numeric_env(config: BeliefCoordinationConfig | None = None) -> NumericAECEnv:

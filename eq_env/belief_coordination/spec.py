@@ -28,6 +28,14 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
     "debate": {"rounds": 3},
     "null-instrument": {"sensitive": False},
     "hard": {"difficulty": 1.0, "temperature_min": 0.5, "penalty_max": 1.5},
+    # the numeric observation mode (grid configurations: Box features, int8 mask, Discrete actions)
+    "numeric": {"observation_mode": "numeric", "action_space": "grid"},
+    "numeric-debate-one-executor": {
+        "observation_mode": "numeric",
+        "action_space": "grid",
+        "rounds": 3,
+        "n_executors": 1,
+    },
 }
 
 SPEC = register_env(
@@ -46,6 +54,7 @@ SPEC = register_env(
         default_policies={"executor": "fixed", "coordinator": "majority"},
         policy_modules=("eq_env.baselines.belief_coordination", "eq_env.agents.belief_coordination"),
         conformance=CONFORMANCE,
+        numeric="eq_env.belief_coordination.numeric",
         cli="eq_env.belief_coordination.cli",
     )
 )

@@ -15,7 +15,8 @@ The checks: PettingZoo's ``api_test``, ``parallel_api_test``, ``seed_test`` and
 original; ``render`` in ``"ansi"`` mode; an action outside the space refused
 with an error, not played; the episode-jump contract the runner relies on
 (``reset(seed=s, options={"episode": i})`` is the ``i``-th episode of seed
-``s``); and the agents the spec declares being the environment's.
+``s``); the agents the spec declares being the environment's; and PettingZoo's mask-unaware utilities,
+``average_total_reward`` over seeds 0–11 and ``state_test``.
 
 :func:`fuzz_api` goes further: a seeded fuzz of malformed calls of every kind on
 ``env()`` and ``parallel_env()``, each of which must work as documented or be
@@ -50,12 +51,14 @@ __all__ = [
     "action_verdict",
     "check_agents",
     "check_api",
+    "check_average_total_reward",
     "check_bad_actions",
     "check_copies",
     "check_episode_jump",
     "check_parallel_api",
     "check_render",
     "check_seeds",
+    "check_state",
     "fuzz_api",
 ]
 
@@ -200,6 +203,48 @@ def check_agents(env: Any, kwargs: Mapping[str, Any]) -> None:
         assert game.id in pettingzoo.aec_registry and game.id in pettingzoo.parallel_registry
 
 
+# -- PettingZoo's utilities, which know nothing of masks ----------------------------------------------------
+
+
+def check_average_total_reward(env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12),
+                               episodes: int = 2, steps: int = 200) -> None:  # fmt: skip
+    """PettingZoo's ``average_total_reward`` plays ``episodes`` of each seed's stream to the end: it reads no
+    observation (so no mask) and samples every action from the action space, which a game must take (an action
+    its mask forbids included: PettingZoo classic's convention, or the game's own). Python's ``random``, which
+    it draws from, is seeded per seed and restored afterwards."""
+    import contextlib
+    import io
+    import random
+
+    from pettingzoo.utils import average_total_reward
+
+    game, state = env_spec(env), random.getstate()
+    try:
+        for seed in seeds:
+            e = _aec(game, kwargs)
+            random.seed(seed)
+            e.reset(seed=seed)
+            for agent in e.possible_agents:
+                e.action_space(agent).seed(seed)
+            with contextlib.redirect_stdout(io.StringIO()):  # (it prints its average)
+                mean = average_total_reward(e, max_episodes=episodes, max_steps=steps)
+            assert np.isfinite(mean), (game.name, seed, mean)
+    finally:
+        random.setstate(state)
+
+
+def check_state(env: Any, kwargs: Mapping[str, Any], num_cycles: int = 10) -> None:
+    """PettingZoo's ``state_test``: ``state_space`` is a space, ``state()`` lies in it after every step of
+    mask-unaware play (AEC) and after a parallel reset."""
+    import pettingzoo.test
+
+    game = env_spec(env)
+    aec, par = _aec(game, kwargs), game.module().parallel_env(**kwargs)
+    for agent in aec.possible_agents:
+        aec.action_space(agent).seed(0)
+    pettingzoo.test.state_test(aec, par, num_cycles=num_cycles)
+
+
 CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
     check_api,
     check_parallel_api,
@@ -209,6 +254,8 @@ CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
     check_bad_actions,
     check_episode_jump,
     check_agents,
+    check_average_total_reward,
+    check_state,
 )
 
 

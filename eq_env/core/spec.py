@@ -11,7 +11,8 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
 
 * ``env(**kwargs)``, ``parallel_env(**kwargs)`` and ``raw_env(**kwargs)``, taking
   ``config=`` (an instance of ``EnvSpec.config``), ``render_mode=`` and any
-  config field as a keyword;
+  config field as a keyword, and ``observation_mode=`` (``"text"``, the default, or ``"numeric"`` for a game
+  with a ``numeric`` adapter: :mod:`eq_env.core.numeric`);
 * ``reset(seed=s, options={"episode": i})`` plays episode ``i`` of seed ``s``'s
   stream (the runner plays episodes out of order, concurrently, and resumes
   after a kill), and consecutive ``reset()`` calls after ``reset(seed=s)`` play
@@ -99,6 +100,8 @@ class EnvSpec:
         conformance: name → environment keywords: the configurations the conformance battery runs.
         views: Gymnasium id → ``"module:Class"``: single-agent views of a role, for RL libraries.
         batch: the game's :class:`BatchEngine`, if it has one.
+        numeric: the module of the game's :class:`~eq_env.core.numeric.NumericAdapter` (its ``ADAPTER``): what
+            ``observation_mode="numeric"`` observes and acts with ("" if the game has no numeric mode).
         cli: the module of the game's command-line parts (imported by the CLI only): ``COMMANDS``, a
             sequence of :class:`Command` (the subcommands the game contributes), and two optional hooks,
             ``describe_config(config) -> str`` (the parameters ``eq-env play`` shows beside the preset)
@@ -124,6 +127,7 @@ class EnvSpec:
     conformance: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
     views: Mapping[str, str] = field(default_factory=dict)
     batch: BatchEngine | None = None
+    numeric: str = ""
     cli: str = ""
     key_env: bool = True
 

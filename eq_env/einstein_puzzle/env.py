@@ -170,7 +170,9 @@ both agents. Infos are deterministic (no times).
 ## Arguments and seeds
 
 `einstein_puzzle_v0.env(config=None, *, preset=None, render_mode=None,
-**overrides)`: `config` is an `EinsteinPuzzleConfig`; otherwise the preset
+observation_mode="text", **overrides)`: `observation_mode="numeric"` gives the
+numeric observation mode (see the version history; `eq_env.core.numeric`).
+`config` is an `EinsteinPuzzleConfig`; otherwise the preset
 (default `"paper"`; `"paper_test"`: the suite; `"eight"`: 8 objects) with
 `overrides` (any of its fields: `n`, `comm_mode`, `max_steps`, `puzzles`,
 `private_share`, `max_depth`, `rejection_penalty`, `illegal_penalty`,
@@ -201,6 +203,9 @@ paper says (each has a test):
 ## Version history
 
 * v0: first version (eq_env 0.1.0).
+* v0, issue 24: the numeric observation mode, `observation_mode="numeric"`: `Dict(observation, action_mask
+  int8)` and `Discrete(48·n + 1)`, the player not to act (or both, once the game is over) allowed only `pass`,
+  numeric infos of fixed keys (`eq_env.einstein_puzzle.numeric`); text mode is unchanged.
 * v0, issue 16: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
   suite (`eq-env bench`).
 """

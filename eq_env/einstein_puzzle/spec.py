@@ -31,6 +31,9 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
     "suite": {"puzzles": "suite", "n": 6},
     "tiny-step-limit": {"max_steps": 3},  # (every episode is truncated)
     "penalties": {"rejection_penalty": 0.5, "illegal_penalty": 0.25, "pass_penalty": 0.1, "success_reward": 5.0},
+    # the numeric observation mode (Box features, int8 mask, Discrete actions: eq_env.core.numeric)
+    "numeric": {"observation_mode": "numeric"},
+    "numeric-five-objects-seek-only": {"observation_mode": "numeric", "n": 5, "comm_mode": "seek_only"},
 }
 
 SPEC = register_env(
@@ -49,6 +52,7 @@ SPEC = register_env(
         default_policies={"player_0": "planner", "player_1": "planner"},
         policy_modules=("eq_env.baselines.einstein_puzzle", "eq_env.agents.einstein_puzzle"),
         conformance=CONFORMANCE,
+        numeric="eq_env.einstein_puzzle.numeric",
         views={"eq_env/EinsteinPuzzle-v0": "eq_env.einstein_puzzle.views:EinsteinPuzzleEnv"},
         cli="eq_env.einstein_puzzle.cli",
     )

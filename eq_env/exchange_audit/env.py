@@ -86,6 +86,20 @@ hold any characters but control characters other than whitespace. Typed helpers 
 and read these dicts: `eq_env.exchange_audit.spaces.encode_submission(Submission(...))`.
 An action outside its space raises `ActionError` naming the field.
 
+## Illegal actions
+
+The validator's APPROVE after a NO_TRADE is in its space but not legal (its
+mask is [1, 0]). With `illegal_actions="terminate"` (the default) it is
+played PettingZoo classic's way (`TerminateIllegalWrapper`, tictactoe): the
+episode ends (the repeated game's too, whatever rounds were left), the
+validator is rewarded −1 and the proposer 0, the game plays the only legal
+decision, BLOCK (the final info is that of a blocked NO_TRADE), and both
+agents' final info holds `"illegal_action": "validator_0"`. Mask-unaware
+utilities (`pettingzoo.utils.average_total_reward`, `pettingzoo.test.state_test`)
+therefore run. `illegal_actions="raise"` (strict) raises `ActionError`
+instead, and nothing is played. The runner never sends an illegal action: a
+single legal action is taken without asking the policy.
+
 ## Observations
 
 `proposer_0`: `phase` (0 proposal, 1 decision, 2 done), `intent`,
@@ -152,7 +166,13 @@ and the private state.
 ## Arguments
 
 `exchange_audit_v0.env(config=None, *, preset=None, reward_mode="welfare",
-render_mode=None, **overrides)`: `config` is an `ExchangeAuditConfig`;
+render_mode=None, illegal_actions="terminate", observation_mode="text", **overrides)`:
+`observation_mode="numeric"` gives every agent `Dict(observation=Box(float32),
+action_mask=Box(int8))` and `Discrete` actions instead (the proposer's 648
+artifacts of `eq_env.exchange_audit.features`; only the no-op, 0, legal for
+the agent whose phase it is not), numeric infos of fixed keys
+(`eq_env.exchange_audit.numeric.INFO_KEYS`), the same game otherwise
+(`eq_env.core.numeric.NumericModeEnv`). `config` is an `ExchangeAuditConfig`;
 otherwise the preset (default `"paper"`) — giving both is a `ValueError` —
 with `overrides` (any of its fields: `q`, `B`, `V`, `L`,
 `alpha`, `audit_cost`, `max_words`, `ambiguous_rate`, `noise_sd`,
@@ -193,6 +213,10 @@ first.
   (`"artifacts"`, `"text_only"`, `"action_only"`) withholds the typed claims,
   or the whole artifact, from the validator and the audit; it draws no random
   number, so every episode's position, noise and audit coin are as before.
+* v0, issue 24: the validator's APPROVE after a NO_TRADE ends the episode with −1 to
+  the validator (`illegal_actions="terminate"`, the new default) instead of raising
+  `ActionError` (`illegal_actions="raise"`); runner results are unchanged. The
+  numeric observation mode (`observation_mode="numeric"`).
 * v0, unchanged at the defaults (issue 14): pluggable claim schemas.
   `claim_schema` names a registered schema (`"paper"`, the default; `"rich"`,
   which adds a conditional hedge-cover claim and a required risk interval;
@@ -247,6 +271,10 @@ VALIDATOR = "validator_0"
 ROLES = {"proposer": (PROPOSER,), "validator": (VALIDATOR,)}  # role -> its agents
 SEED_STREAMS = {"proposer": 10, "validator": 11}  # role -> the stream its policy's seed is drawn on
 REWARD_MODES = ("welfare", "individual")
+# What an action the mask forbids does (the validator's APPROVE after a NO_TRADE): "terminate", PettingZoo
+# classic's convention (its TerminateIllegalWrapper, tictactoe's), or "raise", an ActionError.
+ILLEGAL_ACTIONS = ("terminate", "raise")
+ILLEGAL_REWARD = -1.0  # the offender's reward when an illegal action ends the episode (PettingZoo classic's)
 _PHASES = tuple(np.int64(phase) for phase in Phase)  # an observation's "phase" entry, by Phase
 # The members' names by value (an enum's .name is a descriptor: slower than a tuple).
 _ACTION_NAMES = tuple(m.name for m in ProposerAction)
@@ -372,6 +400,14 @@ class _EpisodeBase(Generic[ConfigT, GameT]):
     def decide(self, action: Any) -> Payoffs:
         """The validator's decision: the payoffs of the game (the round) it ends."""
         raise NotImplementedError
+
+    def masked(self, action: Any) -> bool:
+        """Whether ``action`` is a validator's action of its space (0 or 1) that its mask forbids now."""
+        if isinstance(action, np.ndarray) and action.shape == () and action.dtype.kind in "iu":
+            action = action.item()
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) or not 0 <= action < 2:
+            return False
+        return not self.observe(VALIDATOR)["action_mask"][int(action)]
 
     def ended(self) -> tuple[bool, bool]:
         """After :meth:`decide`: whether the episode is over, (terminated, truncated)."""
@@ -523,6 +559,11 @@ class _Episode(_EpisodeBase[ExchangeAuditConfig, ExchangeAuditGame]):
 _TERMINATED = (True, False)
 
 
+def _illegal_rewards(offender: str) -> dict[str, float]:
+    """The rewards of a step an illegal action ends: PettingZoo classic's (the offender's ILLEGAL_REWARD, 0 else)."""
+    return {PROPOSER: 0.0, VALIDATOR: 0.0, offender: ILLEGAL_REWARD}
+
+
 def _outcome_info(episode: int, out: EpisodeOutcome, extra: Mapping[str, Any] = _NO_EXTRA) -> dict[str, Any]:
     """The info of a finished one-shot game (``extra`` goes after ``"episode"``)."""
     s, sub, audit = out.state, out.submission, out.audit
@@ -574,8 +615,12 @@ class _Adapter(Generic[ConfigT, GameT]):
         preset: str | None = None,
         reward_mode: str = "welfare",
         render_mode: str | None = None,
+        illegal_actions: str = "terminate",
         **overrides: Any,
     ) -> None:
+        if illegal_actions not in ILLEGAL_ACTIONS:
+            raise ValueError(f"illegal_actions must be 'terminate' or 'raise', got {illegal_actions!r}")
+        self.illegal_actions = illegal_actions
         config = self._config_class.resolve(config, preset, overrides)
         self._episode = self._episode_class(config, reward_mode, render_mode)
         self.config = self._episode.config
@@ -608,6 +653,15 @@ class _Adapter(Generic[ConfigT, GameT]):
     def episode_index(self) -> int:
         """Index of the current episode in its seed's stream."""
         return self._episode.episode_index
+
+    def _decide(self, action: Any) -> tuple[Payoffs, bool]:
+        """The validator's decision and whether it was illegal: under ``illegal_actions="terminate"`` an action
+        its mask forbids is played as the only legal one, BLOCK (the game's record is that of the NO_TRADE),
+        and ends the episode (:meth:`_illegal_step`)."""
+        episode = self._episode
+        if self.illegal_actions == "terminate" and episode.masked(action):
+            return episode.decide(0), True
+        return episode.decide(action), False
 
     def state(self) -> np.ndarray:
         """The private position: ambiguous, intent, risk limit, delta limit, true risk,
@@ -702,13 +756,13 @@ class _AECAdapter(_Adapter[ConfigT, GameT], AECEnv):
             self._proposed()
             self.agent_selection = VALIDATOR
         else:
-            result = episode.decide(action)
+            result, illegal = self._decide(action)
             self._cumulative_rewards[agent] = 0.0
-            self.rewards = episode.rewards(result)
-            info = episode.final_info()
+            self.rewards = episode.rewards(result) if not illegal else _illegal_rewards(agent)
+            info = episode.final_info() if not illegal else {**episode.final_info(), "illegal_action": agent}
             # each agent its own copy (the first takes the original, which nothing else holds)
             self.infos = {a: info if i == 0 else _copy_info(info) for i, a in enumerate(self.agents)}
-            terminated, truncated = episode.ended()
+            terminated, truncated = episode.ended() if not illegal else _TERMINATED
             if terminated:
                 self.terminations = {a: True for a in self.agents}
             elif truncated:
@@ -751,10 +805,10 @@ class _ParallelAdapter(_Adapter[ConfigT, GameT], ParallelEnv):
             terminated = truncated = False
             infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         else:
-            result = episode.decide(actions[VALIDATOR])
-            rewards = episode.rewards(result)
-            terminated, truncated = episode.ended()
-            info = episode.final_info()
+            result, illegal = self._decide(actions[VALIDATOR])
+            rewards = episode.rewards(result) if not illegal else _illegal_rewards(VALIDATOR)
+            terminated, truncated = episode.ended() if not illegal else _TERMINATED
+            info = episode.final_info() if not illegal else {**episode.final_info(), "illegal_action": VALIDATOR}
             infos = {a: _copy_info(info) for a in self.agents}
         observations = self._observations()
         terminations = {a: terminated for a in self.agents}

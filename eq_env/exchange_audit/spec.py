@@ -52,6 +52,10 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
     "action-only-always-audited": {"q": 1.0, "B": 2, "regime": "action_only"},
     "rich-claim-schema": {"claim_schema": "rich", "q": 0.7},
     "rich-claim-schema-spot-check": {"claim_schema": "rich", "q": 1.0, "B": 2, "miss_intent": 0.2},
+    # the numeric observation mode (Box features, int8 mask, Discrete actions: eq_env.core.numeric)
+    "numeric": {"observation_mode": "numeric"},
+    "numeric-rich-claim-schema-individual": {"observation_mode": "numeric", "claim_schema": "rich", "q": 0.7,
+                                             "reward_mode": "individual"},
 }  # fmt: skip
 
 SPEC = register_env(
@@ -70,6 +74,7 @@ SPEC = register_env(
         default_policies={"proposer": "honest", "validator": "rule"},
         policy_modules=("eq_env.baselines.exchange_audit", "eq_env.agents.exchange_audit"),
         conformance=CONFORMANCE,
+        numeric="eq_env.exchange_audit.numeric",
         views={
             "eq_env/ExchangeAuditProposer-v0": "eq_env.exchange_audit.views:ExchangeAuditProposerEnv",
             "eq_env/ExchangeAuditValidator-v0": "eq_env.exchange_audit.views:ExchangeAuditValidatorEnv",

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from pettingzoo.test import api_test
 
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
@@ -60,6 +61,25 @@ def test_exchange_audit_passes_pettingzoo_api_test() -> None:
 
 
 @pytest.mark.parametrize("name", GAMES)
+def test_numeric_env_has_the_games_state_and_pettingzoos_key(name: str) -> None:
+    """The adapter's environment has ``state()`` and ``state_space`` (the game's), and a masked observation's
+    features under PettingZoo's ``"observation"`` (RLlib's ``"observations"`` is its adapter's, below)."""
+    from eq_env.baselines.rllib import RLlibNumericEnv
+
+    env = GAMES[name]()
+    env.reset(seed=0)
+    assert env.state_space.contains(env.state())
+    rllib = RLlibNumericEnv(env.adapter, env.config)
+    rllib.reset(seed=0)
+    for agent in env.possible_agents:
+        space, seen = env.observation_space(agent), env.observe(agent)
+        if isinstance(space, spaces.Dict):
+            assert set(space.spaces) == set(seen) == {"observation", "action_mask"}
+            assert set(rllib.observation_space(agent).spaces) == {"observations", "action_mask"}
+            assert rllib.observation_space(agent).contains(rllib.observe(agent))
+
+
+@pytest.mark.parametrize("name", GAMES)
 def test_numeric_actions_play_as_the_game_plays_their_translation(name: str) -> None:
     """The numeric environment and the raw one, given the translated actions, play the same episodes."""
     numeric = GAMES[name]()
@@ -81,11 +101,13 @@ def test_numeric_actions_play_as_the_game_plays_their_translation(name: str) -> 
     assert raw_returns == returns
 
 
-def test_exchange_audit_validator_approval_outside_the_mask_is_a_block() -> None:
+def test_exchange_audit_validator_approval_outside_the_mask_goes_to_the_game() -> None:
+    """A masked approval is sent as it is, so the game's convention for an illegal action applies (a masked
+    module never sends one)."""
     env = exchange_env()
     env.reset(seed=0)
     obs = {"action_mask": np.array([1, 0], np.int8)}
-    assert env.adapter.env_action("validator", 1, obs) == 0
+    assert env.adapter.env_action("validator", 1, obs) == 1
 
 
 def test_belief_coordination_agents_act_only_in_their_phase() -> None:
@@ -207,7 +229,7 @@ def test_exchange_audit_validator_sees_its_mask_so_it_learns_nothing_from_a_forc
     from eq_env.exchange_audit.features import artifact_nvec
 
     env = exchange_env()
-    assert set(env.observation_space("validator_0").spaces) == {"action_mask", "observations"}
+    assert set(env.observation_space("validator_0").spaces) == {"action_mask", "observation"}
     nvec = artifact_nvec()
     seen = set()
     env.reset(seed=0)

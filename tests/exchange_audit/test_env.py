@@ -121,14 +121,47 @@ class TestInvalidActions:
         with pytest.raises(ActionError, match=r"must be an integer"):
             env.step("APPROVE")
 
-    def test_approving_a_no_trade_is_illegal(self) -> None:
-        env = fresh()
+    def test_approving_a_no_trade_is_illegal_in_strict_mode(self) -> None:
+        env = fresh(illegal_actions="raise")
         env.step(honest_action(env, action=ProposerAction.NO_TRADE))
         assert env.observe(V)["action_mask"].tolist() == [1, 0]
         with pytest.raises(ActionError, match="nothing to approve"):
             env.step(1)
         env.step(0)
         assert all(env.terminations.values())
+
+    @pytest.mark.parametrize("make", ["env", "parallel_env"])
+    @pytest.mark.parametrize("game", ["exchange_audit_v0", "exchange_audit_repeated_v0"])
+    def test_approving_a_no_trade_ends_the_episode_as_pettingzoo_classic_does(self, make: str, game: str) -> None:
+        """By default (``illegal_actions="terminate"``) a masked action ends the episode, the offender rewarded -1
+        and the other agent 0 (TerminateIllegalWrapper's convention), the info naming the offender; the game
+        plays the only legal decision, BLOCK. The repeated game ends too, in its first round."""
+        import eq_env
+
+        module = getattr(eq_env, game)
+        env = getattr(module, make)()
+        no_trade = honest_action(fresh(), action=ProposerAction.NO_TRADE)  # (a valid NO_TRADE in both games)
+        env.reset(seed=0)
+        if make == "env":
+            env.step(no_trade)
+            env.step(np.int64(1))
+            rewards, infos, done = dict(env.rewards), env.infos, env.terminations
+        else:
+            env.step({P: no_trade})
+            _, rewards, done, _, infos = env.step({V: 1})
+        assert rewards == {P: 0.0, V: -1.0}
+        assert all(done.values()) and infos[P]["illegal_action"] == infos[V]["illegal_action"] == V
+        assert infos[V]["decision"] == "BLOCK" and infos[V]["proposer_action"] == "NO_TRADE"
+
+    def test_a_legal_game_has_no_illegal_action_in_its_info(self) -> None:
+        env = fresh()
+        env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+        env.step(0)
+        assert "illegal_action" not in env.infos[V] and env.rewards[V] == env.rewards[P] > 0
+
+    def test_an_unknown_illegal_actions_convention_is_refused_in_one_line(self) -> None:
+        with pytest.raises(ValueError, match=r"^illegal_actions must be 'terminate' or 'raise', got 'ignore'$"):
+            exchange_audit_v0.env(illegal_actions="ignore")
 
     def test_unknown_agent(self) -> None:
         with pytest.raises(KeyError, match="unknown agent 'trader'"):

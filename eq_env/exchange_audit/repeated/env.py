@@ -93,7 +93,9 @@ total is the δ-discounted sum.
 ## Arguments
 
 `exchange_audit_repeated_v0.env(config=None, *, preset=None, reward_mode="welfare", render_mode=None,
-**overrides)`: `config` is a `RepeatedConfig`; otherwise the preset (`"paper"` default, `"paper_scripted"`,
+illegal_actions="terminate", observation_mode="text", **overrides)`: `illegal_actions` and `observation_mode`
+as in the one-shot game (an illegal approval ends the whole repeated game). `config` is a `RepeatedConfig`;
+otherwise the preset (`"paper"` default, `"paper_scripted"`,
 `"paper_main_script"`: the one-shot presets) with `overrides`, any field of the repeated game (`rounds`,
 `continuation`, `audit_policy`, `gamma`, `q_min`, `reset_on_fail`, `q_punish`, `punish_rounds`) or of the
 stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming the field.
@@ -104,6 +106,9 @@ stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming t
 ## Version history
 
 * v0: first release (issue 14, item 1).
+* v0, issue 24: an illegal approval ends the repeated game (`illegal_actions`, as in the one-shot game's
+  manual); the numeric observation mode (`observation_mode="numeric"`: the one-shot game's features and the
+  record's, `eq_env.exchange_audit.repeated.numeric`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
                                      "q_punish": 0.9, "punish_rounds": 2},
     "noisy-audits": {"rounds": 4, "audit_policy": "trigger", "q": 0.7, "miss_intent": 0.3,
                      "false_fail_risk_within_limit": 0.2},
+    # the numeric observation mode (Box features, int8 mask, Discrete actions: eq_env.core.numeric)
+    "numeric": {"observation_mode": "numeric"},
+    "numeric-trigger-geometric": {"observation_mode": "numeric", "rounds": 6, "continuation": 0.7,
+                                  "audit_policy": "trigger", "q": 0.4},
 }  # fmt: skip
 
 SPEC = register_env(
@@ -51,6 +55,7 @@ SPEC = register_env(
         default_policies={"proposer": "honest", "validator": "rule"},
         policy_modules=("eq_env.baselines.exchange_audit.repeated",),
         conformance=CONFORMANCE,
+        numeric="eq_env.exchange_audit.repeated.numeric",
         cli="eq_env.exchange_audit.repeated.cli",
         views={
             "eq_env/ExchangeAuditRepeatedProposer-v0": "eq_env.exchange_audit.repeated.views:RepeatedProposerEnv",
