@@ -118,28 +118,3 @@ def flatten_numeric(env: Any) -> Any:
         return np.concatenate([obs["observation"], obs["action_mask"].astype(np.float32)])
 
     return ss.observation_lambda_v0(env, flat, lambda _space: box)
-
-
-def play_aec(spec: EnvSpec, choose: Any, *, episodes: int, seed: int) -> tuple[list[float], int]:
-    """Play ``episodes`` episodes of the game's AEC environment (numeric mode), each agent's action
-    ``choose(agent, observation)``; every action checked against the agent's mask. Returns each episode's
-    summed reward over agents, and the number of decisions."""
-    env = aec_env(spec)
-    returns: list[float] = []
-    decisions = 0
-    for episode in range(episodes):
-        env.reset(seed=seed + episode)
-        total = 0.0
-        for agent in env.agent_iter():
-            obs, reward, terminated, truncated, _ = env.last()
-            total += float(reward)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            action = int(choose(agent, obs))
-            assert obs["action_mask"][action] == 1, (spec.name, agent, action)
-            decisions += 1
-            env.step(action)
-        returns.append(total)
-    env.close()
-    return returns, decisions

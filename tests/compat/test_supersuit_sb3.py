@@ -52,7 +52,9 @@ def test_ppo_shares_one_policy_across_agents_and_evaluates_on_the_pettingzoo_env
     vec.close()
 
     # Evaluation on the PettingZoo env (the wrapped parallel one): the shared policy's likeliest legal action.
-    padded = pad_numeric(parallel_env(spec)).observation_space(agents[0])
+    game = parallel_env(spec)
+    actions = {a: int(game.action_space(a).n) for a in agents}  # each agent's own A
+    padded = pad_numeric(game).observation_space(agents[0])
     start = padded["observation"].shape[0]
     end = start + padded["action_mask"].shape[0]
     decisions = 0
@@ -65,7 +67,9 @@ def test_ppo_shares_one_policy_across_agents_and_evaluates_on_the_pettingzoo_env
                 probs = model.policy.get_distribution(model.policy.obs_to_tensor(batch)[0]).distribution.probs
             legal = batch[:, start:end] > 0
             chosen = np.where(legal, probs.numpy(), -1.0).argmax(axis=1)
-            assert legal[np.arange(len(chosen)), chosen].all()
+            own = np.array([actions[a] for a in env.agents])
+            assert legal.any(axis=1).all() and (chosen < own).all()  # a padded action is never legal
+            assert not any(legal[i, n:].any() for i, n in enumerate(own))
             decisions += len(chosen)
             obs, rewards, _, _, _ = env.step(dict(zip(env.agents, chosen.tolist(), strict=True)))
             total += sum(rewards.values())
