@@ -45,8 +45,9 @@ __all__ = ["ADAPTER", "INFO_KEYS", "numeric_env"]
 
 def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
     if config.action_space != "grid":
-        raise ValueError("belief coordination's numeric adapter needs action_space='grid' (its executors choose "
-                         f"points of the (T, p) grid), got {config.action_space!r}")  # fmt: skip
+        raise ValueError("belief coordination's numeric adapter (observation_mode='numeric', RLlib) needs "
+                         "action_space='grid' (its executors choose points of the (T, p) grid), got "
+                         f"{config.action_space!r}")  # fmt: skip
     size = EXECUTOR_FEATURES if role == "executor" else 1 + 3 * config.n_executors
     return spaces.Box(0.0, 1.0, (size,), np.float32)
 

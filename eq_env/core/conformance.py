@@ -206,8 +206,9 @@ def check_agents(env: Any, kwargs: Mapping[str, Any]) -> None:
 # -- PettingZoo's utilities, which know nothing of masks ----------------------------------------------------
 
 
-def check_average_total_reward(env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12),
-                               episodes: int = 2, steps: int = 200) -> None:  # fmt: skip
+def check_average_total_reward(
+    env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12), episodes: int = 2, steps: int = 200
+) -> None:
     """PettingZoo's ``average_total_reward`` plays ``episodes`` of each seed's stream to the end: it reads no
     observation (so no mask) and samples every action from the action space, which a game must take (an action
     its mask forbids included: PettingZoo classic's convention, or the game's own). Python's ``random``, which
@@ -233,16 +234,22 @@ def check_average_total_reward(env: Any, kwargs: Mapping[str, Any], seeds: Itera
         random.setstate(state)
 
 
-def check_state(env: Any, kwargs: Mapping[str, Any], num_cycles: int = 10) -> None:
-    """PettingZoo's ``state_test``: ``state_space`` is a space, ``state()`` lies in it after every step of
-    mask-unaware play (AEC) and after a parallel reset."""
-    import pettingzoo.test
+def check_state(env: Any, kwargs: Mapping[str, Any], seeds: Iterable[int] = range(12), num_cycles: int = 10) -> None:
+    """PettingZoo's ``state_test`` on each seed: ``state_space`` is a space, and ``state()`` lies in it after
+    every step of mask-unaware play (AEC, actions sampled from the whole space, seeded) and after a parallel
+    reset. (``state_test`` itself plays seed 0 only: its three parts are called here seed by seed.)"""
+    import importlib
 
+    _pettingzoo_test()
+    pz = importlib.import_module("pettingzoo.test.state_test")  # (the module: the package's name is the function)
     game = env_spec(env)
     aec, par = _aec(game, kwargs), game.module().parallel_env(**kwargs)
-    for agent in aec.possible_agents:
-        aec.action_space(agent).seed(0)
-    pettingzoo.test.state_test(aec, par, num_cycles=num_cycles)
+    pz.test_state_space(aec)
+    for seed in seeds:
+        for agent in aec.possible_agents:
+            aec.action_space(agent).seed(seed)
+        pz.test_state(aec, num_cycles, seed=seed)
+        pz.test_parallel_env(par, seed=seed)
 
 
 CHECKS: tuple[Callable[[Any, Mapping[str, Any]], None], ...] = (
@@ -704,8 +711,13 @@ class _Fuzzer:
                      ("reset",), True)  # fmt: skip
 
     def _acting(self, env: Any, obs: Any) -> tuple[list[str], set[str], bool]:
-        """The agents in play, those whose observation says they are idle, and whether that says who acts."""
+        """The agents in play, those that are idle, and whether that says who acts: the environment's own
+        ``idle(agent)`` where it has one (an idle agent's one legal no-op does not tell it from an acting agent
+        with one legal action), else what the observations say."""
         agents = list(env.agents)
+        told = getattr(env, "idle", None)
+        if callable(told):
+            return agents, {a for a in agents if told(a)}, True
         idle = {a for a in agents if _idle(obs[a])}
         return agents, idle, bool(idle)
 

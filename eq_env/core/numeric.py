@@ -9,7 +9,20 @@ game's own: only what an agent observes and sends is translated.
 
 The same adapter turns a trained numeric policy back into a policy of the runner
 (:meth:`NumericAdapter.env_action` on the observation the runner gives it), so training and play
-read observations the same way. Nothing here imports an RL library.
+read observations the same way. Nothing here imports an RL library; RLlib's own key for a masked
+observation's features (``"observations"``) is its adapter's business (:mod:`eq_env.baselines.rllib`).
+
+**The numeric observation mode.** The same adapters make every game's public numeric mode,
+``env(observation_mode="numeric")``, ``parallel_env(...)`` and ``raw_env(...)`` of its versioned module
+(:func:`with_observation_mode`; ``pettingzoo.make(..., observation_mode="numeric")`` too), for the libraries
+that batch observations (SuperSuit, Tianshou, TorchRL, AgileRL, BenchMARL): :class:`NumericModeEnv` and
+:class:`NumericModeParallelEnv` play the game's text environment as it is (every turn, the idle ones
+included; rewards, terminations, seeds and ``state()``), and :class:`NumericSpaces` gives each agent
+
+* the observation ``Dict({"observation": Box(float32, (L,)), "action_mask": Box(0, 1, (A,), int8)})``;
+* the action space ``Discrete(A)`` (a ``MultiDiscrete`` adapter space numbered in C order);
+* an agent with nothing to decide (idle, or done) exactly one legal action, its no-op;
+* infos of the same numeric keys at every step (``NumericAdapter.info``).
 """
 
 from __future__ import annotations
@@ -201,10 +214,12 @@ class NumericSpaces:
             self._nvec[agent] = nvec
             low = np.asarray(features.low, np.float32)
             high = np.asarray(features.high, np.float32)
-            self.observation_spaces[agent] = spaces.Dict({
-                "observation": spaces.Box(low, high, features.shape, np.float32),
-                "action_mask": spaces.Box(0, 1, (n,), np.int8),
-            })  # fmt: skip
+            self.observation_spaces[agent] = spaces.Dict(
+                {
+                    "observation": spaces.Box(low, high, features.shape, np.float32),
+                    "action_mask": spaces.Box(0, 1, (n,), np.int8),
+                }
+            )
             self.action_spaces[agent] = spaces.Discrete(n)
             self._all[agent] = _read_only(np.ones(n, np.int8))
             noop = np.zeros(n, np.int8)
@@ -275,7 +290,7 @@ class NumericModeEnv(AECEnv):  # type: ignore[misc]
         super().__init__()
         self.env = text_env
         self.config = text_env.config
-        self.metadata = dict(text_env.metadata, is_parallelizable=False)
+        self.metadata = dict(text_env.metadata)
         self.render_mode = getattr(text_env, "render_mode", None)
         self.possible_agents = list(text_env.possible_agents)
         self.agents: list[str] = []
@@ -371,12 +386,15 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
 
         return checked_agent(agent, self.possible_agents)  # type: ignore[no-any-return]
 
-    def _translated(self, observations: Mapping[str, Any], infos: Mapping[str, Any],
-                    done: bool = False) -> tuple[dict, dict]:  # fmt: skip
+    def _translated(
+        self, observations: Mapping[str, Any], infos: Mapping[str, Any], done: bool = False
+    ) -> tuple[dict, dict]:
         self._seen = dict(observations)
         numbers = self.numbers
-        return ({a: numbers.observe(a, o, done) for a, o in observations.items()},
-                {a: numbers.info(i) for a, i in infos.items()})  # fmt: skip
+        return (
+            {a: numbers.observe(a, o, done) for a, o in observations.items()},
+            {a: numbers.info(i) for a, i in infos.items()},
+        )
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
         observations, infos = self.env.reset(seed=seed, options=options)
@@ -389,17 +407,22 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
         if not self.env.agents:
             return self.env.step(actions)  # type: ignore[no-any-return]  # (the game's refusal, in its words)
         numbers, seen = self.numbers, self._seen
-        acting = [a for a in self.env.agents if not numbers.idle(a, seen[a])]
-        checked_actions(actions, self.env.agents, acting)
-        sent = {}
-        for agent, action in actions.items():
-            played = numbers.env_action(agent, action, seen[agent])  # (checked, idle or not: Discrete(A))
-            if agent in acting:
-                sent[agent] = played
+        checked_actions(actions, self.env.agents, ())  # (a missing acting agent: the game's refusal, in its words)
+        # an idle agent's action is ignored, whatever it is, as in text mode; the others are checked and translated
+        sent = {a: numbers.env_action(a, x, seen[a]) for a, x in actions.items() if not self.idle(a)}
         observations, rewards, terminations, truncations, infos = self.env.step(sent)
         self.agents = list(self.env.agents)
         observations, infos = self._translated(observations, infos, done=not self.agents)
         return observations, rewards, terminations, truncations, infos
+
+    def idle(self, agent: str) -> bool:
+        """Whether ``agent`` has nothing to decide in this step (its action is ignored; its mask allows only its
+        no-op): the game's ``idle(agent)`` where its parallel environment has one, else the adapter's test."""
+        agent = self._known(agent)
+        told = getattr(self.env, "idle", None)
+        if callable(told):
+            return bool(told(agent))
+        return agent in self._seen and self.numbers.idle(agent, self._seen[agent])
 
     def state(self) -> Any:
         return self.env.state()
@@ -411,8 +434,9 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
         self.env.close()
 
 
-def with_observation_mode(env_id: str, text_env: Callable[..., Any], parallel: bool, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> Any:  # fmt: skip
+def with_observation_mode(
+    env_id: str, text_env: Callable[..., Any], parallel: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """``text_env(*args, **kwargs)`` in the ``observation_mode`` ``kwargs`` names (``"text"``, the default: the
     environment itself; ``"numeric"``: :class:`NumericModeParallelEnv` or :class:`NumericModeEnv` around it).
     What each game's versioned ``env``, ``parallel_env`` and ``raw_env`` are made with."""

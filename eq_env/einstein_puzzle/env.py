@@ -9,7 +9,7 @@
 | Manual control       | No                                                                         |
 | Agents               | `agents = ['player_0', 'player_1']`                                        |
 | Number of agents     | 2                                                                          |
-| Action mask          | the acting agent's legal actions, under `"action_mask"` (all zeros for the other) |
+| Action mask          | the acting agent's legal actions, under `"action_mask"` (only `pass` for the other) |
 | Observation          | Dict: `"observation"` Box(0, 1, float32), `"action_mask"` Box(0, 1, int8), `"text"` Text |
 
 Two players sort n objects (4–8 in the paper; up to 16 here) into the four
@@ -125,9 +125,11 @@ A Dict of three entries, built for the agent asked:
   the constraints (flags; contents only for those it knows), the object the
   partner just asked about, the last four turns (see
   `eq_env.einstein_puzzle.spaces` for the layout);
-* `"action_mask"`: `int8`, 1 = legal; the acting agent's legal actions, all
-  zeros for the agent not to act and once the game is over (as in
-  PettingZoo's classic games);
+* `"action_mask"`: `int8`, 1 = legal; the acting agent's legal actions; for
+  the agent not to act, and for both once the game is over, only `pass` (an
+  agent with nothing to decide has exactly one legal no-op, in every game of
+  eq_env: samplers that batch masks, TorchRL's, fail on a mask of zeros);
+  what the waiting agent sends is ignored;
 * `"text"`: the paper's text observation (`text.describe(state, player)`):
   the side and reachable bins, the mode and the actions it allows in the
   action grammar (`move 3 from common to top_left`, `share 2`, `ask 5`,
@@ -203,6 +205,8 @@ paper says (each has a test):
 ## Version history
 
 * v0: first version (eq_env 0.1.0).
+* v0, issue 24: the mask of the player not to act (and of both after the end) allows `pass` only, not
+  nothing; play is unchanged (that player's action was and is ignored).
 * v0, issue 24: the numeric observation mode, `observation_mode="numeric"`: `Dict(observation, action_mask
   int8)` and `Discrete(48·n + 1)`, the player not to act (or both, once the game is over) allowed only `pass`,
   numeric infos of fixed keys (`eq_env.einstein_puzzle.numeric`); text mode is unchanged.
@@ -308,7 +312,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.action_spaces = {a: spaces.Discrete(self.n_actions) for a in PLAYERS}
         self.observation_spaces = {a: self._observation_space(size, text_length) for a in PLAYERS}
         self.state_space = spaces.Box(0.0, 1.0, ((N_BINS + 4) * n + 2,), np.float32)
-        self._no_moves = _read_only(np.zeros(self.n_actions, np.int8))
+        # the player not to act (both, once the game is over) has one legal action, pass: the convention of every
+        # game here (an agent with nothing to decide has exactly one legal no-op), which batching samplers need
+        only_pass = np.zeros(self.n_actions, np.int8)
+        only_pass[-1] = 1
+        self._no_moves = _read_only(only_pass)
         self.game: State | None = None  # the game in play (rules.State), for policies and records
         self.episode_seed: int | None = None  # the seed whose stream is played
         self.episode_index = -1  # the index of the episode in play in that stream
@@ -553,6 +561,12 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
         if any(terminations.values()) or any(truncations.values()):
             self.agents = []
         return observations, rewards, terminations, truncations, infos
+
+    def idle(self, agent: str) -> bool:
+        """Whether ``agent`` has nothing to decide in this step: it is not its turn, or the game is over (its mask
+        allows only ``pass``, and its action is ignored)."""
+        agent = checked_agent(agent, PLAYERS)
+        return not self.agents or agent != self._aec.agent_selection
 
     def state(self) -> np.ndarray:
         return self._aec.state()

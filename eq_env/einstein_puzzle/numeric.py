@@ -9,8 +9,9 @@ turn). The two seats are symmetric (the observation says which is which), so the
 RLlib's ``PettingZooEnv`` wraps.
 
 The same adapter makes the numeric observation mode, ``einstein_puzzle_v0.env(observation_mode="numeric")``
-(:class:`~eq_env.core.numeric.NumericModeEnv`): the mask as ``int8``, the player not to act (and both, once
-the game is over) allowed only ``pass`` (index ``48·n``), and infos of fixed numeric keys (:data:`INFO_KEYS`).
+(:class:`~eq_env.core.numeric.NumericModeEnv`): the environment's mask as ``int8`` (the player not to act,
+and both once the game is over, allowed only ``pass``, index ``48·n``: the environment's own convention), and
+infos of fixed numeric keys (:data:`INFO_KEYS`).
 """
 
 from __future__ import annotations
@@ -50,10 +51,6 @@ def _env_action(role: str, action: Any, observation: Mapping[str, Any]) -> int:
     return int(np.asarray(action).reshape(-1)[0])
 
 
-def _idle(role: str, observation: Mapping[str, Any]) -> bool:
-    return not np.asarray(observation["action_mask"]).any()  # (the player not to act: no legal action)
-
-
 def _noop(role: str, config: Any) -> int:
     return n_actions(config.n) - 1  # pass
 
@@ -66,13 +63,15 @@ _OUTCOMES = {"accepted": 1.0, "rejected": 2.0, "illegal": 3.0}
 
 def _info(info: Mapping[str, Any]) -> dict[str, float]:
     last = info.get("last_action")
-    return {"last_outcome": _OUTCOMES.get(last["outcome"], 0.0) if last else 0.0,
-            **{key: float(info.get(key) or 0.0) for key in INFO_KEYS[1:]}}  # fmt: skip
+    return {
+        "last_outcome": _OUTCOMES.get(last["outcome"], 0.0) if last else 0.0,
+        **{key: float(info.get(key) or 0.0) for key in INFO_KEYS[1:]},
+    }
 
 
 ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
                          observe=_observe, env_action=_env_action,
-                         modules={"player_0": "player", "player_1": "player"}, idle=_idle, noop=_noop,
+                         modules={"player_0": "player", "player_1": "player"}, noop=_noop,
                          info=_info)  # fmt: skip
 
 

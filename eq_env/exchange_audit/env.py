@@ -94,7 +94,9 @@ played PettingZoo classic's way (`TerminateIllegalWrapper`, tictactoe): the
 episode ends (the repeated game's too, whatever rounds were left), the
 validator is rewarded −1 and the proposer 0, the game plays the only legal
 decision, BLOCK (the final info is that of a blocked NO_TRADE), and both
-agents' final info holds `"illegal_action": "validator_0"`. Mask-unaware
+agents' final info holds `"illegal_action": "validator_0"`, as do the
+environment's `illegal_action` attribute (None otherwise) and the episode's
+record (`EpisodeRecord.illegal_action`, the repeated game's too). Mask-unaware
 utilities (`pettingzoo.utils.average_total_reward`, `pettingzoo.test.state_test`)
 therefore run. `illegal_actions="raise"` (strict) raises `ActionError`
 instead, and nothing is played. The runner never sends an illegal action: a
@@ -621,6 +623,7 @@ class _Adapter(Generic[ConfigT, GameT]):
         if illegal_actions not in ILLEGAL_ACTIONS:
             raise ValueError(f"illegal_actions must be 'terminate' or 'raise', got {illegal_actions!r}")
         self.illegal_actions = illegal_actions
+        self.illegal_action: str | None = None  # the agent whose illegal action ended this episode, if one did
         config = self._config_class.resolve(config, preset, overrides)
         self._episode = self._episode_class(config, reward_mode, render_mode)
         self.config = self._episode.config
@@ -660,7 +663,9 @@ class _Adapter(Generic[ConfigT, GameT]):
         and ends the episode (:meth:`_illegal_step`)."""
         episode = self._episode
         if self.illegal_actions == "terminate" and episode.masked(action):
-            return episode.decide(0), True
+            result = episode.decide(0)
+            self.illegal_action = VALIDATOR  # (for the episode's record)
+            return result, True
         return episode.decide(action), False
 
     def state(self) -> np.ndarray:
@@ -681,6 +686,7 @@ class _AECAdapter(_Adapter[ConfigT, GameT], AECEnv):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._episode.reset(seed, options)
+        self.illegal_action = None
         agents = self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(agents, 0.0)
@@ -780,6 +786,7 @@ class _ParallelAdapter(_Adapter[ConfigT, GameT], ParallelEnv):
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         self._episode.reset(seed, options)
+        self.illegal_action = None
         self.agents = self.possible_agents[:]
         return self._observations(), {a: {} for a in self.agents}
 

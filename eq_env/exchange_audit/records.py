@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,9 @@ class EpisodeRecord:
     validator_info: dict[str, Any] | None = None
     # the claims a claim schema adds (name -> value, a label for an enum), None under the paper's schema
     claim_extra: dict[str, Any] | None = None
+    # the agent whose action, forbidden by its mask, ended the episode (played as BLOCK: the environment's
+    # illegal_actions="terminate"); None in every episode the runner plays (it never sends one)
+    illegal_action: str | None = None
 
     @property
     def infos(self) -> dict[str, dict[str, Any]]:
@@ -156,6 +159,8 @@ class EpisodeRecord:
         out["audit_failed"] = list(self.audit_failed)
         if self.claim_extra is None:
             del out["claim_extra"]  # (the paper's records: as they were before claim schemas)
+        if self.illegal_action is None:
+            del out["illegal_action"]  # (legal play's records: as they were)
         return out
 
 
@@ -174,7 +179,9 @@ def record_episode(env: Any, seed: int, episode: int, infos: Mapping[str, Any]) 
     outcome = env.game.outcome
     if outcome is None:
         raise RuntimeError("the episode is not over: no outcome to record")
-    return EpisodeRecord.from_outcome(outcome, seed, episode, infos.get(PROPOSER), infos.get(VALIDATOR))
+    record = EpisodeRecord.from_outcome(outcome, seed, episode, infos.get(PROPOSER), infos.get(VALIDATOR))
+    illegal = getattr(env, "illegal_action", None)
+    return record if illegal is None else replace(record, illegal_action=illegal)
 
 
 # ---------------------------------------------------------------------------

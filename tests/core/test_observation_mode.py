@@ -13,8 +13,12 @@ from gymnasium import spaces
 from eq_env.core.spec import env_spec
 
 # (game, keywords): every game, in both APIs
-GAMES = [("exchange-audit", {}), ("exchange-audit-repeated", {"rounds": 3}), ("einstein-puzzle", {"max_steps": 12}),
-         ("belief-coordination", {"action_space": "grid", "rounds": 2})]  # fmt: skip
+GAMES = [
+    ("exchange-audit", {}),
+    ("exchange-audit-repeated", {"rounds": 3}),
+    ("einstein-puzzle", {"max_steps": 12}),
+    ("belief-coordination", {"action_space": "grid", "rounds": 2}),
+]
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
@@ -56,14 +60,16 @@ def test_numeric_parallel_idle_agents_have_one_legal_no_op(name: str, kwargs: di
     env = _numeric(name, kwargs, parallel=True)
     rng = np.random.default_rng(1)
     observations, infos = env.reset(seed=2)
-    idle_seen = 0
+    one_legal = 0
     while env.agents:
         for agent, obs in observations.items():
-            assert env.observation_space(agent).contains(obs)
-            idle_seen += int(obs["action_mask"].sum() == 1 and env.numbers.idle(agent, env._seen[agent]))
+            assert env.observation_space(agent).contains(obs) and obs["action_mask"].any()  # (never all zeros)
+            if env.idle(agent):
+                assert obs["action_mask"].sum() == 1
+            one_legal += int(obs["action_mask"].sum() == 1)
         observations, _, _, _, infos = env.step({a: _legal(observations[a], rng) for a in env.agents})
         assert {frozenset(i) for i in infos.values()} <= {frozenset(env.numbers.info({}))}
-    assert idle_seen > 0  # (each game has turns in which an agent only waits)
+    assert one_legal > 0  # (each game has turns in which an agent only waits: its no-op is its one legal action)
     assert env.state_space.contains(env.state())
 
 
@@ -117,3 +123,33 @@ def test_a_numeric_action_outside_its_space_is_refused_naming_the_agent() -> Non
         with pytest.raises(ValueError, match=r"^proposer_0's action must be an integer in \[0, 648\)"):
             env.step(bad)
     assert env.agent_selection == "proposer_0"
+
+
+@pytest.mark.parametrize(("name", "kwargs"), GAMES)
+def test_text_mode_masks_are_never_all_zeros_in_the_parallel_api(name: str, kwargs: dict[str, Any]) -> None:
+    """One convention in every game, text mode too: an agent with nothing to decide (waiting, or after the end) has
+    one legal no-op, never a mask of zeros (TorchRL's samplers fail on one: "invalid multinomial distribution")."""
+    env = env_spec(name).module().parallel_env(**kwargs)
+    observations, _ = env.reset(seed=6)
+    for agent in env.possible_agents:
+        env.action_space(agent).seed(6)
+    seen = 0
+    while True:
+        for obs in observations.values():
+            if "action_mask" in obs:
+                assert obs["action_mask"].any()
+                seen += 1
+        if not env.agents:
+            break
+        actions = {a: env.action_space(a).sample(observations[a].get("action_mask")) for a in env.agents}
+        observations, *_ = env.step(actions)
+    assert seen
+
+
+def test_belief_coordination_numeric_mode_without_the_grid_is_refused_in_one_line() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^belief coordination's numeric adapter \(observation_mode='numeric', RLlib\) "
+        r"needs action_space='grid' .*got 'box'$",
+    ):
+        _numeric("belief-coordination", {})

@@ -153,6 +153,30 @@ class TestInvalidActions:
         assert all(done.values()) and infos[P]["illegal_action"] == infos[V]["illegal_action"] == V
         assert infos[V]["decision"] == "BLOCK" and infos[V]["proposer_action"] == "NO_TRADE"
 
+    @pytest.mark.parametrize("game", ["exchange_audit_v0", "exchange_audit_repeated_v0"])
+    def test_the_episode_record_shows_the_illegal_action(self, game: str) -> None:
+        """The record of an episode an illegal action ended names the offender (and survives JSON); a legal
+        episode's record has no such entry, as before."""
+        import eq_env
+        from eq_env.core.spec import spec_for_config
+
+        records = {}
+        for decision in (0, 1):  # BLOCK is legal after a NO_TRADE; APPROVE is not
+            env = getattr(eq_env, game).env(rounds=3) if "repeated" in game else exchange_audit_v0.env()
+            env.reset(seed=0)
+            env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+            env.step(decision)
+            if "repeated" in game and decision == 0:  # (the repeated game plays on: NO_TRADE, BLOCK to the end)
+                while not all(env.terminations.values()):
+                    env.step(honest_action(env, action=ProposerAction.NO_TRADE))
+                    env.step(0)
+            spec = spec_for_config(env.unwrapped.config)
+            record = spec.record(env.unwrapped, 0, 0, {})
+            assert spec.record_from_dict(record.to_dict()) == record
+            records[decision] = record
+        assert records[1].illegal_action == "validator_0" and "illegal_action" in records[1].to_dict()
+        assert records[0].illegal_action is None and "illegal_action" not in records[0].to_dict()
+
     def test_a_legal_game_has_no_illegal_action_in_its_info(self) -> None:
         env = fresh()
         env.step(honest_action(env, action=ProposerAction.NO_TRADE))

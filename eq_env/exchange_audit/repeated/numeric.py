@@ -55,7 +55,13 @@ def _info(info: Mapping[str, Any]) -> dict[str, float]:
     return {**one_shot.ADAPTER.info(info), **{key: float(info.get(key) or 0.0) for key in INFO_KEYS[-4:]}}  # type: ignore[misc]
 
 
-ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
-                         observe=_observe, env_action=one_shot.ADAPTER.env_action,
-                         modules={"proposer": "proposer", "validator": "validator"}, idle=one_shot.ADAPTER.idle,
-                         info=_info)  # fmt: skip
+ADAPTER = NumericAdapter(
+    env=ID,
+    observation_space=_observation_space,
+    action_space=_action_space,
+    observe=_observe,
+    env_action=one_shot.ADAPTER.env_action,
+    modules={"proposer": "proposer", "validator": "validator"},
+    idle=one_shot.ADAPTER.idle,
+    info=_info,
+)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from eq_env.core.records import mean
@@ -65,6 +65,9 @@ class RepeatedEpisodeRecord:
     round_validator_payoff: tuple[float, ...]
     proposer_info: dict[str, Any] | None = None
     validator_info: dict[str, Any] | None = None
+    # the agent whose action, forbidden by its mask, ended the episode before its horizon (the environment's
+    # illegal_actions="terminate"); None in every episode the runner plays (it never sends one)
+    illegal_action: str | None = None
 
     @property
     def infos(self) -> dict[str, dict[str, Any]]:
@@ -117,16 +120,19 @@ class RepeatedEpisodeRecord:
         for name, value in out.items():
             if isinstance(value, tuple):
                 out[name] = list(value)
+        if self.illegal_action is None:
+            del out["illegal_action"]  # (legal play's records: as they were)
         return out
 
 
 def record_episode(env: Any, seed: int, episode: int, infos: Mapping[str, Any]) -> RepeatedEpisodeRecord:
     """The record of the episode a raw environment just finished (``infos``: what each agent's policy
     reported)."""
-    game = env.game
-    if not game.over:
+    game, illegal = env.game, getattr(env, "illegal_action", None)
+    if not game.over and illegal is None:
         raise RuntimeError("the episode is not over: no outcome to record")
-    return RepeatedEpisodeRecord.from_game(game, seed, episode, infos.get(PROPOSER), infos.get(VALIDATOR))
+    record = RepeatedEpisodeRecord.from_game(game, seed, episode, infos.get(PROPOSER), infos.get(VALIDATOR))
+    return record if illegal is None else replace(record, illegal_action=illegal)
 
 
 METRICS: dict[str, str] = {
