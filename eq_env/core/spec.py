@@ -172,7 +172,10 @@ _SPECS: dict[str, EnvSpec] = {}
 
 def register_env(spec: EnvSpec) -> EnvSpec:
     """Register ``spec`` (once per id; the first registered game is the default one), with PettingZoo
-    (``pettingzoo.make("aec" | "parallel", spec.id)``) and its views with Gymnasium."""
+    (``pettingzoo.make("aec" | "parallel", spec.id)``) and its views with Gymnasium.
+
+    PettingZoo's registry is new in 1.27; under 1.24–1.26 (which AgileRL pins) the game is registered here
+    and with Gymnasium only, and is made from its module (``eq_env.<game>_v0.env()`` / ``parallel_env()``)."""
     import gymnasium
     import pettingzoo
 
@@ -183,7 +186,7 @@ def register_env(spec: EnvSpec) -> EnvSpec:
     if clash is not None:
         raise ValueError(f"environment name {spec.name!r} is taken by {clash.id!r}")
     _SPECS[spec.id] = spec
-    if spec.id not in pettingzoo.aec_registry:
+    if hasattr(pettingzoo, "register") and spec.id not in pettingzoo.aec_registry:
         pettingzoo.register("aec", spec.id, entry_point=f"{spec.entry}:env")
         pettingzoo.register("parallel", spec.id, entry_point=f"{spec.entry}:parallel_env")
     for view, entry in spec.views.items():

@@ -342,6 +342,27 @@ def test_a_game_without_a_default_policy_for_a_role_asks_for_one(capsys: pytest.
             del core_policy._REGISTRY[key]
 
 
+def test_a_game_registers_under_a_pettingzoo_without_a_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PettingZoo 1.24-1.26 (AgileRL pins pettingzoo<1.27) have no registry: a game still registers, is found by
+    name, made from its module and passes the battery's agent check."""
+    from dataclasses import replace
+
+    import pettingzoo
+
+    from eq_env.core import spec as core_spec
+    from eq_env.core.conformance import check_agents
+
+    for name in ("register", "make", "aec_registry", "parallel_registry"):  # what 1.26 lacks
+        monkeypatch.delattr(pettingzoo, name, raising=False)
+    old = replace(toy_game.SPEC, id="eq_env/relay-old-pz-v0", name="relay-old-pz")
+    try:
+        core_spec.register_env(old)
+        assert env_spec("relay-old-pz") is old
+        check_agents(old.id, {})
+    finally:
+        core_spec._SPECS.pop(old.id, None)
+
+
 def test_the_env_flag_is_given_once_and_in_full(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     from eq_env.cli import main
 
