@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from eq_env import belief_coordination_v0, einstein_puzzle_v0, exchange_audit_repeated_v0, exchange_audit_v0
 from eq_env.belief_coordination import BeliefCoordinationConfig
+from eq_env.core.padding import flatten_numeric, pad_numeric
 from eq_env.core.spec import registered_envs
 from eq_env.einstein_puzzle import EinsteinPuzzleConfig
 from eq_env.exchange_audit import ExchangeAuditConfig
@@ -44,6 +45,8 @@ __all__ = [
     "einstein_puzzle_v0",
     "exchange_audit_repeated_v0",
     "exchange_audit_v0",
+    "flatten_numeric",
+    "pad_numeric",
 ]
 
 # id -> versioned module, and the single-agent views of one role against fixed policies for the other (for
