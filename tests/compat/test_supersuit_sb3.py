@@ -1,18 +1,21 @@
 """SuperSuit's parameter-sharing recipe into Stable-Baselines3's PPO, on every game (numeric mode).
 
-PettingZoo's SB3 tutorial: the parallel environment, SuperSuit's padding and agent indicator, then
-``pettingzoo_env_to_vec_env_v1`` (each agent one sub-environment) and ``concat_vec_envs_v1(...,
-base_class="stable_baselines3")``, one PPO policy shared by all agents. The numeric mode's ``Dict`` is padded
-and flattened first (:mod:`recipes`: SuperSuit's padding takes ``Box`` only). SB3's PPO does not read the
-mask (it is part of what the policy sees); the environment answers an illegal action by its own convention,
-and the trained policy is evaluated with the mask applied.
+PettingZoo's SB3 tutorial: the parallel environment, padded to one space for every agent and flattened to one
+``Box`` (``eq_env.flatten_numeric``: SuperSuit's ``pad_observations_v0`` and ``agent_indicator_v0`` take ``Box``
+only), SuperSuit's agent indicator, then ``pettingzoo_env_to_vec_env_v1`` (each agent one sub-environment) and
+``concat_vec_envs_v1(..., base_class="stable_baselines3")``, one PPO policy shared by all agents. SB3's PPO does
+not read the mask (it is part of what the policy sees); the environment answers a masked action (a padded one
+included, :mod:`eq_env.core.padding`) by its own convention, and the trained policy is evaluated with the mask
+applied.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from recipes import flatten_numeric, games, need, pad_numeric, parallel_env
+from recipes import games, need, parallel_env
+
+from eq_env import flatten_numeric, pad_numeric
 
 need("supersuit", "stable_baselines3", "torch")
 

@@ -1,7 +1,7 @@
 """Tianshou 2's ``PettingZooEnv`` with its multi-agent policy manager, on every game (its tic-tac-toe tutorial).
 
 The AEC environment (numeric mode) in Tianshou's ``PettingZooEnv``, which reads the ``Dict``'s
-``observation`` and ``action_mask`` and asks for one space for every agent: padded first (:mod:`recipes`).
+``observation`` and ``action_mask`` and asks for one space for every agent: padded first (``eq_env.pad_numeric``).
 One DQN per agent (the tutorial's learner, for every seat) in a ``MultiAgentOffPolicyAlgorithm``, trained by
 ``run_training`` with ``OffPolicyTrainerParams``; DQN's greedy and epsilon-random actions both keep to the mask.
 """
@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from recipes import aec_env, games, need, pad_numeric
+from recipes import aec_env, games, need
+
+from eq_env import pad_numeric
 
 need("tianshou", "torch")
 
