@@ -161,6 +161,9 @@ def test_round_trip_and_normalisation() -> None:
 # README
 # ---------------------------------------------------------------------------
 README = (ROOT / "README.md").read_text()
+# What the main suite runs: the README without its <!-- needs:compat --> regions (the compat extra's libraries; run by
+# tests/compat/test_readme.py). The same line is in tests/core/test_packaging.py's CO_INSTALLED: keep them in step.
+MAIN_README = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", README, flags=re.S)
 
 
 def test_readme_parameter_table_lists_every_field() -> None:
@@ -170,14 +173,27 @@ def test_readme_parameter_table_lists_every_field() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", README))))
+@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n", MAIN_README))))
 def test_readme_python_examples_run(
     index: int, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # an example may write (an LLM cache): not into the repository
-    block = re.findall(r"```python\n(.*?)```", README, re.S)[index]
+    block = re.findall(r"```python\n(.*?)```", MAIN_README, re.S)[index]
     exec(compile(block, f"README.md python block {index}", "exec"), {})
     assert capsys.readouterr().out  # every example prints something
+
+
+COMPAT_LIBRARIES = re.compile(r"^\s*(import|from) (supersuit|torchrl|tianshou|tensordict)\b", re.M)
+
+
+def test_readme_blocks_that_need_the_compat_extra_are_marked_and_both_runners_skip_them() -> None:
+    """Every python block runs somewhere: those of the compat extra's libraries in tests/compat/test_readme.py
+    (marked ``needs:compat``), the others here and beside the wheel, whose runner skips the same regions."""
+    assert README.count("<!-- needs:compat -->") == README.count("<!-- /needs:compat -->") >= 3
+    for block in re.findall(r"```python\n(.*?)```", MAIN_README, re.S):
+        assert not COMPAT_LIBRARIES.search(block), f"a README block needs the compat extra, unmarked:\n{block}"
+    skip = 're.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", '
+    assert skip in Path(__file__).read_text() and skip in (ROOT / "tests" / "core" / "test_packaging.py").read_text()
 
 
 def test_readme_commands_are_the_ci_commands() -> None:
