@@ -30,6 +30,7 @@ from typing import Any, NoReturn, Protocol
 from eq_env.core.config import GameConfig
 from eq_env.core.executors import BACKENDS, Executor, RunLostError, executor_from_args
 from eq_env.core.experiments import ENGINES
+from eq_env.core.policy import UserPolicyError
 from eq_env.core.report import from_json_number, json_number, no_negative_zeros, printable
 from eq_env.core.spec import Command, EnvSpec, env_spec, registered_envs
 
@@ -949,7 +950,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor has no fd to move)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
-    except (ValueError, TypeError, OSError, RunLostError) as err:  # (one line, whatever text it quotes)
+    except (ValueError, TypeError, OSError, RunLostError, UserPolicyError) as err:  # (one line, whatever it quotes)
         print(f"eq-env {args.command}: error: {printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

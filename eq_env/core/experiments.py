@@ -3,7 +3,8 @@
 A :class:`Condition` is one configuration of a game with one policy spec per
 role and a number of episodes; a *run* is a condition played on one seed. Runs
 are keyed by what determines their results (game, configuration, canonical
-policy specs, episodes, package version), so two conditions that are the same
+policy specs, episodes, package version, the source of a ``module:Class``
+policy), so two conditions that are the same
 experiment under different labels share one run; a record's ``labels`` are
 those of the condition that ran it first. Each finished run becomes one JSON
 line in a results file, written (and flushed to disk) as soon as it finishes.
@@ -36,7 +37,17 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from eq_env.core.executors import Executor, LocalExecutor
-from eq_env.core.policy import Role, join_spec, make_policy, new_run, parse_policy_spec, policy_entry
+from eq_env.core.policy import (
+    Role,
+    is_import_path,
+    join_spec,
+    make_policy,
+    new_run,
+    parse_policy_spec,
+    policy_entry,
+    source_fingerprint,
+    spec_parameters,
+)
 from eq_env.core.redact import mask_urls
 from eq_env.core.report import from_json_number, json_number
 from eq_env.core.runner import (
@@ -81,9 +92,9 @@ def canonical_spec(spec: str, role: Role, env: Any = None) -> str:
     (``RUNTIME_PARAMETERS``) are left out; a policy's ``canonical_parameters``
     classmethod, if any, resolves defaults that come from the environment.
     """
-    name, kwargs = parse_policy_spec(spec)
+    name, _ = parse_policy_spec(spec)
     entry = policy_entry(name, role, env)
-    params = {**entry.parameters(), **kwargs}
+    params = {**entry.parameters(), **spec_parameters(spec, entry)}  # (an import path's typed by its signature)
     resolve = getattr(entry.factory, "canonical_parameters", None)
     if callable(resolve):  # e.g. an LLM's endpoint left to $OPENAI_BASE_URL: key by the one it will use
         params = resolve(params)
@@ -132,16 +143,24 @@ class Condition:
         return dict(self.labels).get(name, default)
 
     def identity(self) -> dict[str, Any]:
-        """What determines the results (labels do not; the package version does, since code changes may)."""
+        """What determines the results (labels do not; the package version does, since code changes may).
+
+        A ``module:Class`` policy's code is the user's, not the package's: its key holds
+        :func:`~eq_env.core.policy.source_fingerprint` of the module it names (under ``"code"``, absent when
+        every policy is registered, so their keys stay as they were), so an edited class plays again.
+        """
         from eq_env import __version__
 
         spec = self.game
+        names = {role: parse_policy_spec(policy)[0] for role, policy in self.policies}
+        code = {role: source_fingerprint(name) for role, name in names.items() if ":" in name and is_import_path(name)}
         return {
             "eq_env": __version__,
             **({"env": spec.id} if spec.key_env else {}),
             "config": self.config.to_dict(),
             **{role: canonical_spec(policy, role, spec) for role, policy in self.policies},
             "episodes": self.episodes,
+            **({"code": code} if code else {}),
         }
 
     @functools.cached_property

@@ -45,21 +45,27 @@ A spec may also name a class (or any factory) by its import path, as Gymnasium's
 colon is taken). A colon followed by a name without ``=`` is an import path; followed by ``key=value``
 it starts parameters, so ``planner:guess=true`` stays the registered ``planner``. The module must be
 importable: installed, on ``PYTHONPATH``, or in the current directory (looked at last); the class is
-called with the parameters, and with ``role=`` the role asked for when it takes a ``role`` parameter;
-what it makes must be a policy (``role``, ``reset``, ``act`` or another of the methods above) of that
-role.
+called with the parameters, converted by its signature (:func:`spec_parameters`), and with ``role=`` the
+role asked for when it takes a ``role`` parameter; what it makes must be a policy (``role``, ``reset``,
+``act`` or another of the methods above) of that role. Whatever it raises when made (``SystemExit`` too) is
+a ValueError of one line naming the spec; whatever it raises when it acts, a :class:`UserPolicyError`
+naming the spec and the episode. A run's key holds :func:`source_fingerprint` of its module.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
 import inspect
 import json
 import os
 import re
 import sys
+import types
+import typing
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -75,8 +81,10 @@ __all__ = [
     "PolicyError",
     "PolicySetupError",
     "Role",
+    "UserPolicyError",
     "available_policies",
     "format_policy_spec",
+    "imported_spec",
     "is_import_path",
     "join_spec",
     "make_policy",
@@ -86,6 +94,8 @@ __all__ = [
     "parse_scalar",
     "policy_entry",
     "register_policy",
+    "source_fingerprint",
+    "spec_parameters",
 ]
 
 Role = str  # a role of the game the policy plays, as its EnvSpec names it
@@ -109,6 +119,14 @@ class PolicySetupError(ValueError):
     recording is missing...). Unlike :class:`PolicyError`, which fails one episode, this stops the run
     at once, before anything is recorded: no episode could succeed, and retrying each would only
     cost time."""
+
+
+class UserPolicyError(PolicyError):
+    """A policy made from a ``module:Class`` spec (a user's own code) raised while acting. Its message is one
+    line naming the spec, the method, the episode and the exception: ``policy 'my_validators:Mine' raised
+    RuntimeError: boom in act (episode 3, seed 0)``; the exception itself is its ``__cause__``. Like any
+    :class:`PolicyError`, the concurrent runner records that episode as failed; the synchronous one stops.
+    Registered policies' exceptions are left as they are (a bug of ours keeps its traceback)."""
 
 
 @runtime_checkable
@@ -331,7 +349,9 @@ def _imported_entry(name: str, role: Role | None, env: Any) -> PolicyEntry:
                 "install it, put its directory on PYTHONPATH, or run from that directory)"
             ) from None
         raise ValueError(f"policy {name!r}: importing {module_name!r} failed: {err}") from None
-    except Exception as err:  # (a user's module: its error said in one line, not as a traceback)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # (a user's module: its error, or its exit, said in one line, not as a traceback)
         raise ValueError(f"policy {name!r}: importing {module_name!r} failed: {type(err).__name__}: {err}") from None
     factory: Any = module
     for part in attribute.split("."):
@@ -413,12 +433,19 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     ``model="none"``, ``base_url="http://h/v1?a=1,b=2"``. Nothing inside quotes can add a parameter,
     and a parameter given twice is an error, so a value filled in by a flag cannot change another.
     """
+    name, raw = _spec_items(spec)
+    return name, {key: text if quoted else parse_scalar(text) for key, (text, quoted) in raw.items()}
+
+
+def _spec_items(spec: str) -> tuple[str, dict[str, tuple[str, bool]]]:
+    """A spec's name and each parameter's text as written (a quoted one decoded) and whether it was quoted:
+    what :func:`parse_policy_spec` reads, before :func:`parse_scalar` guesses a type."""
     name, colon, rest = spec.strip().partition(":")
     if colon:
         first, _, after = rest.partition(",")
         if "=" not in first and is_import_path(name) and _dotted(first.strip()):
             name, rest = f"{name.strip()}:{first.strip()}", after  # "module:Class[,key=value...]"
-    kwargs: dict[str, Any] = {}
+    items: dict[str, tuple[str, bool]] = {}
     i, n = 0, len(rest)
     while i < n:
         if rest[i] in " \t,":
@@ -444,17 +471,187 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
             if tail and not tail.startswith(","):
                 raise ValueError(f"policy spec {spec!r}: expected ',' after the quoted value of {key!r}")
             i = n - len(tail)
+            item_value = (value, True)
         else:
             end = rest.find(",", j)
             end = n if end < 0 else end
-            value, i = parse_scalar(rest[j:end].strip()), end
-        if key in kwargs:
+            item_value, i = (rest[j:end].strip(), False), end
+        if key in items:
             raise ValueError(f"policy spec {spec!r}: {key!r} is given twice")
-        kwargs[key] = value
-    return name.strip(), kwargs
+        items[key] = item_value
+    return name.strip(), items
 
 
 _JSON = json.JSONDecoder()
+
+
+# What a parameter of a module:Class spec may be converted to, and how the error says it.
+_KINDS: dict[Any, str] = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    type(None): "none",
+}
+
+
+def spec_parameters(spec: str, entry: PolicyEntry) -> dict[str, Any]:
+    """The parameters of ``spec`` as ``entry``'s factory is called with them.
+
+    A registered policy's are as :func:`parse_policy_spec` reads them (the policy checks its own). An import
+    path's (``module:Class,k=v``) are converted by the class's (or factory's) signature, each from its text
+    as written:
+
+    * by its annotation, when it is ``bool`` (``true``/``false`` in any case, as :func:`parse_scalar` reads
+      them for registered policies), ``int``, ``float`` (an integer too), ``str`` (the text as is:
+      ``name=007`` is ``"007"``), ``None`` (``none``), a ``Literal`` of such values, or an ``Optional`` /
+      union of these (``none`` is None, a number the union's number type, anything else its ``str``);
+    * else, when it is not annotated, by its default's type (bool, int, float or str);
+    * else (no annotation and no such default, an annotation of another type such as ``Any`` or a class,
+      or a parameter taken by ``**kwargs``): as today, read by :func:`parse_scalar` (``true``/``false``,
+      ``none``, numbers, anything else a string).
+
+    A quoted value (``name="007"``) is a string, so it suits only a ``str``. A value that does not convert
+    is a ValueError of one line naming the spec, the parameter, the type expected and the value.
+    """
+    name, raw = _spec_items(spec)
+    if ":" not in name:
+        return {key: text if quoted else parse_scalar(text) for key, (text, quoted) in raw.items()}
+    try:
+        declared = inspect.signature(entry.factory).parameters
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        declared = {}  # type: ignore[assignment]
+    out: dict[str, Any] = {}
+    for key, (text, quoted) in raw.items():
+        read = text if quoted else parse_scalar(text)
+        parameter = declared.get(key)
+        accepted = _accepted_by(parameter, entry.factory) if parameter is not None else None
+        if accepted is None:
+            out[key] = read
+            continue
+        kinds, literals, said = accepted
+        value = _converted(text, read, quoted, kinds, literals)
+        if value is _REFUSED:
+            expected = " or ".join(
+                [_KINDS[k] for k in kinds] + ([f"one of {', '.join(map(repr, literals))}"] if literals else [])
+            )
+            got = f"the quoted string {text!r}" if quoted else repr(text)
+            raise ValueError(f"policy {spec.strip()!r}: {key} must be {expected} ({said}), got {got}")
+        out[key] = value
+    return out
+
+
+_REFUSED: Any = object()
+
+
+def _accepted_by(parameter: inspect.Parameter, factory: Any) -> tuple[tuple[Any, ...], tuple[Any, ...], str] | None:
+    """(the types in :data:`_KINDS`, the Literal values, how to say where they come from) that ``parameter``
+    accepts, from its annotation or its default; None when neither says (the value stays as read)."""
+    annotation = parameter.annotation
+    if isinstance(annotation, str):  # (from __future__ import annotations): evaluated in the factory's module
+        try:
+            annotation = eval(annotation, _globals_of(factory))  # (the user's own annotation)
+        except Exception:
+            return None
+    if annotation is parameter.empty:
+        default = parameter.default
+        if type(default) in (bool, int, float, str):
+            return (type(default),), (), f"as its default {default!r} is"
+        return None
+    members = _union_members(annotation)
+    kinds = tuple(m for m in members if m in _KINDS)
+    literals = tuple(v for m in members if typing.get_origin(m) is typing.Literal for v in typing.get_args(m))
+    if len(kinds) + sum(typing.get_origin(m) is typing.Literal for m in members) < len(members) or not members:
+        return None  # an annotation of another type (Any, a class, list[int]...): not ours to judge
+    return kinds, literals, f"{parameter.name}: {inspect.formatannotation(annotation)}"
+
+
+def _union_members(annotation: Any) -> list[Any]:
+    """``int | None`` → ``[int, NoneType]`` (nested unions flattened); anything else → ``[annotation]``."""
+    if annotation is None:
+        return [type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(annotation) for m in _union_members(arg)]
+    return [annotation]
+
+
+def _converted(text: str, read: Any, quoted: bool, kinds: tuple[Any, ...], literals: tuple[Any, ...]) -> Any:
+    """``text`` (``read`` as :func:`parse_scalar` reads it) as the first of ``kinds``/``literals`` it suits,
+    or :data:`_REFUSED`."""
+    for literal in literals:  # (by type too: Literal[1] is not True)
+        if (type(literal) is type(read) and literal == read) or (isinstance(literal, str) and literal == text):
+            return literal
+    if not quoted:
+        if read is None and type(None) in kinds:
+            return None
+        if isinstance(read, bool):
+            if bool in kinds:
+                return read
+        elif isinstance(read, int):
+            if int in kinds:
+                return read
+            if float in kinds:
+                return float(read)
+        elif isinstance(read, float) and float in kinds:
+            return read
+    return text if str in kinds else _REFUSED
+
+
+def _globals_of(factory: Any) -> dict[str, Any]:
+    """The namespace a factory's string annotations are written in: its module's."""
+    while isinstance(factory, functools.partial):
+        factory = factory.func
+    module = sys.modules.get(getattr(factory, "__module__", None) or "")
+    return vars(module) if module is not None else {}
+
+
+# The policies make_policy made from import paths (id → (a reference to it, its spec)): the runner names the
+# spec when one raises. A reference that cannot be weak (a class with __slots__) is kept, a small leak.
+_IMPORTED: dict[int, tuple[Any, str]] = {}
+
+
+def _remember_import(policy: Any, spec: str) -> None:
+    key = id(policy)
+    try:
+        ref: Any = weakref.ref(policy, lambda _: _IMPORTED.pop(key, None))
+    except TypeError:
+        ref = lambda policy=policy: policy  # noqa: E731
+    _IMPORTED[key] = (ref, spec)
+
+
+def imported_spec(policy: Any) -> str | None:
+    """The ``module:Class`` spec :func:`make_policy` made ``policy`` from, or None (a registered policy, an
+    object given as is)."""
+    found = _IMPORTED.get(id(policy))
+    return found[1] if found is not None and found[0]() is policy else None
+
+
+def source_fingerprint(name: str) -> str:
+    """A digest of the code an import path ``module:Class`` runs, so a result made by an older version of it
+    is not taken for this one's: the sha256 of the bytes of the source file of ``module`` and, when the class
+    is defined in another module (re-exported), of that module's file too — as they are on disk now.
+
+    A change in any other module they import in turn is not seen (edit the named file, or write to a new
+    results file); nor is a module edited after this process imported it (a fresh ``eq-env`` process reads
+    both anew). A module without a source file (compiled, built in) is fingerprinted by its name alone.
+    """
+    module_name, _, attribute = name.partition(":")
+    module = sys.modules.get(module_name) or _import_user_module(module_name)
+    defined: Any = module
+    for part in attribute.split("."):
+        defined = getattr(defined, part, None)
+    defined = getattr(defined, "func", defined)  # (a partial: the function it calls)
+    modules = [module_name, getattr(defined, "__module__", None) or module_name]
+    digest = hashlib.sha256()
+    for mod in dict.fromkeys(modules):  # (once each, in order)
+        path = None
+        with contextlib.suppress(TypeError, OSError):
+            path = inspect.getsourcefile(sys.modules[mod]) if mod in sys.modules else None
+        digest.update(mod.encode() + b"\0")
+        if path is not None and os.path.isfile(path):
+            with open(path, "rb") as source:
+                digest.update(source.read())
+    return digest.hexdigest()[:16]
 
 
 def format_policy_spec(name: str, kwargs: Mapping[str, Any]) -> str:
@@ -493,8 +690,9 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
         if role is not None and getattr(spec, "role", None) != role:
             raise ValueError(f"{spec!r} plays {getattr(spec, 'role', None)!r}, not {role!r}")
         return spec
-    name, kwargs = parse_policy_spec(spec)
+    name, _ = parse_policy_spec(spec)
     entry = policy_entry(name, role, env)
+    kwargs = spec_parameters(spec, entry)
     params = entry.parameters()
     unknown = sorted(set(kwargs) - set(params))
     if unknown and not (":" in name and _takes_any_keyword(entry.factory)):
@@ -512,8 +710,15 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
         return entry.factory(**kwargs)  # type: ignore[no-any-return]
     try:  # a user's class: whatever it raises is said in one line, naming the spec
         policy = entry.factory(**kwargs)
+    except KeyboardInterrupt:
+        raise
     except Exception as err:
         raise ValueError(f"policy {spec.strip()!r}: {type(err).__name__}: {err}") from None
+    except BaseException as err:  # (sys:exit is a callable too: its SystemExit must not end eq-env quietly)
+        raise ValueError(
+            f"policy {spec.strip()!r}: its factory raised {type(err).__name__}"
+            f"{f' ({err})' if str(err) else ''} instead of returning a policy"
+        ) from None
     if not any(callable(getattr(policy, m, None)) for m in ACTING) or not callable(getattr(policy, "reset", None)):
         raise ValueError(
             f"policy {name!r} made {type(policy).__name__} {policy!r}, which is not a policy ({_INTERFACE})"
@@ -525,4 +730,5 @@ def make_policy(spec: str | Policy, role: Role | None = None, env: Any = None) -
         )
     if role is not None and played != role:
         raise ValueError(f"policy {name!r} plays the {played}, not the {role}")
+    _remember_import(policy, spec.strip())
     return policy  # type: ignore[no-any-return]

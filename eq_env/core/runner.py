@@ -22,15 +22,16 @@ billed for a decision that does not exist.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from eq_env.core.policy import PolicyError, PolicySetupError, make_policy, new_run
+from eq_env.core.policy import PolicyError, PolicySetupError, UserPolicyError, imported_spec, make_policy, new_run
 from eq_env.core.spec import EnvSpec, env_spec
 
 __all__ = [
@@ -241,6 +242,12 @@ async def decide(policy: Any, observation: Any, env: Any) -> tuple[Any, dict[str
     return await _act(policy, observation)
 
 
+def _acting_method(policy: Any) -> str:
+    """The method :func:`decide` calls on ``policy`` (named when a user's policy raises in it)."""
+    privileged = next((m for m in ("aact_privileged", "act_privileged") if callable(getattr(policy, m, None))), None)
+    return privileged or ("aact" if is_async(policy) else "act")
+
+
 def decide_now(policy: Any, observation: Any, env: Any) -> tuple[Any, dict[str, Any] | None]:
     """:func:`decide` from synchronous code: an event loop only for a policy that waits (an RL view's partner
     steps on a hot path)."""
@@ -266,9 +273,10 @@ async def _act_joint(policy: Any, observations: Mapping[str, Any]) -> tuple[Mapp
 class _Turns:
     """The loop of one episode: every agent's turn, each answered by its policy."""
 
-    def __init__(self, env: Any, agents: _Agents) -> None:
+    def __init__(self, env: Any, agents: _Agents, seed: int | None = None, episode: int | None = None) -> None:
         self.env = env
         self.agents = agents
+        self.where = f"episode {episode}, seed {seed}"  # (said when a user's policy raises)
         self.infos: dict[str, list[dict[str, Any]]] = {}
         self.acting = ""  # the agent whose policy is being asked (named if it fails)
 
@@ -293,7 +301,9 @@ class _Turns:
                 if _is_joint(policy):
                     if agent not in pending:  # the first of its agents to act this round: it decides for all
                         group = [a for a in env.agents if self.agents.by_agent.get(a) is policy]
-                        answers, info = await _act_joint(policy, {a: env.observe(a) for a in group})
+                        method = "aact_joint" if callable(getattr(policy, "aact_joint", None)) else "act_joint"
+                        with self._users_errors(policy, method):
+                            answers, info = await _act_joint(policy, {a: env.observe(a) for a in group})
                         missing = [a for a in group if a not in answers]
                         if missing:
                             raise PolicyError(f"{policy!r} gave no action for {', '.join(missing)}")
@@ -302,10 +312,28 @@ class _Turns:
                             self.infos.setdefault(agent, []).append(info)
                     action = pending.pop(agent)
                 else:
-                    action, info = await decide(policy, observation, env)
+                    with self._users_errors(policy, _acting_method(policy)):
+                        action, info = await decide(policy, observation, env)
                     if info:
                         self.infos.setdefault(agent, []).append(info)
             env.step(action)
+
+    @contextlib.contextmanager
+    def _users_errors(self, policy: Any, method: str) -> Iterator[None]:
+        """Whatever a policy made from a ``module:Class`` spec raises as a :class:`UserPolicyError` of one
+        line naming the spec, the episode and the exception; a registered policy's errors pass as they are
+        (our bugs keep their tracebacks), and so do a policy's own PolicyError / PolicySetupError, an
+        interrupt and a cancellation."""
+        try:
+            yield
+        except (PolicyError, PolicySetupError, KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException as err:
+            spec = imported_spec(policy)
+            if spec is None:
+                raise
+            said = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            raise UserPolicyError(f"policy {spec!r} raised {said} in {method} ({self.where})") from err
 
 
 def _bar(total: int, seed: int, progress: bool | None) -> Any:
@@ -348,7 +376,7 @@ def play(
     bar = _bar(episodes, seed, progress)
     for i in range(episodes):
         game.reset(seed=seed, options={"episode": i})
-        turns = _Turns(game, agents)
+        turns = _Turns(game, agents, seed, i)
         _run_sync(turns.play())
         records.append(spec.record(game, seed, i, turns.agent_infos()))
         if render is not None:
@@ -407,7 +435,7 @@ async def aplay(
 
     async def one(i: int) -> Episode:
         game = await envs.get()  # the pool bounds concurrency; environments are reused in turn
-        turns = _Turns(game, agents)
+        turns = _Turns(game, agents, seed, i)
         try:
             game.reset(seed=seed, options={"episode": i})
             await turns.play()

@@ -18,6 +18,10 @@ from eq_env.core.policy import format_policy_spec, make_policy, parse_policy_spe
 
 MODULE = "eq_user_policies"  # a module of the user's, importable from a directory on the path
 SOURCE = '''
+from __future__ import annotations  # (string annotations: the parameters' types are read all the same)
+
+from typing import Literal, Optional
+
 from eq_env.core.policy import BasePolicy
 
 
@@ -60,6 +64,25 @@ def faulty(level: int = 1):
 
 def not_a_policy():
     return object()
+
+
+class Typed(BasePolicy):
+    role = "validator"
+
+    def __init__(self, strict: bool = False, k: int = 1, name: str = "x", q: float = 0.5,
+                 cap: Optional[int] = None, mode: Literal["a", "b"] = "a", depth=2, anything=None) -> None:
+        super().__init__()
+        self.given = dict(strict=strict, k=k, name=name, q=q, cap=cap, mode=mode, depth=depth, anything=anything)
+
+    def act(self, observation):
+        return 1
+
+
+class ExplodingAct(BasePolicy):
+    role = "validator"
+
+    def act(self, observation):
+        raise RuntimeError("boom")
 
 
 NUMBER = 3
@@ -190,3 +213,123 @@ def test_the_eq_env_script_finds_a_module_in_the_current_directory(tmp_path: Pat
     assert "approval_rate" in done.stdout or "approval" in done.stdout, done.stdout
     # strict: it approves nothing, so no bad approval either
     assert re.search(r"bad_approval_rate\D+0\.0", done.stdout), done.stdout
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("strict=true", {"strict": True}),
+        ("strict=FALSE", {"strict": False}),
+        ("k=3", {"k": 3}),
+        ("name=1", {"name": "1"}),  # a str parameter gets the text as written
+        ("name=007", {"name": "007"}),
+        ("name=none", {"name": "none"}),
+        ("q=1", {"q": 1.0}),
+        ("cap=none", {"cap": None}),
+        ("cap=4", {"cap": 4}),
+        ("mode=b", {"mode": "b"}),
+        ("depth=5", {"depth": 5}),  # unannotated: by its default's type
+        ("anything=abc,depth=3", {"anything": "abc", "depth": 3}),  # unannotated, default None: as read
+        ("anything=1", {"anything": 1}),
+    ],
+)
+def test_an_import_paths_parameters_are_converted_by_its_signature(
+    user_module: str, given: str, expected: dict[str, object]
+) -> None:
+    given_to = make_policy(f"{user_module}:Typed,{given}", "validator").given  # type: ignore[attr-defined]
+    assert {k: given_to[k] for k in expected} == expected
+    assert all(type(given_to[k]) is type(v) for k, v in expected.items())  # (1.0, not 1; "1", not 1)
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("strict=maybe", "strict must be true or false (strict: bool), got 'maybe'"),
+        ("strict=flase", "strict must be true or false (strict: bool), got 'flase'"),
+        ("strict=0", "strict must be true or false (strict: bool), got '0'"),
+        ('strict="true"', "strict must be true or false (strict: bool), got the quoted string 'true'"),
+        ("k=abc", "k must be an integer (k: int), got 'abc'"),
+        ("k=1.5", "k must be an integer (k: int), got '1.5'"),
+        ("q=x", "q must be a number (q: float), got 'x'"),
+        ("cap=x", "cap must be an integer or none (cap: Optional[int]), got 'x'"),
+        ("mode=c", "mode must be one of 'a', 'b' (mode: Literal['a', 'b']), got 'c'"),
+        ("depth=2.5", "depth must be an integer (as its default 2 is), got '2.5'"),
+    ],
+)
+def test_a_parameter_that_does_not_convert_is_one_line_naming_it(user_module: str, given: str, message: str) -> None:
+    spec = f"{user_module}:Typed,{given}"
+    with pytest.raises(ValueError, match=re.escape(f"policy {spec!r}: {message}")) as err:
+        make_policy(spec, "validator")
+    assert "\n" not in str(err.value)
+
+
+def test_an_error_in_a_users_act_is_one_line_naming_the_spec_and_episode(
+    user_module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["play", "--validator", f"{user_module}:ExplodingAct", "--episodes", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.fullmatch(
+        rf"eq-env play: error: policy '{user_module}:ExplodingAct' raised RuntimeError: boom in act "
+        r"\(episode \d+, seed 0\)",
+        err[0],
+    ), err
+
+
+def test_a_registered_or_given_policys_error_keeps_its_own_type() -> None:
+    """Only a user's (import-path) policy is wrapped: an object given as is, or ours, raises as it did."""
+    from eq_env.core.policy import BasePolicy
+    from eq_env.core.runner import play
+    from eq_env.exchange_audit import ExchangeAuditConfig
+
+    class Broken(BasePolicy):
+        role = "validator"
+
+        def act(self, observation: object) -> int:
+            raise KeyError("our bug")
+
+    with pytest.raises(KeyError, match="our bug"):
+        play(None, ExchangeAuditConfig(q=0.5), {"proposer": "honest", "validator": Broken()}, episodes=5, seed=0)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("sys:exit", "policy 'sys:exit': its factory raised SystemExit instead of returning a policy"),
+        ("os:getcwd", "policy 'os:getcwd' made str "),  # a factory of something else: refused
+    ],
+)
+def test_a_factory_that_exits_or_makes_no_policy_is_one_line(
+    spec: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["play", "--validator", spec, "--episodes", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"eq-env play: error: {message}"), err
+
+
+def test_a_resumed_sweep_plays_an_edited_class_again_and_resumes_an_unchanged_one(
+    user_module: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run key holds a fingerprint of the module's source: results of an older version are not reused."""
+    import importlib
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # (no stale .pyc for an edit within the second)
+    out = tmp_path / "mine-vs-rule"
+    line = f"sweep --grid q=0.1,0.5 --validator {user_module}:Stamp --validator rule --baseline validator=rule"
+    args = [*line.split(), "--seeds", "2", "--episodes", "20", "--jobs", "1", "--out", str(out)]
+
+    def sweep() -> tuple[list[str], str]:
+        sys.modules.pop(user_module, None)  # (as a new eq-env process would import it)
+        importlib.invalidate_caches()
+        assert main(args) == 0
+        return (out / "results.jsonl").read_text().splitlines(), (out / "summary.md").read_text()
+
+    first, table = sweep()
+    assert sweep() == (first, table)  # unchanged: every run resumed, nothing played again
+    source = tmp_path / f"{user_module}.py"
+    source.write_text(source.read_text().replace("return 0 if self.strict else 1", "return 0  # approves nothing"))
+    edited, edited_table = sweep()
+    assert len(edited) == len(first) + 4  # the user's class on 2 q x 2 seeds, played again
+    assert edited_table != table
+    # a registered policy's key holds no fingerprint: its results stay where they were
+    rule_keys = {json.loads(line)["key"] for line in first if json.loads(line)["policies"]["validator"] == "rule"}
+    assert rule_keys <= {json.loads(line)["key"] for line in edited}
