@@ -858,6 +858,19 @@ def _env_in(argv: Sequence[str]) -> str | None:
     return found[0] if found else None
 
 
+def _missing_command(game: EnvSpec, argv: Sequence[str]) -> str | None:
+    """Why ``argv``'s command cannot run with ``--env game``: the command is another game's, and ``game`` has no
+    command of that name (without this, the other game's would run, on its own game, e.g. the one-shot game's
+    ``train`` for ``--env exchange-audit-repeated``). None if it can."""
+    name = argv[0] if argv else ""
+    if name in GENERIC or name in _COMMANDS or any(c.name == name for c in game.commands()):
+        return None
+    owners = [spec.name for spec in registered_envs() if any(c.name == name for c in spec.commands())]
+    if not owners:
+        return None  # (not a command: argparse says so, with the choices)
+    return f"{game.name} has no {name!r} command; the games that have it: {', '.join(owners)}"
+
+
 def _game_commands(game: EnvSpec) -> dict[str, Command]:
     """Every game's commands by name; where two games contribute a name, ``game``'s."""
     commands: dict[str, Command] = {}
@@ -929,6 +942,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         game = env_spec(_env_in(argv))
     except ValueError as err:
         print(f"eq-env: error: argument --env: {printable(err)} (see eq-env --help)", file=sys.stderr)
+        return 2
+    if _env_in(argv) is not None and (missing := _missing_command(game, argv)) is not None:
+        print(f"eq-env {printable(argv[0])}: error: argument --env: {missing}", file=sys.stderr)
         return 2
     parser = build_parser(game, env_given=_env_in(argv) is not None)
     args = parser.parse_args(argv)

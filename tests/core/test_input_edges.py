@@ -295,3 +295,23 @@ def test_the_local_servers_latency_flag_takes_seconds_in_range_only(
         serve(["--latency", value])  # refused before any server starts
     assert exit_.value.code == 2
     assert "argument --latency: expected seconds in [0, 3600]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "owners"),
+    [
+        (["train", "--role", "proposer", "--timesteps", "64"], "exchange-audit, einstein-puzzle, belief-coordination"),
+        (["reproduce"], "exchange-audit, einstein-puzzle, belief-coordination"),
+        (["einstein", "plan"], "einstein-puzzle"),
+    ],
+)
+def test_a_command_the_game_given_lacks_is_refused_naming_the_games_that_have_it(
+    argv: list[str], owners: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (it ran the command of another game, on that game: `train` trained the one-shot game's proposer)
+    out = tmp_path / "run"
+    assert main([*argv, "--env", "exchange-audit-repeated", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"eq-env {argv[0]}: error: argument --env: exchange-audit-repeated has no {argv[0]!r} command; "
+                   f"the games that have it: {owners}\n")  # fmt: skip
+    assert not out.exists()
