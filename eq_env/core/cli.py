@@ -585,7 +585,8 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
                     "started here")  # fmt: skip
     add_backend_flags(sw)
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
-    sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
+    metrics_help = "comma-separated metrics to tabulate and plot, each once (default: the game's)"
+    sw.add_argument("--metrics", type=list_of(str, "metric names", distinct=True), metavar="M1,M2", help=metrics_help)
     sw.add_argument(
         "--baseline",
         action="append",
@@ -685,7 +686,15 @@ def _check_spec_limits(data: Mapping[str, Any], path: Path) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from eq_env.core.experiments import ResultsStore, check_run_record, failed_runs
     from eq_env.core.policy import make_policy
-    from eq_env.core.sweep import SweepSpec, first_repeat, load_spec_file, repeated_policy, run_sweep, spec_table
+    from eq_env.core.sweep import (
+        SweepSpec,
+        first_repeat,
+        load_spec_file,
+        repeated_policy,
+        resolve_baseline,
+        run_sweep,
+        spec_table,
+    )
 
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
     if args.config:
@@ -731,7 +740,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                       ("episodes", "episodes"), ("engine", "engine")):  # fmt: skip
         if getattr(args, flag) is not None:
             data[key] = getattr(args, flag)
+    if args.baseline:  # (the flags replace the file's baseline)
+        data["baseline"] = args.baseline
     spec = SweepSpec.from_mapping(data, source=str(args.config or "flags"))
+    resolve_baseline(spec, spec.baseline, "--baseline" if args.baseline else f"{args.config}: baseline")
     spec.policies = fill_specs(spec.policies, args)
     if getattr(args, "dry_run", False):
         return dry_run(game, game.config.from_preset(spec.preset, **spec.set), spec.policies)
@@ -744,7 +756,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         # (runs with LLM policies stay in this process whatever jobs says)
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
     executor = executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=jobs)
-    metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else None
+    metrics = tuple(args.metrics) if args.metrics else None
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
                      concurrency=getattr(args, "concurrency", 8), executor=executor,
                      baseline=args.baseline)  # fmt: skip
