@@ -23,17 +23,17 @@ model          what it does, in every role of every game
 =============  =======================================================================================
 
 Each game says what its models do (its ``scripts`` module: :mod:`eq_env.agents.exchange_audit.scripts`,
-:mod:`eq_env.agents.einstein_puzzle.scripts`, :mod:`eq_env.agents.belief_coordination.scripts`). A request
-is routed by its prompt to the game and role whose prompt it is (each game's stand-in recognises its own:
-:mod:`eq_env.agents.stand_in`); one that no served role recognises gets 400 naming what was expected, as
-does a body that is no chat request (not a JSON object, ``messages`` not an array of objects with string
-``content``), and a model other than the three gets 404 naming them. ``--env GAME`` (repeatable) serves only those games'
-roles; ``--port`` a port of your choice (one in use is a one-line error). A reply depends on the request
-alone, never on arrival order, so the same run gives the same numbers (the hostile model's failures "the
-first time" a request arrives are per server: restart it to replay a run exactly); every scripted error
-asks for a retry after 1 ms (``retry-after-ms``), so retries cost no time. Ctrl-C stops the server (exit 0) and
-prints what it answered, by game, role and model. The numbers these models produce describe the
-scripts, not a language model.
+:mod:`eq_env.agents.einstein_puzzle.scripts`, :mod:`eq_env.agents.belief_coordination.scripts`). A request is
+routed by its prompt to the game and role whose prompt it is (each game's stand-in recognises its own:
+:mod:`eq_env.agents.stand_in`); one that no served role recognises gets 400 naming what was expected, as does
+a body that is no chat request (not a JSON object, ``messages`` not an array of objects with string
+``content``), and a model other than the three gets 404 naming them. ``--env GAME`` (repeatable) serves only
+those games' roles; ``--port`` a port of your choice (one in use is a one-line error). A reply depends on the
+request alone, never on arrival order, so the same run gives the same numbers (the hostile model's failures
+"the first time" a request arrives are per server: restart it to replay a run exactly); every scripted error
+asks for a retry after 1 ms (``retry-after-ms``), so retries cost no time. Ctrl-C stops the server (exit 0)
+and prints what it answered, by game, role and model. The numbers these models produce describe the scripts,
+not a language model.
 
 **The scripted server** (tests and benchmarks point the LLM policies at it)::
 
