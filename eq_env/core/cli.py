@@ -931,6 +931,8 @@ def build_parser(game: Any = None, *, env_given: bool = True) -> argparse.Argume
             text = f"{text} ({spec.name}; every game's own with --env NAME: {', '.join(shared[command.name])})"
         cmd = sub.add_parser(command.name, help=text, description=command.description or command.help)
         command.add_arguments(cmd)
+        if command in spec.commands() and "--env" not in cmd._option_string_actions:
+            _add_env(cmd, spec)  # (main chose the game by it, so the game's own commands take it too)
     for command in _COMMANDS.values():
         command.add_arguments(sub.add_parser(command.name, help=command.help,
                                              description=command.description or command.help))  # fmt: skip

@@ -16,6 +16,7 @@ from eq_env.core.cli import (
     MAX_EPISODES,
     MAX_INTEGER,
     MAX_SEED,
+    build_parser,
     count,
     int_in,
     number_type,
@@ -25,6 +26,7 @@ from eq_env.core.cli import (
 from eq_env.core.policy import parse_scalar
 from eq_env.core.records import MAX_DEPTH, too_deep
 from eq_env.core.report import printable
+from eq_env.core.spec import env_spec
 from eq_env.core.sweep import LongNumber, load_spec_file
 
 DEEP = 100_000  # what the hostile run sent
@@ -315,3 +317,10 @@ def test_a_command_the_game_given_lacks_is_refused_naming_the_games_that_have_it
     assert err == (f"eq-env {argv[0]}: error: argument --env: exchange-audit-repeated has no {argv[0]!r} command; "
                    f"the games that have it: {owners}\n")  # fmt: skip
     assert not out.exists()
+
+
+def test_the_default_games_own_commands_take_env_naming_it(tmp_path: Path) -> None:
+    # (main chooses the game by --env; the default game's reproduce then refused it: "unrecognized arguments")
+    parser = build_parser(env_spec("exchange-audit"))
+    args = parser.parse_args(["reproduce", "--env", "exchange-audit", "--out", str(tmp_path / "out")])
+    assert (args.command, args.env) == ("reproduce", "exchange-audit")
