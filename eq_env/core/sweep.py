@@ -713,14 +713,17 @@ def run_sweep(
         )
     else:
         against = "against the first condition (" + ", ".join(f"{d}={agg[0][0].label(d)}" for d in shown) + ")"
+    paired = f"Paired differences {against} are in `paired.csv`."
     paired_md = ""
-    if paired_table:
+    if not paired_table:  # (one condition, its own reference: a baseline needs a dimension with several values)
+        paired = "Paired differences need two conditions; this sweep has one (`paired.csv` holds its header only)."
+    else:
         heading = "## Paired differences (condition − reference, mean [95% CI] over seeds)"
         paired_md = f"\n{heading}\n\n" + markdown_table([*shown, *plot_metrics], paired_table)
     (out / "summary.md").write_text(
         f"# Sweep: {len(conds)} conditions x {len(spec.seeds)} seeds x {spec.episodes} episodes\n\n"
-        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. Paired differences "
-        f"{against} are in `paired.csv`.\n\n{table}{paired_md}\n![sweep](sweep.png)\n"
+        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. {paired}\n\n"
+        f"{table}{paired_md}\n![sweep](sweep.png)\n"
     )
     _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
     return rows

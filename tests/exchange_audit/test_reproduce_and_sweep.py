@@ -371,3 +371,11 @@ def test_a_sweep_file_names_its_baseline_and_the_flag_overrides_it(
         assert status == 2 and err.startswith(f"eq-env sweep: error: {tmp_path / 's.toml'}: baseline ")
         assert said.removeprefix("s.toml: ") in err and len(err.splitlines()) == 1
         assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_of_one_condition_says_it_has_no_paired_differences(tmp_path: Path) -> None:
+    # (summary.md said "Paired differences ... are in paired.csv", which held its header alone)
+    assert main(["sweep", "--seeds", "1", "--episodes", "3", "--out", str(tmp_path)]) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Paired differences need two conditions; this sweep has one (`paired.csv` holds its header only)." in summary
+    assert "are in `paired.csv`" not in summary and len(read_csv(tmp_path / "paired.csv")) == 0
