@@ -5,7 +5,10 @@ game's metrics), ``sweep`` (any grid), ``rerun`` (one recorded run again),
 ``policies`` and ``envs`` — take ``--env`` (default: the default game) and get
 their flags from the game's spec: a ``--<role>`` flag per role, a flag per
 configuration field (``--q 0.3``), ``--preset``. Each game adds its own
-subcommands (``EnvSpec.cli``). Flag groups (:class:`FlagGroup`; the LLM flags
+subcommands (``EnvSpec.cli``), which take ``--env`` too; without ``--env`` the
+default game's and every other game's are there, and with it a command the game
+has not is refused in one line naming the games that have it (never another
+game's run on that game). Flag groups (:class:`FlagGroup`; the LLM flags
 of :mod:`eq_env.agents.cli`) add flags that fill policy specs.
 
 Bad input gets one line naming the flag and what was expected, and exit
