@@ -23,16 +23,17 @@ model          what it does, in every role of every game
 =============  =======================================================================================
 
 Each game says what its models do (its ``scripts`` module: :mod:`eq_env.agents.exchange_audit.scripts`,
-:mod:`eq_env.agents.einstein_puzzle.scripts`, :mod:`eq_env.agents.belief_coordination.scripts`). A request
-is routed by its prompt to the game and role whose prompt it is (each game's stand-in recognises its own:
-:mod:`eq_env.agents.stand_in`); one that no served role recognises gets 400 naming what was expected, and
-a model other than the three gets 404 naming them. ``--env GAME`` (repeatable) serves only those games'
-roles; ``--port`` a port of your choice (one in use is a one-line error). A reply depends on the request
-alone, never on arrival order, so the same run gives the same numbers (the hostile model's failures "the
-first time" a request arrives are per server: restart it to replay a run exactly); every scripted error
-asks for a retry after 1 ms (``retry-after-ms``), so retries cost no time. Ctrl-C stops the server (exit 0) and
-prints what it answered, by game, role and model. The numbers these models produce describe the
-scripts, not a language model.
+:mod:`eq_env.agents.einstein_puzzle.scripts`, :mod:`eq_env.agents.belief_coordination.scripts`). A request is
+routed by its prompt to the game and role whose prompt it is (each game's stand-in recognises its own:
+:mod:`eq_env.agents.stand_in`); one that no served role recognises gets 400 naming what was expected, as does
+a body that is no chat request (not a JSON object, ``messages`` not an array of objects with string
+``content``), and a model other than the three gets 404 naming them. ``--env GAME`` (repeatable) serves only
+those games' roles; ``--port`` a port of your choice (one in use is a one-line error). A reply depends on the
+request alone, never on arrival order, so the same run gives the same numbers (the hostile model's failures
+"the first time" a request arrives are per server: restart it to replay a run exactly); every scripted error
+asks for a retry after 1 ms (``retry-after-ms``), so retries cost no time. Ctrl-C stops the server (exit 0)
+and prints what it answered, by game, role and model. The numbers these models produce describe the scripts,
+not a language model.
 
 **The scripted server** (tests and benchmarks point the LLM policies at it)::
 
@@ -181,6 +182,31 @@ def _http(status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) ->
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
+def _type_name(value: object) -> str:
+    """JSON's name for the type of a decoded value, for the 400 that says what was sent."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _shape_error(request: object) -> str | None:
+    """What is wrong with the shape of a chat-completions request body, as the 400 says it; None if nothing.
+    (A script reads ``request["messages"][i]["content"]`` as a string; a body of another shape would otherwise
+    break the connection or the script.)"""
+    if not isinstance(request, dict):
+        return f"request body must be a JSON object, got {_type_name(request)}"
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        got = "none" if "messages" not in request else _type_name(messages)
+        return f"'messages' must be an array of message objects, got {got}"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"'messages[{i}]' must be an object with 'role' and 'content', got {_type_name(message)}"
+        if not isinstance(message.get("content"), str):
+            got = "none" if "content" not in message else _type_name(message["content"])
+            return f"'messages[{i}].content' must be a string, got {got}"
+    return None
+
+
 class _Dropped(bytes):
     """A response of which only the headers and ``cut`` bytes of the body are sent before the link drops."""
 
@@ -277,6 +303,9 @@ class _Server:
             request = json.loads(raw)
         except ValueError:
             return _http(400, {"error": {"message": "request body is not JSON"}}, {})
+        shape = _shape_error(request)
+        if shape is not None:
+            return _http(400, {"error": {"message": shape, "type": "invalid_request_error"}}, {})
         self.requests.append(request)
         self.authorizations.append(auth)  # (beside its request: the script's n indexes both)
         n = len(self.requests) - 1

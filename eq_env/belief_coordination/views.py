@@ -176,8 +176,8 @@ class BeliefCoordinationExecutorEnv(gymnasium.Env):  # type: ignore[type-arg]
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         env = self._env
-        if not env.agents:
-            raise RuntimeError("the episode is over: call reset()")
+        if not env.agents:  # (an environment never reset has no agents either)
+            raise RuntimeError("the episode is over: call reset()" if self._seeded else "step() before reset()")
         env.check_action(self.agent, action)  # (a ValueError naming the executor, before anything is played)
         actions: dict[str, Any] = {**self._team_actions, self.agent: action, COORDINATOR: None}
         self._observations, *_ = env.step(actions)

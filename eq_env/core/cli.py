@@ -5,7 +5,10 @@ game's metrics), ``sweep`` (any grid), ``rerun`` (one recorded run again),
 ``policies`` and ``envs`` — take ``--env`` (default: the default game) and get
 their flags from the game's spec: a ``--<role>`` flag per role, a flag per
 configuration field (``--q 0.3``), ``--preset``. Each game adds its own
-subcommands (``EnvSpec.cli``). Flag groups (:class:`FlagGroup`; the LLM flags
+subcommands (``EnvSpec.cli``), which take ``--env`` too; without ``--env`` the
+default game's and every other game's are there, and with it a command the game
+has not is refused in one line naming the games that have it (never another
+game's run on that game). Flag groups (:class:`FlagGroup`; the LLM flags
 of :mod:`eq_env.agents.cli`) add flags that fill policy specs.
 
 Bad input gets one line naming the flag and what was expected, and exit
@@ -586,7 +589,8 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
                     "started here")  # fmt: skip
     add_backend_flags(sw)
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
-    sw.add_argument("--metrics", help="comma-separated metrics to tabulate and plot")
+    metrics_help = "comma-separated metrics to tabulate and plot, each once (default: the game's)"
+    sw.add_argument("--metrics", type=list_of(str, "metric names", distinct=True), metavar="M1,M2", help=metrics_help)
     sw.add_argument(
         "--baseline",
         action="append",
@@ -686,7 +690,15 @@ def _check_spec_limits(data: Mapping[str, Any], path: Path) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from eq_env.core.experiments import ResultsStore, check_run_record, failed_runs
     from eq_env.core.policy import make_policy
-    from eq_env.core.sweep import SweepSpec, first_repeat, load_spec_file, repeated_policy, run_sweep, spec_table
+    from eq_env.core.sweep import (
+        SweepSpec,
+        first_repeat,
+        load_spec_file,
+        repeated_policy,
+        resolve_baseline,
+        run_sweep,
+        spec_table,
+    )
 
     data: dict[str, Any] = load_spec_file(args.config) if args.config else {}
     if args.config:
@@ -732,7 +744,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                       ("episodes", "episodes"), ("engine", "engine")):  # fmt: skip
         if getattr(args, flag) is not None:
             data[key] = getattr(args, flag)
+    if args.baseline:  # (the flags replace the file's baseline)
+        data["baseline"] = args.baseline
     spec = SweepSpec.from_mapping(data, source=str(args.config or "flags"))
+    resolve_baseline(spec, spec.baseline, "--baseline" if args.baseline else f"{args.config}: baseline")
     spec.policies = fill_specs(spec.policies, args)
     if getattr(args, "dry_run", False):
         return dry_run(game, game.config.from_preset(spec.preset, **spec.set), spec.policies)
@@ -745,7 +760,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         # (runs with LLM policies stay in this process whatever jobs says)
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
     executor = executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=jobs)
-    metrics = tuple(m.strip() for m in args.metrics.split(",")) if args.metrics else None
+    metrics = tuple(args.metrics) if args.metrics else None
     rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
                      concurrency=getattr(args, "concurrency", 8), executor=executor,
                      baseline=args.baseline)  # fmt: skip
@@ -859,6 +874,19 @@ def _env_in(argv: Sequence[str]) -> str | None:
     return found[0] if found else None
 
 
+def _missing_command(game: EnvSpec, argv: Sequence[str]) -> str | None:
+    """Why ``argv``'s command cannot run with ``--env game``: the command is another game's, and ``game`` has no
+    command of that name (without this, the other game's would run, on its own game, e.g. the one-shot game's
+    ``train`` for ``--env exchange-audit-repeated``). None if it can."""
+    name = argv[0] if argv else ""
+    if name in GENERIC or name in _COMMANDS or any(c.name == name for c in game.commands()):
+        return None
+    owners = [spec.name for spec in registered_envs() if any(c.name == name for c in spec.commands())]
+    if not owners:
+        return None  # (not a command: argparse says so, with the choices)
+    return f"{game.name} has no {name!r} command; the games that have it: {', '.join(owners)}"
+
+
 def _game_commands(game: EnvSpec) -> dict[str, Command]:
     """Every game's commands by name; where two games contribute a name, ``game``'s."""
     commands: dict[str, Command] = {}
@@ -907,6 +935,8 @@ def build_parser(game: Any = None, *, env_given: bool = True) -> argparse.Argume
             text = f"{text} ({spec.name}; every game's own with --env NAME: {', '.join(shared[command.name])})"
         cmd = sub.add_parser(command.name, help=text, description=command.description or command.help)
         command.add_arguments(cmd)
+        if command in spec.commands() and "--env" not in cmd._option_string_actions:
+            _add_env(cmd, spec)  # (main chose the game by it, so the game's own commands take it too)
     for command in _COMMANDS.values():
         command.add_arguments(sub.add_parser(command.name, help=command.help,
                                              description=command.description or command.help))  # fmt: skip
@@ -930,6 +960,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         game = env_spec(_env_in(argv))
     except ValueError as err:
         print(f"eq-env: error: argument --env: {printable(err)} (see eq-env --help)", file=sys.stderr)
+        return 2
+    if _env_in(argv) is not None and (missing := _missing_command(game, argv)) is not None:
+        print(f"eq-env {printable(argv[0])}: error: argument --env: {missing}", file=sys.stderr)
         return 2
     parser = build_parser(game, env_given=_env_in(argv) is not None)
     args = parser.parse_args(argv)

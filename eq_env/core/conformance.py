@@ -1104,6 +1104,46 @@ def check_view_unknown_keyword(view: str, kwargs: Mapping[str, Any] | None = Non
         raise AssertionError(f"gymnasium.make({view!r}, render_mode='bogus') was accepted")
 
 
+def check_view_misuse(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 1000) -> None:
+    """A step the view cannot play says why, in the words every view uses: ``step() before reset()`` (the view
+    itself, without Gymnasium's order wrapper), an action that is none of the space's a ``ValueError`` quoting it
+    (``"bad"``, None: not ``int()``'s own error), and a step after the episode ended ``the episode is over: call
+    reset()``."""
+    import gymnasium
+
+    env = gymnasium.make(view, **(kwargs or {}))
+    try:
+        env.unwrapped.step(env.action_space.sample())
+    except RuntimeError as err:
+        wanted = "step() before reset()"
+        assert str(err) == wanted, f"{view}: step() before any reset() says {str(err)!r}, not {wanted!r}"
+    else:
+        raise AssertionError(f"{view}: step() before reset() was played")
+    env.reset(seed=0)
+    for action in ("bad", None):
+        try:
+            env.step(action)
+        except ValueError as err:
+            said = str(err)  # (int()'s own error quotes "bad" too, but names no action and no space)
+            assert "action" in said and repr(action) in said, f"{view}: step({action!r}) is refused as {said!r}"
+        else:
+            raise AssertionError(f"{view}: step({action!r}) was played")
+    for _ in range(steps):
+        _, _, terminated, truncated, _ = env.step(_masked(env, env.action_space.sample()))
+        if terminated or truncated:
+            break
+    else:
+        raise AssertionError(f"{view}: no episode end in {steps} steps")
+    try:
+        env.step(_masked(env, env.action_space.sample()))
+    except RuntimeError as err:
+        wanted = "the episode is over: call reset()"
+        assert str(err) == wanted, f"{view}: step() after the episode's end says {str(err)!r}, not {wanted!r}"
+    else:
+        raise AssertionError(f"{view}: a step after the episode's end was played")
+    env.close()
+
+
 def check_view_pickle(view: str, kwargs: Mapping[str, Any] | None = None, steps: int = 20) -> None:
     """The view pickles, fresh and mid-run, and the copy plays on exactly as the original."""
     import gymnasium
@@ -1180,6 +1220,7 @@ VIEW_CHECKS: tuple[Callable[..., None], ...] = (
     check_view_episode_statistics,
     check_view_render,
     check_view_unknown_keyword,
+    check_view_misuse,
     check_view_pickle,
     check_view_vector_wrappers,
     check_view_make_vec_env,
@@ -1194,6 +1235,7 @@ __all__ += [  # (this section's)
     "check_view_async_spawn",
     "check_view_episode_statistics",
     "check_view_make_vec_env",
+    "check_view_misuse",
     "check_view_pickle",
     "check_view_record_video",
     "check_view_render",

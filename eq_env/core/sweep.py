@@ -45,6 +45,9 @@ q, in ``paired.csv`` and in a table in ``summary.md``::
 
     $ eq-env sweep --grid q=0.1,0.5 --validator mymod:Mine --validator rule \
           --baseline validator=rule --out runs/mine-vs-rule
+
+A spec file names it as ``baseline = "validator=rule"`` (or a list of them); ``--baseline`` replaces the
+file's. A baseline on a dimension with one value is refused: every condition has it, so it compares nothing.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ __all__ = [
     "spec_table",
 ]
 
-_SPEC_KEYS = {"env", "preset", "set", "grid", "policies", "seeds", "first_seed", "episodes", "engine"}
+_SPEC_KEYS = {"env", "preset", "set", "grid", "policies", "seeds", "first_seed", "episodes", "engine", "baseline"}
 
 
 def parse_value(text: str, config: type | None = None, name: str = "") -> Any:
@@ -118,7 +121,9 @@ def parse_value(text: str, config: type | None = None, name: str = "") -> Any:
 class SweepSpec:
     """What a sweep runs; see the module docstring for the file format.
 
-    ``policies`` maps each role of the game to its list of specs (default: the game's default policy).
+    ``policies`` maps each role of the game to its list of specs (default: the game's default policy);
+    ``baseline`` names the reference of the paired differences (:func:`resolve_baseline`; default: the first
+    condition).
     """
 
     env: str = ""  # the game's id; "" is the default game
@@ -129,6 +134,7 @@ class SweepSpec:
     seeds: list[int] = field(default_factory=lambda: list(range(5)))
     episodes: int = 200
     engine: str = "auto"
+    baseline: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         spec = env_spec(self.env or None)
@@ -210,6 +216,7 @@ class SweepSpec:
             seeds=seeds,
             episodes=episodes,
             engine=data.get("engine", "auto"),
+            baseline=_baseline_items(data["baseline"]) if "baseline" in data else [],
         )
 
     def validate(self) -> None:
@@ -547,6 +554,17 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
+def _baseline_items(value: Any) -> list[str]:
+    """A spec file's ``baseline``: one ``NAME=VALUE`` string or a list of them (checked against the sweep's
+    conditions by :func:`resolve_baseline`)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(x, str) and x.strip() for x in items):
+        raise ValueError(
+            f"baseline must be a NAME=VALUE string or a list of them (e.g. 'validator=rule'), got {value!r}"
+        )
+    return list(items)
+
+
 def _shown_value(value: Any) -> str:
     return str(label(_cell(value)))
 
@@ -568,10 +586,11 @@ def _baseline_value(spec: SweepSpec, dim: str, text: str) -> Any:
     return next((s for s in specs if canonical_spec(s, dim, spec.game) == wanted), None)
 
 
-def resolve_baseline(spec: SweepSpec, baseline: Sequence[str]) -> dict[str, Any]:
+def resolve_baseline(spec: SweepSpec, baseline: Sequence[str], flag: str = "--baseline") -> dict[str, Any]:
     """Dimension → value: the sweep's values that a baseline's items name (``DIMENSION=VALUE``, or a bare value
-    of one dimension; see the module docstring). An item that names no dimension or value of the sweep is a
-    ValueError of one line listing the sweep's conditions (its dimensions and their values)."""
+    of one dimension; see the module docstring). An item that names no dimension or value of the sweep, or a
+    dimension with one value (every condition has it: it compares nothing), is a ValueError of one line that
+    starts with ``flag`` and lists the sweep's conditions (its dimensions and their values)."""
     dims = [*spec.grid, *spec.policies]
     values = {d: list(spec.grid[d]) if d in spec.grid else list(spec.policies[d]) for d in dims}
     listing = "; ".join(f"{d}=" + " | ".join(_shown_value(v) for v in values[d]) for d in dims)
@@ -584,12 +603,15 @@ def resolve_baseline(spec: SweepSpec, baseline: Sequence[str]) -> dict[str, Any]
             hits = [(d, v) for d in dims if (v := _baseline_value(spec, d, text.strip())) is not None]
             if len(hits) > 1:
                 both = " and ".join(d for d, _ in hits)
-                raise ValueError(f"--baseline {text}: a value of {both}; name one (--baseline {hits[0][0]}={text})")
+                raise ValueError(f"{flag} {text}: a value of {both}; name one ({flag} {hits[0][0]}={text})")
             dim, found = hits[0] if hits else ("", None)
         if found is None:
-            raise ValueError(f"--baseline {text} names no condition of this sweep; its conditions: {listing}")
+            raise ValueError(f"{flag} {text} names no condition of this sweep; its conditions: {listing}")
+        if len(values[dim]) == 1:
+            why = f"every condition has {dim}={_shown_value(found)}, so it compares nothing"
+            raise ValueError(f"{flag} {text}: {why}; name a dimension with several values (its conditions: {listing})")
         if dim in chosen:
-            raise ValueError(f"--baseline names {dim} twice; give one value for it")
+            raise ValueError(f"{flag} names {dim} twice; give one value for it")
         chosen[dim] = found
     return chosen
 
@@ -621,7 +643,7 @@ def run_sweep(
     ``plot_metrics`` (default: the game's) are tabulated in ``summary.md`` and plotted. Runs go to
     ``executor`` (default: a local pool of ``jobs`` processes; see :mod:`eq_env.core.executors`), and
     the outputs do not depend on which. ``baseline`` names the reference of the paired differences
-    (default: the first condition; :func:`references`)."""
+    (default: the spec's ``baseline``, else the first condition; :func:`references`)."""
     game = spec.game
     metrics_all = list(game.metrics)
     plot_metrics = tuple(plot_metrics) if plot_metrics is not None else game.plot_metrics or tuple(metrics_all[:4])
@@ -633,7 +655,7 @@ def run_sweep(
     # everything that can be refused is refused before --out is made or sweep.json written
     spec.validate()
     conds = spec.conditions()
-    chosen = resolve_baseline(spec, baseline)
+    chosen = resolve_baseline(spec, baseline) if baseline else resolve_baseline(spec, spec.baseline, "baseline")
     refs = references(conds, chosen)
     check_runs(conds, spec.engine, jobs)
     out = Path(out)
@@ -691,14 +713,17 @@ def run_sweep(
         )
     else:
         against = "against the first condition (" + ", ".join(f"{d}={agg[0][0].label(d)}" for d in shown) + ")"
+    paired = f"Paired differences {against} are in `paired.csv`."
     paired_md = ""
-    if paired_table:
+    if not paired_table:  # (one condition, its own reference: a baseline needs a dimension with several values)
+        paired = "Paired differences need two conditions; this sweep has one (`paired.csv` holds its header only)."
+    else:
         heading = "## Paired differences (condition − reference, mean [95% CI] over seeds)"
         paired_md = f"\n{heading}\n\n" + markdown_table([*shown, *plot_metrics], paired_table)
     (out / "summary.md").write_text(
         f"# Sweep: {len(conds)} conditions x {len(spec.seeds)} seeds x {spec.episodes} episodes\n\n"
-        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. Paired differences "
-        f"{against} are in `paired.csv`.\n\n{table}{paired_md}\n![sweep](sweep.png)\n"
+        f"Preset `{spec.preset}`, fixed {spec.set or '{}'}; mean ± std over seeds. {paired}\n\n"
+        f"{table}{paired_md}\n![sweep](sweep.png)\n"
     )
     _plot(out / "sweep.png", spec, agg, plot_x, plot_metrics)
     return rows

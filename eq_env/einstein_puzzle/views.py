@@ -141,7 +141,7 @@ class EinsteinPuzzleEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         env = self._env
         if not env.agents or env.terminations[self.seat] or env.truncations[self.seat]:
-            raise RuntimeError("the episode is over: call reset()")
+            raise RuntimeError("the episode is over: call reset()" if self._seeded else "step() before reset()")
         env.step(action)  # (the environment checks it: a ValueError names the space)
         reward = float(env.rewards[self.seat])
         reward += self._advance()

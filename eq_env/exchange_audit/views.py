@@ -554,6 +554,19 @@ class _View(gymnasium.Env):
             return True
         return False
 
+    def _no_episode(self) -> RuntimeError:
+        """The error of a ``step()`` with no episode under way: before the first ``reset()``, or after the
+        episode ended (every episode of these views is one step)."""
+        return RuntimeError("the episode is over: call reset()" if self._seeded else "step() before reset()")
+
+    def _decision(self, action: Any) -> int:
+        """``int(action)``, or a ValueError naming the action and the space (``int("bad")`` or ``int(None)``
+        would say only what ``int`` could not read)."""
+        try:
+            return int(action)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"action {action!r} is outside {self.action_space}") from None
+
     def _start_episode(self, seed: int | None) -> None:
         """The AEC path: start the next episode in the environment of a drawn configuration."""
         if seed is not None:
@@ -675,7 +688,7 @@ class ExchangeAuditProposerEnv(_View):
     def _checked_choices(self, action: Any) -> Sequence[int]:
         """The action's 7 choices, after the check ``action_space.contains`` makes (without its cost)."""
         if self.action_encoding == "discrete":
-            a = int(action)
+            a = self._decision(action)
             if 0 <= a < N_ARTIFACTS:
                 return _ARTIFACT_ROWS[a]
         else:
@@ -694,7 +707,7 @@ class ExchangeAuditProposerEnv(_View):
             return self._aec_step(action)
         episode = self._episode
         if episode is None or features is None:
-            raise RuntimeError("step() before reset()")
+            raise self._no_episode()
         choices = self._checked_choices(action)
         p, v, info = self._rules[self._k].play(episode[0], episode[1], choices)
         self._episode = self._features = None
@@ -718,9 +731,9 @@ class ExchangeAuditProposerEnv(_View):
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features
         if self._view is None or features is None:
-            raise RuntimeError("step() before reset()")
+            raise self._no_episode()
         if not self.action_space.contains(
-            np.asarray(action) if self.action_encoding == "multidiscrete" else int(action)
+            np.asarray(action) if self.action_encoding == "multidiscrete" else self._decision(action)
         ):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         submission = artifact_submission(self._view, self.choices(action))
@@ -814,8 +827,11 @@ class ExchangeAuditValidatorEnv(_View):
             return self._aec_step(action)
         features = self._features
         if self._row < 0 or features is None or self._episodes is None:
-            raise RuntimeError("step() before reset()")
-        decision = int(action)
+            raise self._no_episode()
+        try:  # (inline: the fast path's step is a few microseconds)
+            decision = int(action)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"action {action!r} is outside {self.action_space}") from None
         if not 0 <= decision < 2:
             raise ValueError(f"action {action!r} is outside {self.action_space}")
         illegal = decision == 1 and not self._request
@@ -839,10 +855,10 @@ class ExchangeAuditValidatorEnv(_View):
     def _aec_step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         features = self._features
         if self._obs is None or features is None:
-            raise RuntimeError("step() before reset()")
-        if not self.action_space.contains(int(action)):
+            raise self._no_episode()
+        decision = self._decision(action)
+        if not self.action_space.contains(decision):
             raise ValueError(f"action {action!r} is outside {self.action_space}")
-        decision = int(action)
         illegal = decision == 1 and not int(self._obs["action_mask"][1])
         reward, info = self._finish(0 if illegal else decision)
         info["illegal_action"] = illegal

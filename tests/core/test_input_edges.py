@@ -16,6 +16,7 @@ from eq_env.core.cli import (
     MAX_EPISODES,
     MAX_INTEGER,
     MAX_SEED,
+    build_parser,
     count,
     int_in,
     number_type,
@@ -25,6 +26,7 @@ from eq_env.core.cli import (
 from eq_env.core.policy import parse_scalar
 from eq_env.core.records import MAX_DEPTH, too_deep
 from eq_env.core.report import printable
+from eq_env.core.spec import env_spec
 from eq_env.core.sweep import LongNumber, load_spec_file
 
 DEEP = 100_000  # what the hostile run sent
@@ -295,3 +297,30 @@ def test_the_local_servers_latency_flag_takes_seconds_in_range_only(
         serve(["--latency", value])  # refused before any server starts
     assert exit_.value.code == 2
     assert "argument --latency: expected seconds in [0, 3600]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "owners"),
+    [
+        (["train", "--role", "proposer", "--timesteps", "64"], "exchange-audit, einstein-puzzle, belief-coordination"),
+        (["reproduce"], "exchange-audit, einstein-puzzle, belief-coordination"),
+        (["einstein", "plan"], "einstein-puzzle"),
+    ],
+)
+def test_a_command_the_game_given_lacks_is_refused_naming_the_games_that_have_it(
+    argv: list[str], owners: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (it ran the command of another game, on that game: `train` trained the one-shot game's proposer)
+    out = tmp_path / "run"
+    assert main([*argv, "--env", "exchange-audit-repeated", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"eq-env {argv[0]}: error: argument --env: exchange-audit-repeated has no {argv[0]!r} command; "
+                   f"the games that have it: {owners}\n")  # fmt: skip
+    assert not out.exists()
+
+
+def test_the_default_games_own_commands_take_env_naming_it(tmp_path: Path) -> None:
+    # (main chooses the game by --env; the default game's reproduce then refused it: "unrecognized arguments")
+    parser = build_parser(env_spec("exchange-audit"))
+    args = parser.parse_args(["reproduce", "--env", "exchange-audit", "--out", str(tmp_path / "out")])
+    assert (args.command, args.env) == ("reproduce", "exchange-audit")

@@ -8,6 +8,7 @@ stand-in; nothing leaves 127.0.0.1.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import io
 import json
 import os
@@ -194,3 +195,36 @@ def test_the_command_prints_its_url_serves_an_episode_and_stops_on_ctrl_c(tmp_pa
     assert "Ctrl-C stops" in err
     assert "stopped; answered einstein-puzzle player_0 good: " in err
     assert "einstein-puzzle player_1 good: " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[]", "request body must be a JSON object, got an array"),
+        ('"str"', "request body must be a JSON object, got a string"),
+        ("3", "request body must be a JSON object, got a number"),
+        ('{"model": "good"}', "'messages' must be an array of message objects, got none"),
+        (
+            '{"model": "good", "messages": {"role": "user"}}',
+            "'messages' must be an array of message objects, got an object",
+        ),
+        (
+            '{"model": "good", "messages": ["hi"]}',
+            "'messages[0]' must be an object with 'role' and 'content', got a string",
+        ),
+        (
+            '{"model": "good", "messages": [{"role": "user", "content": 5}]}',
+            "'messages[0].content' must be a string, got a number",
+        ),
+        ('{"model": "good", "messages": [{"role": "user"}]}', "'messages[0].content' must be a string, got none"),
+    ],
+)
+def test_a_body_of_the_wrong_shape_is_400_naming_what_was_expected(body: str, expected: str) -> None:
+    with ScriptedLLMServer(StandInScript()) as server:  # (it dropped the connection on a body that is no object)
+        host, _, port = server.url.removeprefix("http://").partition("/")[0].partition(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert (response.status, json.loads(response.read())["error"]["message"]) == (400, expected)
+        connection.close()
+        assert server.requests == []  # (a request of no valid shape reaches no script)

@@ -446,3 +446,19 @@ def test_the_views_play_the_noise_and_the_delay() -> None:
     obs = [v.reset(seed=4)[0][audit] for v in (now, late, never)]
     assert obs[0][0] == 1 and np.array_equal(obs[1], obs[2])  # delayed: seen as never audited
     assert late.step(0)[4]["audit"]["audited"]
+
+
+def test_an_action_int_cannot_read_is_refused_naming_the_action_and_the_space() -> None:
+    # (the validator view raised int()'s own "invalid literal for int() with base 10" and TypeError)
+    views = [fast.ExchangeAuditValidatorEnv(), fast.ExchangeAuditValidatorEnv(ActOnlyProposer())]
+    views += [fast.ExchangeAuditProposerEnv(action_encoding="discrete")]
+    views += [fast.ExchangeAuditProposerEnv(ActOnlyValidator(), action_encoding="discrete")]
+    for view in views:
+        view.reset(seed=0)
+        for action in ("bad", None, float("nan")):
+            with pytest.raises(ValueError) as refused:
+                view.step(action)
+            assert str(refused.value) == f"action {action!r} is outside {view.action_space}", view.fast
+        view.step(0)  # (the episode is still there to play)
+        with pytest.raises(RuntimeError, match=r"^the episode is over: call reset\(\)$"):
+            view.step(0)

@@ -310,6 +310,12 @@ LISTED = "its conditions: q=0.1 | 0.5; proposer=strategic; validator=approve | r
         ("validator=rulez", f"--baseline validator=rulez names no condition of this sweep; {LISTED}"),
         ("q=0.3", "--baseline q=0.3 names no condition"),
         ("happiness=1", "--baseline happiness=1 names no condition"),
+        # (it was accepted, and summary.md pointed at a paired.csv of its header alone)
+        (
+            "proposer=strategic",
+            "--baseline proposer=strategic: every condition has proposer=strategic, so it compares "
+            f"nothing; name a dimension with several values ({LISTED})",
+        ),
     ],
 )
 def test_sweep_baseline_naming_no_condition_is_one_line_before_anything_is_written(
@@ -320,3 +326,56 @@ def test_sweep_baseline_naming_no_condition_is_one_line_before_anything_is_writt
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_sweep_metrics_given_twice_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # (welfare,welfare gave summary.md a duplicated column)
+    argv = [*SWEEP_MINE_AND_RULE, "--seeds", "1", "--episodes", "5", "--metrics", "welfare,welfare"]
+    with pytest.raises(SystemExit) as exit_:  # (refused while parsing the flags)
+        main([*argv, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        "eq-env sweep: error: argument --metrics: expected distinct metric names, got 'welfare,welfare' "
+        "(see eq-env sweep --help)\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+SWEEP_FILE = 'proposers = ["strategic"]\nvalidators = ["approve", "rule"]\n[grid]\nq = [0.1, 0.5]\n'
+
+
+@pytest.mark.parametrize(
+    ("baseline", "flags", "said"),
+    [
+        ('"validator=rule"', [], "same cell with validator=rule"),
+        ('["validator=rule"]', [], "same cell with validator=rule"),
+        ('"validator=rulez"', ["--baseline", "validator=rule"], "same cell with validator=rule"),  # the flag wins
+        ('"validator=rule"', ["--baseline", "q=0.1"], "same cell with q=0.1"),
+        ('"validator=rulez"', [], "s.toml: baseline validator=rulez names no condition of this sweep; " + LISTED),
+        ("3", [], "s.toml: baseline must be a NAME=VALUE string or a list of them (e.g. 'validator=rule'), got 3"),
+        ('"proposer=strategic"', [], "s.toml: baseline proposer=strategic: every condition has proposer=strategic"),
+    ],
+)
+def test_a_sweep_file_names_its_baseline_and_the_flag_overrides_it(
+    baseline: str, flags: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (a file's baseline was refused: "unknown key(s) ['baseline']")
+    (tmp_path / "s.toml").write_text(f"baseline = {baseline}\n{SWEEP_FILE}")
+    argv = ["sweep", "--config", str(tmp_path / "s.toml"), "--seeds", "1", "--episodes", "5", *flags]
+    status = main([*argv, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    if said.startswith("same cell"):
+        assert (status, err) == (0, "")
+        assert said in (tmp_path / "out" / "summary.md").read_text()
+    else:
+        assert status == 2 and err.startswith(f"eq-env sweep: error: {tmp_path / 's.toml'}: baseline ")
+        assert said.removeprefix("s.toml: ") in err and len(err.splitlines()) == 1
+        assert not (tmp_path / "out").exists()
+
+
+def test_a_sweep_of_one_condition_says_it_has_no_paired_differences(tmp_path: Path) -> None:
+    # (summary.md said "Paired differences ... are in paired.csv", which held its header alone)
+    assert main(["sweep", "--seeds", "1", "--episodes", "3", "--out", str(tmp_path)]) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Paired differences need two conditions; this sweep has one (`paired.csv` holds its header only)." in summary
+    assert "are in `paired.csv`" not in summary and len(read_csv(tmp_path / "paired.csv")) == 0

@@ -145,8 +145,8 @@ class RepeatedProposerEnv(gymnasium.Env):
         return self._observe(), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._view is None:
-            raise RuntimeError("step() before reset()")
+        if self._view is None:  # (also once the episode ended)
+            raise RuntimeError("the episode is over: call reset()" if self._seeded else "step() before reset()")
         env = self.env
         env.step(self._submission(action))
         obs = env.observe(VALIDATOR)
