@@ -39,8 +39,6 @@ def raw_env(*args: Any, **kwargs: Any) -> Any:
     """The AEC environment without the order-enforcing wrapper: ``text_raw_env`` (the class) itself, or, with
     ``observation_mode="numeric"``, :class:`~eq_env.core.numeric.NumericModeEnv` around it.
 
-    ``observation_mode`` (every maker of this module takes it): ``"text"`` (default), the observations the
-    manual describes; ``"numeric"``, ``Dict(observation=Box(float32), action_mask=Box(int8))`` observations
-    and ``Discrete`` actions, one legal no-op for an agent with nothing to decide, numeric infos of fixed
-    keys, the same game otherwise (:mod:`eq_env.core.numeric`). Anything else is a ValueError."""
+    Every maker of this module takes ``observation_mode`` (``"text"`` or ``"numeric"``):
+    :func:`eq_env.core.numeric.with_observation_mode`."""
     return with_observation_mode(ID, text_raw_env, False, args, kwargs)

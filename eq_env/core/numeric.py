@@ -439,7 +439,11 @@ def with_observation_mode(
 ) -> Any:
     """``text_env(*args, **kwargs)`` in the ``observation_mode`` ``kwargs`` names (``"text"``, the default: the
     environment itself; ``"numeric"``: :class:`NumericModeParallelEnv` or :class:`NumericModeEnv` around it).
-    What each game's versioned ``env``, ``parallel_env`` and ``raw_env`` are made with."""
+    What each game's versioned ``env``, ``parallel_env`` and ``raw_env`` are made with, so it is their manual of
+    ``observation_mode``: ``"text"`` (the default) gives the observations the game's manual describes;
+    ``"numeric"`` gives ``Dict(observation=Box(float32), action_mask=Box(int8))`` observations and ``Discrete``
+    actions, one legal no-op for an agent with nothing to decide, numeric infos of fixed keys, the same game
+    otherwise. Anything else is a ValueError."""
     mode = check_observation_mode(kwargs.pop("observation_mode", "text"))
     env = text_env(*args, **kwargs)
     if mode == "text":

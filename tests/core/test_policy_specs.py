@@ -203,8 +203,7 @@ def test_the_eq_env_script_finds_a_module_in_the_current_directory(tmp_path: Pat
     import subprocess
 
     script = shutil.which("eq-env", path=str(Path(sys.executable).parent))
-    if script is None:
-        pytest.skip("the eq-env script is not installed beside this interpreter (an install without scripts)")
+    assert script is not None, "the eq-env console script is not installed beside this interpreter"
     (tmp_path / f"{MODULE}_here.py").write_text(textwrap.dedent(SOURCE))
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
     args = [script, "play", "--validator", f"{MODULE}_here:Stamp,strict=true", "--episodes", "20"]

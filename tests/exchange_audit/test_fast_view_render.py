@@ -148,7 +148,6 @@ def test_human_plays_through_the_aec_environment() -> None:
 @pytest.mark.parametrize("view_id", VIEW_IDS)
 def test_make_vec_env_takes_the_fast_path(view_id: str) -> None:
     """SB3's ``make_vec_env(id)`` asks for ``"rgb_array"``: its views keep the fast path and still render."""
-    pytest.importorskip("stable_baselines3", reason="SB3 is the rl extra")
     from stable_baselines3.common.env_util import make_vec_env
 
     venv = make_vec_env(view_id, n_envs=2, seed=0)
