@@ -8,6 +8,7 @@ After an intended change, capture again and review the diff.
 from __future__ import annotations
 
 import difflib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,8 +16,11 @@ import pytest
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
-sys.path.insert(0, str(HERE))
-import capture  # noqa: E402 - the capture script beside this file
+
+
+def _capture(directory: Path, *flags: str) -> None:
+    """Run the capture script in a fresh interpreter: the test session registers a toy game of its own."""
+    subprocess.run([sys.executable, str(HERE / "capture.py"), str(directory), *flags], check=True)
 
 
 def _files(directory: Path, part: str) -> dict[str, str]:
@@ -39,7 +43,7 @@ def _same(tmp: Path, part: str) -> None:
 @pytest.fixture(scope="module")
 def fast_capture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("surface")
-    capture.capture(directory, full=False)
+    _capture(directory)
     return directory
 
 
@@ -54,5 +58,5 @@ def test_the_registries_are_the_same(fast_capture: Path) -> None:
 
 @pytest.mark.slow
 def test_the_small_runs_write_the_same_files(tmp_path: Path) -> None:
-    capture.capture(tmp_path, full=True)
+    _capture(tmp_path, "--full")
     _same(tmp_path, "runs")
