@@ -32,8 +32,8 @@ from eq_env.belief_coordination import spec as _belief_coordination  # noqa: F40
 
 # isort: split
 from eq_env.exchange_audit.repeated import spec as _exchange_audit_repeated  # noqa: F401 - registers the game
+from eq_env.version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "ENV_IDS",
     "GYM_IDS",

@@ -496,10 +496,10 @@ def make_card(
     """The model card's data (``card.json``), its figures written under ``out/figures``; nothing in it
     depends on how the runs were played (no times, no requests, no bills), so a replay from the cache
     gives the same card byte for byte."""
-    from eq_env import __version__
     from eq_env.core.experiments import llm_report
     from eq_env.core.redact import mask_urls
     from eq_env.core.report import json_number, plot_lines
+    from eq_env.version import __version__
 
     tasks = []
     for task in battery.tasks:

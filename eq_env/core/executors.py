@@ -49,6 +49,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,7 +110,7 @@ class LocalExecutor(Executor):
     """A pool of ``jobs`` worker processes on this machine (today's behaviour, the default).
 
     The workers die with the driver, leave Ctrl-C to it, and are terminated at once when the iteration
-    is left by an exception (see :func:`eq_env.core.experiments.worker_pool`).
+    is left by an exception (see :func:`worker_pool`).
     """
 
     name = "local"
@@ -126,8 +127,6 @@ class LocalExecutor(Executor):
         self, fn: Callable[..., T], calls: Sequence[Call], names: Sequence[str] = ()
     ) -> Generator[T, None, None]:
         from concurrent.futures import as_completed
-
-        from eq_env.core.experiments import worker_pool
 
         with worker_pool(self.jobs) as pool:
             futures = [pool.submit(fn, *args, **kwargs) for args, kwargs in calls]
@@ -358,10 +357,8 @@ def _probe(address: str) -> None:
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-    """A Ray task's body: the package imported first (it registers the games and policies, which a fresh
-    worker process does not have), then the call."""
-    import eq_env  # noqa: F401
-
+    """A Ray task's body. (A fresh worker has the games registered already: unpickling this function imports
+    its module, and so the package, whose import registers them.)"""
     return fn(*args, **kwargs)
 
 
@@ -390,3 +387,39 @@ def executor_from_args(backend: str, jobs: int | None, ray_address: str | None, 
     if ray_address is not None:
         _probe(ray_address)  # before the command writes anything
     return executor
+
+
+def _worker_init() -> None:
+    """A pool worker: dies with its parent, and leaves Ctrl-C to it (a worker interrupted while it holds the pool's
+    queue lock would leave the parent waiting forever; the parent ends the workers itself)."""
+    import signal
+
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers end with it when the block is left by an exception (Ctrl-C, a failed run):
+    they are terminated at once, not waited for, so an interrupted command exits in a moment."""
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
+    try:
+        yield pool
+    except BaseException:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _die_with_parent() -> None:
+    """In a worker: exit when the parent dies, even by SIGKILL (Linux), instead of lingering forever."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: workers end when the pool's pipe closes, as usual
+        pass

@@ -28,7 +28,6 @@ import math
 import os
 import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,7 +148,7 @@ class Condition:
         :func:`~eq_env.core.policy.source_fingerprint` of the module it names (under ``"code"``, absent when
         every policy is registered, so their keys stay as they were), so an edited class plays again.
         """
-        from eq_env import __version__
+        from eq_env.version import __version__
 
         spec = self.game
         names = {role: parse_policy_spec(policy)[0] for role, policy in self.policies}
@@ -487,42 +486,6 @@ def failed_runs(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, int, in
     """(run key, failed episodes, episodes) of every run with failed episodes."""
     unique = {r["key"]: r for r in records}
     return [(k, len(r["failed"]), int(r["episodes"])) for k, r in unique.items() if r.get("failed")]
-
-
-def _worker_init() -> None:
-    """A pool worker: dies with its parent, and leaves Ctrl-C to it (a worker interrupted while it holds the pool's
-    queue lock would leave the parent waiting forever; the parent ends the workers itself)."""
-    import signal
-
-    _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-@contextlib.contextmanager
-def worker_pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
-    """A process pool whose workers end with it when the block is left by an exception (Ctrl-C, a failed run):
-    they are terminated at once, not waited for, so an interrupted command exits in a moment."""
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init)
-    try:
-        yield pool
-    except BaseException:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-
-
-def _die_with_parent() -> None:
-    """In a worker: exit when the parent dies, even by SIGKILL (Linux), instead of lingering forever."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: workers end when the pool's pipe closes, as usual
-        pass
 
 
 def rerun(record: Mapping[str, Any], engine: str = "auto") -> dict[str, Any]:

@@ -204,8 +204,6 @@ def _ensure_loaded() -> None:
     entry point of the ``eq_env.envs`` group names a module that calls :func:`register_env` when imported.
     An entry point that fails to load is skipped with a warning naming it, not the end of every game."""
     global _entry_points_loaded
-    if not _SPECS:
-        importlib.import_module("eq_env")
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
@@ -235,8 +233,6 @@ def registered_envs(*, installed: bool = True) -> list[EnvSpec]:
 
 def default_env() -> EnvSpec:
     """The default game: the first registered (``eq_env`` registers its games on import)."""
-    if not _SPECS:
-        importlib.import_module("eq_env")
     return next(iter(_SPECS.values()))
 
 

@@ -8,6 +8,7 @@ every prompt template must render from the installed copy.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -142,6 +143,7 @@ def test_the_citation_file_cites_this_version_and_the_three_papers() -> None:
     assert {"authors", "message", "title"} <= set(cff)
     assert (cff["version"], cff["license"]) == (eq_env.__version__, project["license"]) == ("0.1.0", "MIT")
     assert project["license-files"] == ["LICENSE"]
+    assert importlib.metadata.version("eq-env") == eq_env.__version__  # the one copy: eq_env/version.py
     papers = {r["url"] for r in cff["references"]}
     assert papers == {f"https://arxiv.org/abs/{n}" for n in ("2604.09917", "2510.25595", "2506.08292")}
     assert all({"authors", "title", "type", "year"} <= set(r) for r in cff["references"])
