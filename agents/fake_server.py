@@ -49,9 +49,9 @@ answer, so a script can produce good replies, malformed JSON, replies that
 break the schema, 429s with ``Retry-After``, 500s and slow replies.
 :class:`eq_env.agents.stand_in.StandInScript` is the stand-in's script.
 
-The default script of :class:`ScriptedLLMServer` is the exchange–audit game's honest participant
-(:func:`eq_env.agents.exchange_audit.scripts.honest_script`), as it has always been; other games pass
-their own.
+This module knows no game: every server is given its script (the exchange–audit game's honest
+participant is :func:`eq_env.agents.exchange_audit.scripts.honest_script`; each game's stand-in is
+registered in :mod:`eq_env.agents.stand_in`).
 
 ``POST /v1/chat/completions`` is served, and ``GET /v1/models`` when the server
 is given ``models`` (a list of model ids; without it, 404 as on a minimal
@@ -74,9 +74,10 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
+
+from eq_env.agents.scripted_reply import Reply, Script, reply_json
 
 __all__ = [
     "ChaosScript",
@@ -87,27 +88,6 @@ __all__ = [
 ]
 
 
-@dataclass
-class Reply:
-    """One scripted answer: a chat completion with ``content``, or an error ``status`` with ``body``."""
-
-    content: str | None = None
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    body: dict[str, Any] | None = None  # an error body, or a whole raw response
-    raw: bytes | None = None  # the exact bytes of the body (HTML from a proxy, a truncated body...)
-    choices: list[str] | None = None  # the samples of a request with ``n > 1`` (default: ``content`` n times)
-    cut: int | None = None  # send only this many bytes of the body, then close the connection (a dropped link)
-
-
-Script = Callable[[dict[str, Any], int], Reply]
-
-
-def reply_json(payload: dict[str, Any], **kw: Any) -> Reply:
-    return Reply(content=json.dumps(payload), **kw)
-
-
 class ChaosScript:
     """Every failure mode at once, decided per request so that concurrency cannot reorder it.
 
@@ -116,14 +96,14 @@ class ChaosScript:
     and single twentieths are first answered with malformed JSON, with a reply breaking the
     schema, with a 429 carrying ``Retry-After``, with a 500, too slowly (past the client's
     timeout) — each time fine afterwards — or always with malformed JSON (a fallback).
-    ``delay`` is how slow "too slowly" is; ``answer`` answers the good ones (default: the exchange–audit
-    game's :func:`~eq_env.agents.exchange_audit.scripts.honest_script`).
+    ``delay`` is how slow "too slowly" is; ``answer`` answers the good ones (a game's script, e.g. the
+    exchange–audit game's :func:`~eq_env.agents.exchange_audit.scripts.honest_script`).
     """
 
     FATES = ("down", "malformed_once", "schema_once", "rate_limited_once", "error_once", "slow_once",
              "always_malformed")  # fmt: skip
 
-    def __init__(self, delay: float = 1.0, answer: Script | None = None) -> None:
+    def __init__(self, delay: float = 1.0, *, answer: Script) -> None:
         self.delay = delay
         self.answer = answer
         self.seen: dict[str, int] = {}
@@ -153,7 +133,7 @@ class ChaosScript:
             return Reply(status=502, body={"error": {"message": "bad gateway"}})
         if first and fate == "slow_once":
             return Reply(content="{}", delay=self.delay)
-        return (self.answer or _default_script())(request, n)
+        return self.answer(request, n)
 
 
 def _tokens(text: str) -> int:
@@ -355,7 +335,7 @@ class ScriptedLLMServer:
 
     Args:
         script: a callable ``(request, n) -> Reply`` or a list of replies
-            served in order (the last repeats); default :func:`honest_script`.
+            served in order (the last repeats).
         latency: seconds added to every answer (an artificial model latency).
         models: the model ids ``GET /v1/models`` lists (default: the route is not served, 404).
         api_key: the key every request must carry (default: none needed).
@@ -366,7 +346,7 @@ class ScriptedLLMServer:
 
     def __init__(
         self,
-        script: Script | Sequence[Reply] | None = None,
+        script: Script | Sequence[Reply],
         *,
         latency: float = 0.0,
         models: Sequence[str] | None = None,
@@ -374,9 +354,9 @@ class ScriptedLLMServer:
         n_supported: bool = True,
         port: int = 0,
     ) -> None:
-        if script is None:
-            script = _default_script()
-        elif not callable(script):
+        if script is None or isinstance(script, (str, bytes, dict)):
+            raise TypeError("a scripted server needs its script: a callable (request, n) -> Reply, or a list of replies")
+        if not callable(script):
             replies = list(script)
             if not replies:
                 raise ValueError("a scripted server needs at least one reply")
@@ -428,26 +408,6 @@ class ScriptedLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _default_script() -> Script:
-    """The exchange–audit game's honest participant: the default game's, as the CLI's default is."""
-    from eq_env.agents.exchange_audit.scripts import honest_script
-
-    return honest_script
-
-
-_MOVED = {"honest_script", "observation_in", "text_in", "view_from_observation"}
-
-
-def __getattr__(name: str) -> Any:
-    # the exchange–audit scripts lived here: still importable from here, without this generic module
-    # importing the game
-    if name in _MOVED:
-        from eq_env.agents.exchange_audit import scripts
-
-        return getattr(scripts, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _sequence(replies: list[Reply]) -> Script:

@@ -23,14 +23,13 @@ import importlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from eq_env.agents.fake_server import Reply
+from eq_env.agents.scripted_reply import Reply
 
 __all__ = ["MODELS", "StandIn", "StandInScript", "register_stand_in", "stand_in", "stand_in_games"]
 
-Script = Callable[[dict[str, Any], int], "Reply"]  # as eq_env.agents.fake_server takes it
+Script = Callable[[dict[str, Any], int], Reply]  # as eq_env.agents.fake_server takes it
 
 MODELS = ("good", "bad", "hostile")
 
@@ -128,7 +127,6 @@ class StandInScript:
         return None
 
     def __call__(self, request: dict[str, Any], n: int) -> Reply:
-        from eq_env.agents.fake_server import Reply
 
         model = request.get("model")
         if model not in MODELS:

@@ -3,7 +3,7 @@
 1. PPO training speed (environment steps per second, one thread, ``--n-envs`` environments, 64 by
    default) on the proposer's view, against PPO with the same settings on Gymnasium's ``CartPole-v1``
    in SB3's ``DummyVecEnv`` in the same process: the ratio says what our environment costs. Ours is
-   measured twice: the native vectorised environment (``eq_env.exchange_audit.vector.ProposerVecEnv``,
+   measured twice: the native vectorised environment (``eq_env.exchange_audit.sb3_vector.ProposerVecEnv``,
    what ``eq-env train`` uses) and the single views in a ``DummyVecEnv`` (``--no-vec-env``).
 2. PPO proposers trained against the paper's rule validator, each for ``--timesteps`` steps,
    scored by their mean payoff (exact over the audit) on the episodes the best-response search
@@ -40,7 +40,7 @@ def ppo_steps_per_second(env_id: str, steps: int, n_envs: int = 64, native: bool
 
     torch.set_num_threads(1)
     if native:
-        from eq_env.exchange_audit.vector import ProposerVecEnv
+        from eq_env.exchange_audit.sb3_vector import ProposerVecEnv
 
         env = VecMonitor(ProposerVecEnv(n_envs))  # as eq-env train wraps it (episode rewards for its curve)
         env.seed(0)

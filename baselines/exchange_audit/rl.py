@@ -265,7 +265,7 @@ def make_vec(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode
     or delayed audits, which the views play through the AEC environment)."""
     from eq_env.core.policy import make_policy
     from eq_env.exchange_audit.batch import is_batchable
-    from eq_env.exchange_audit.vector import ProposerVecEnv, ValidatorVecEnv
+    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv, ValidatorVecEnv
     from eq_env.exchange_audit.views import audit_options
 
     if audit_options(config):

@@ -2,9 +2,9 @@
 
 For each role an SB3 ``VecEnv`` and a Gymnasium ``VectorEnv``, stepping ``n`` one-shot episodes at once:
 
-* :class:`ProposerVecEnv` / :class:`ValidatorVecEnv` (``stable_baselines3.common.vec_env.VecEnv``), for
-  SB3 and sb3-contrib (``env_method("action_masks")`` and ``get_action_masks`` work, for MaskablePPO); they
-  need SB3 (the ``rl`` extra), imported only when one of them is (:mod:`eq_env.exchange_audit.sb3_vector`);
+* :class:`~eq_env.exchange_audit.sb3_vector.ProposerVecEnv` / :class:`~eq_env.exchange_audit.sb3_vector.ValidatorVecEnv`
+  (``stable_baselines3.common.vec_env.VecEnv``, in :mod:`eq_env.exchange_audit.sb3_vector`, which imports SB3),
+  for SB3 and sb3-contrib (``env_method("action_masks")`` and ``get_action_masks`` work, for MaskablePPO);
 * :class:`ProposerVectorEnv` / :class:`ValidatorVectorEnv` (``gymnasium.vector.VectorEnv``).
 
 They take the arguments of the single-agent views (:mod:`eq_env.exchange_audit.views`) plus ``num_envs``
@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -101,7 +101,7 @@ from eq_env.exchange_audit.views import (
     audit_options,
 )
 
-__all__ = ["ProposerVecEnv", "ProposerVectorEnv", "ValidatorVecEnv", "ValidatorVectorEnv"]
+__all__ = ["ProposerVectorEnv", "ValidatorVectorEnv"]
 
 _ARTIFACTS = all_artifacts()
 _NVEC = np.array(ARTIFACT_NVEC, dtype=np.int64)
@@ -471,16 +471,3 @@ class ValidatorVectorEnv(_Gym):
         **kwargs: Any,
     ) -> None:
         super().__init__(_core("validator", num_envs, proposer, kwargs), autoreset_mode)
-
-
-if TYPE_CHECKING:
-    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv, ValidatorVecEnv
-
-
-def __getattr__(name: str) -> Any:
-    """The SB3 forms, imported on first use (SB3 is the ``rl`` extra: the Gymnasium forms work without it)."""
-    if name in ("ProposerVecEnv", "ValidatorVecEnv"):
-        from eq_env.exchange_audit import sb3_vector
-
-        return getattr(sb3_vector, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from eq_env.agents.client import LLMClient, configure
-from eq_env.agents.fake_server import ScriptedLLMServer, honest_script
+from eq_env.agents.exchange_audit.scripts import honest_script
+from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.core.bench import (
     RATE,
     Battery,

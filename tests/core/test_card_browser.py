@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from test_bench import BATTERY, _model
 
-from eq_env.agents.fake_server import ScriptedLLMServer, honest_script
+from eq_env.agents.exchange_audit.scripts import honest_script
+from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.core.bench import run_battery
 from eq_env.core.card import load_card, render_leaderboard, write_card
 

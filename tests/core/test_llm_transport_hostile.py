@@ -492,7 +492,7 @@ def test_no_secret_reaches_a_file_or_the_terminal_in_any_encoding(
         (EINSTEIN, ["--player_0", "llm", "--player_1", "planner"], good_script, einstein_reply),
         ("exchange-audit", ["--proposer", "llm", "--validator", "llm"], honest_script, audit_reply),
     ):
-        with ScriptedLLMServer() as server:
+        with ScriptedLLMServer(honest_script) as server:
             server._server.script = _echo(server, secrets, answer, completion)
             port = server.url.split(":")[2].split("/")[0]
             url = f"http://usr:{quote(password, safe='')}@127.0.0.1:{port}/v1?api-key={quote(query, safe='')}"

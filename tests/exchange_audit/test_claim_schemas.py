@@ -366,7 +366,7 @@ def test_the_proposer_view_acts_in_the_rich_artifact_space() -> None:
 
 @pytest.mark.slow  # (over 0.5 s: importing Stable-Baselines3)
 def test_the_vectorised_environments_refuse_another_schema_naming_it() -> None:
-    from eq_env.exchange_audit.vector import ProposerVecEnv
+    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv
 
     with pytest.raises(ValueError, match=r"paper's claim schema only \(claim_schema='rich'\)"):
         ProposerVecEnv(2, claim_schema="rich")

@@ -195,7 +195,7 @@ def test_fast_views_equal_the_aec_views_under_the_regimes(kwargs: dict[str, Any]
 
 @pytest.mark.slow  # (over 0.5 s: Stable-Baselines3's import)
 def test_the_vectorised_proposer_environment_plays_the_regime_as_its_views() -> None:
-    from eq_env.exchange_audit.vector import ProposerVecEnv
+    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv
 
     venv = ProposerVecEnv(3, "text_reader", regime="text_only", q=0.6)
     views = [fast.ExchangeAuditProposerEnv("text_reader", regime="text_only", q=0.6) for _ in range(3)]
@@ -371,10 +371,11 @@ def test_the_mimics_text_is_the_honest_text_of_a_compliant_state() -> None:
 @pytest.mark.slow  # (over 0.5 s: a local server)
 @pytest.mark.usefixtures("fast_llm")
 def test_the_ungated_llm_validator_is_sent_no_typed_claims_under_text_only() -> None:
-    from eq_env.agents.fake_server import ScriptedLLMServer, observation_in, text_in
+    from eq_env.agents.exchange_audit.scripts import honest_script, observation_in, text_in
+    from eq_env.agents.fake_server import ScriptedLLMServer
     from eq_env.runner import play_concurrent
 
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         out = play_concurrent(TEXT_ONLY.replace(q=0.5), "honest:request=always,words=18",
                               f"llm:model=m,base_url={server.url},gate=none", episodes=6, seed=3)  # fmt: skip
         prompts = [r["messages"][-1]["content"] for r in server.requests]
@@ -421,9 +422,10 @@ def test_the_command_writes_its_table_figure_and_summary_and_resumes(
 @pytest.mark.slow  # (over 0.5 s: a local server, 18 LLM episodes)
 @pytest.mark.usefixtures("fast_llm")
 def test_the_command_runs_the_llm_validator_ungated_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from eq_env.agents.exchange_audit.scripts import honest_script
     from eq_env.agents.fake_server import ScriptedLLMServer
 
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         argv = ["free-text", "--out", str(tmp_path), "--qs", "0.3", "--q", "0.3", "--seeds", "1", "--episodes", "2",
                 "--validator", "llm:gate=none", "--model", "m", "--base-url", server.url,
                 "--no-endpoint-check"]  # fmt: skip

@@ -16,7 +16,8 @@ import pytest
 
 from eq_env import exchange_audit_v0
 from eq_env.agents.client import LLMClient, configure, request_key, settings
-from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script, observation_in, reply_json, text_in
+from eq_env.agents.exchange_audit.scripts import honest_script, observation_in, text_in
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, reply_json
 from eq_env.agents.policies import LLMProposer, LLMValidator, render_proposer_prompt, render_validator_prompt
 from eq_env.agents.schema import ReplyError, extract_json, parse_proposer_reply, parse_validator_reply
 from eq_env.baselines import HonestProposer
@@ -240,7 +241,7 @@ def test_an_endpoint_that_stays_down_fails_the_episode_and_the_run_goes_on() -> 
 
 
 def test_requests_run_concurrently() -> None:
-    with ScriptedLLMServer(latency=0.05) as server:
+    with ScriptedLLMServer(honest_script, latency=0.05) as server:
         play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=24, seed=0, concurrency=8)
         assert server.max_in_flight > 1  # a functional check; speed is in benchmarks/llm_concurrency.py
 
@@ -254,7 +255,7 @@ def test_cache_key_never_holds_the_api_key_and_follows_what_changes_the_request(
     assert request_key(base) == request_key(dict(base))
     for change in ({"model": "n"}, {"base_url": "v"}, {"temperature": 0.5}, {"prompt_version": "v2"}, {"seed": 1}):
         assert request_key({**base, **change}) != request_key(base)
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         configure(api_key="sk-secret-123")
         play_one(LLMProposer(model="m", base_url=server.url), proposer_obs())
     files = list(Path(settings().cache_dir).rglob("*.json"))
@@ -263,7 +264,7 @@ def test_cache_key_never_holds_the_api_key_and_follows_what_changes_the_request(
 
 def test_replay_makes_no_request_and_gives_identical_results() -> None:
     spec_p, spec_v = "llm:model=m,base_url={url}", "llm:model=m,base_url={url}"
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         p, v = spec_p.format(url=server.url), spec_v.format(url=server.url)
         live = play_concurrent(PAPER.replace(q=0.5), p, v, episodes=20, seed=3, concurrency=4)
         sent = len(server.requests)
@@ -289,7 +290,7 @@ def _no_transport(info: dict | None) -> dict | None:
 
 
 def test_replay_without_a_recording_fails_the_episode() -> None:
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         spec = f"llm:model=m,base_url={server.url}"
         play_concurrent(PAPER, spec, "rule", episodes=1, seed=0)  # a recording of episode 0 only
         configure(cache="read")
@@ -300,7 +301,7 @@ def test_replay_without_a_recording_fails_the_episode() -> None:
 
 
 def test_regimes_share_one_sample_per_state() -> None:
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         full = play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=10, seed=1)
         stripped = play_concurrent(PAPER, f"llm:model=m,base_url={server.url},strip=true", "rule", episodes=10, seed=1)
         assert len(server.requests) == 10  # the action-only regime reused the same answers
@@ -373,7 +374,7 @@ def test_gated_validator_keeps_the_rule_blocks_and_only_tightens() -> None:
 
 def test_token_cost_model_charges_completion_tokens() -> None:
     config = PAPER.replace(cost_model="tokens", q=0.0)
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         (r,) = play(config, f"llm:model=m,base_url={server.url}", "rule", episodes=1, seed=0)
     tokens = r.proposer_info["completion_tokens"]
     assert r.tokens == tokens > 0
@@ -403,7 +404,7 @@ def test_act_inside_an_event_loop_says_what_to_use() -> None:
 
 def test_server_threads_are_cleaned_up() -> None:
     before = threading.active_count()
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         play_one(LLMProposer(model="m", base_url=server.url), proposer_obs())
     assert threading.active_count() <= before + 1
 
@@ -419,7 +420,7 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
     from eq_env.cli import INCOMPLETE, main
     from eq_env.experiments import ResultsStore
 
-    script = ChaosScript(delay=0.6)
+    script = ChaosScript(delay=0.6, answer=honest_script)
     flags = ["--proposer", "llm", "--model", "chaos", "--seeds", "1", "--episodes", "12", "--concurrency", "6",
              "--max-retries", "2", "--backoff", "0.01", "--timeout", "0.3"]  # fmt: skip
     live, replay = tmp_path / "live", tmp_path / "replay"
@@ -499,7 +500,7 @@ def test_an_interrupted_llm_run_resumes_from_its_saved_episodes(tmp_path: Path) 
     from eq_env.experiments import Condition, run_one
 
     configure(cache="off")  # every episode not yet saved must be asked again
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={server.url}", "validator": "rule"}, 10)
         full = run_one(condition, 4, episode_dir=tmp_path / "full", concurrency=3)
         saved = (tmp_path / "full" / f"{condition.key}-4.jsonl").read_text().splitlines()

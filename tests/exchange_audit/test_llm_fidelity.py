@@ -18,7 +18,8 @@ import pytest
 from test_llm_agents import GOOD, PAPER, fast_llm_settings, play_one, proposer_obs  # noqa: F401 - a fixture
 
 from eq_env.agents.client import LLMClient, LLMSettings, LLMSetupError, _backoff, configure, settings
-from eq_env.agents.fake_server import ChaosScript, Reply, ScriptedLLMServer, honest_script, observation_in, reply_json
+from eq_env.agents.exchange_audit.scripts import honest_script, observation_in
+from eq_env.agents.fake_server import ChaosScript, Reply, ScriptedLLMServer, reply_json
 from eq_env.agents.policies import LLMProposer, LLMValidator
 from eq_env.cli import INCOMPLETE, main
 from eq_env.experiments import Condition, ResultsStore
@@ -102,7 +103,7 @@ def test_a_hostile_endpoint_is_recorded_and_replayed_exactly(tmp_path: Path) -> 
     """Done-when of issue 8: a server failing about a third of its requests in every way it can; the
     run and its replay give byte-identical tables and the same failed episodes, the replay asks
     nothing, and every request the server saw is in the records."""
-    script = ChaosScript(delay=0.8)
+    script = ChaosScript(delay=0.8, answer=honest_script)
     flags = ["--validator", "llm", "--episodes", "10", "--concurrency", "5", "--max-retries", "1", "--backoff",
              "0.01", "--timeout", "0.4"]  # fmt: skip
     live, replay = tmp_path / "live", tmp_path / "replay"
@@ -189,7 +190,7 @@ def test_the_proposers_costs_survive_a_failing_validator(tmp_path: Path) -> None
 def test_an_unwritable_cache_stops_the_run_before_any_request(tmp_path: Path, capsys: Any) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("not a directory")
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         status = reproduce(tmp_path / "out", server.url, "--cache-dir", str(blocker))
         assert len(server.requests) == 0  # nothing paid for
     err = capsys.readouterr().err.strip().splitlines()
@@ -198,7 +199,7 @@ def test_an_unwritable_cache_stops_the_run_before_any_request(tmp_path: Path, ca
 
 
 def test_a_directory_where_a_recording_goes_costs_the_recording_not_the_answer(tmp_path: Path) -> None:
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         policy = LLMProposer(model="m", base_url=server.url)
         play_one(policy, proposer_obs())
         (recorded,) = list(settings().cache_dir.rglob("*.json"))
@@ -211,7 +212,7 @@ def test_a_directory_where_a_recording_goes_costs_the_recording_not_the_answer(t
 
 
 def test_a_corrupt_recording_is_named_in_a_replay(tmp_path: Path) -> None:
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         spec = f"llm:model=m,base_url={server.url}"
         assert all(isinstance(e, EpisodeRecord) for e in play_concurrent(PAPER, spec, "rule", episodes=2, seed=0))
         recorded = sorted(settings().cache_dir.rglob("*.json"))
@@ -314,7 +315,7 @@ def test_no_secret_from_a_flag_a_url_or_the_environment_reaches_a_file(
 def test_a_spec_typed_with_credentials_is_recorded_without_them(tmp_path: Path) -> None:
     from eq_env.experiments import run_all
 
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         url = server.url.replace("http://", "http://user:TYPED-SECRET@")
         condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={url}", "validator": "rule"}, 3)
         assert "TYPED-SECRET" not in condition.policy("proposer")
@@ -388,7 +389,7 @@ def test_no_key_for_openai_fails_before_any_request(capsys: Any, monkeypatch: py
 def test_a_rejected_key_and_an_unserved_model_fail_fast(tmp_path: Path, capsys: Any,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    with ScriptedLLMServer(api_key="right-key", models=["llama3.1:latest", "qwen"]) as server:
+    with ScriptedLLMServer(honest_script, api_key="right-key", models=["llama3.1:latest", "qwen"]) as server:
         base = ["play", "--proposer", "llm", "--base-url", server.url, "--episodes", "20", *FAST]
         assert main([*base, "--model", "qwen", "--api-key", "wrong-key"]) == 2
         assert "rejected the API key (401)" in one_line_error(capsys)
@@ -417,7 +418,7 @@ def test_an_endpoint_that_dies_mid_run_is_retried_and_recorded() -> None:
 
 def test_a_setup_error_stops_concurrent_episodes_without_recording_them(tmp_path: Path) -> None:
     saved: list[Any] = []
-    with ScriptedLLMServer(api_key="k", latency=0.05) as server:
+    with ScriptedLLMServer(honest_script, api_key="k", latency=0.05) as server:
         configure(api_key="wrong")
         with pytest.raises(LLMSetupError, match="rejected the API key"):
             play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=16, seed=0,
@@ -455,7 +456,7 @@ def test_every_part_of_a_request_keys_its_answer(change: dict[str, Any]) -> None
 
 def test_a_failure_never_overwrites_a_recorded_answer_in_write_mode() -> None:
     spec = "llm:model=m,base_url={}"
-    with ScriptedLLMServer() as up:
+    with ScriptedLLMServer(honest_script) as up:
         play_concurrent(PAPER, spec.format(up.url), "rule", episodes=1, seed=0)
     (recorded,) = list(settings().cache_dir.rglob("*.json"))
     answer = recorded.read_text()
@@ -511,7 +512,7 @@ def test_secrets_are_masked_in_every_encoding_a_server_may_echo(tmp_path: Path) 
 def test_credentials_in_the_url_rejected_say_how_they_were_sent(capsys: Any, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    with ScriptedLLMServer(api_key="k", models=["m"]) as server:
+    with ScriptedLLMServer(honest_script, api_key="k", models=["m"]) as server:
         url = server.url.replace("http://", "http://user:pass@")
         assert main(["play", "--proposer", "llm", "--model", "m", "--base-url", url, "--api-key", "k"]) == 2
     line = one_line_error(capsys)
@@ -522,7 +523,7 @@ def test_credentials_in_the_url_rejected_say_how_they_were_sent(capsys: Any, tmp
 @pytest.mark.parametrize("where", ["empty", "run_dir", "other_endpoint"])
 def test_a_replay_of_nothing_is_refused_at_once(where: str, tmp_path: Path, capsys: Any) -> None:
     live = tmp_path / "live"
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         assert reproduce(live, server.url, episodes=2) == 0
         sent = len(server.requests)
         cache = {"empty": tmp_path / "empty", "run_dir": live, "other_endpoint": live / "llm_cache"}[where]
@@ -540,7 +541,7 @@ def test_a_replay_of_nothing_is_refused_at_once(where: str, tmp_path: Path, caps
 
 
 def test_every_llm_policy_is_checked_before_the_first_episode(tmp_path: Path) -> None:
-    with ScriptedLLMServer(models=["m"]) as server:
+    with ScriptedLLMServer(honest_script, models=["m"]) as server:
         with pytest.raises(PolicySetupError, match="does not serve the model 'nope'"):
             play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", f"llm:model=nope,base_url={server.url}",
                             episodes=8, seed=0)  # fmt: skip
@@ -594,7 +595,7 @@ def test_an_unwritable_recording_is_warned_about_once_a_run(caplog: pytest.LogCa
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ResponseCache, "put", full_disk)
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         out = play_concurrent(PAPER, f"llm:model=m,base_url={server.url}", "rule", episodes=6, seed=0)
     assert all(isinstance(e, EpisodeRecord) for e in out)  # every answer kept
     assert len([r for r in caplog.records if "could not record" in r.getMessage()]) == 1

@@ -27,7 +27,8 @@ from eq_env.agents.client import (
     request_key,
     settings,
 )
-from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script, reply_json
+from eq_env.agents.exchange_audit.scripts import honest_script
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer, reply_json
 from eq_env.agents.policies import LLMProposer
 from eq_env.exchange_audit.game import ProposerAction
 from eq_env.policy import PolicyError, PolicySetupError
@@ -82,7 +83,7 @@ class TestResponseBodies:
             _, info = play_one(LLMProposer(model="m", base_url=server.url), proposer_obs())
         assert info["usage_estimated"] is True
         assert info["completion_tokens"] == -(-len(json.dumps(GOOD)) // 4) and info["prompt_tokens"] > 100
-        with ScriptedLLMServer() as server:
+        with ScriptedLLMServer(honest_script) as server:
             _, info = play_one(LLMProposer(model="m", base_url=server.url), proposer_obs(seed=1))
         assert info["usage_estimated"] is False
 
@@ -149,7 +150,7 @@ def test_concurrent_identical_requests_share_one_answer() -> None:
             await a.aclose()
             await b.aclose()
 
-    with ScriptedLLMServer(latency=0.2) as server:
+    with ScriptedLLMServer(honest_script, latency=0.2) as server:
         a = LLMProposer(model="m", base_url=server.url)
         b = LLMProposer(model="m", base_url=server.url, strip=True)  # the action-only regime of the same state
         (act_a, info_a), (act_b, info_b) = asyncio.run(both(a, b, proposer_obs()))
@@ -187,7 +188,7 @@ def test_failures_are_recorded_replayed_and_asked_again() -> None:
         first = play_concurrent(PAPER, spec.format(down.url), "rule", episodes=2, seed=0)
     assert all(isinstance(e, FailedEpisode) for e in first)
     assert all(e.info and e.info["transport"]["retries"] == settings().max_retries for e in first)  # type: ignore[union-attr]
-    with ScriptedLLMServer() as up:
+    with ScriptedLLMServer(honest_script) as up:
         # a replay fails the same way, and asks nothing; the recording names the original failure
         LLMClient.forget()
         configure(cache="read")
@@ -233,7 +234,7 @@ def test_odd_cache_files_are_misses_and_get_overwritten(tmp_path: Path) -> None:
         with pytest.raises(UnreadableCacheEntryError, match=str(path)):  # a replay: says which file is bad
             cache.get(f"k{i}")
     configure(cache_dir=tmp_path / "c")
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         play_one(LLMProposer(model="m", base_url=server.url), proposer_obs())
         (stored,) = list((tmp_path / "c").rglob("*.json"))
         stored.write_text('{"content": null}')
@@ -274,7 +275,7 @@ def test_a_resumed_run_plays_its_failed_episodes_again(tmp_path: Path) -> None:
         (third,) = run_all([condition], [0], store, progress=False)
         assert third == second and len(server.requests) == asked + lost  # complete: nothing left to do
     configure(cache="off")
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         condition = Condition(PAPER, {"proposer": f"llm:model=m,base_url={server.url}", "validator": "rule"}, 12)
         clean = run_all([condition], [0], type(store)(tmp_path / "clean.jsonl"), progress=False)[0]
     assert clean["metrics"] == second["metrics"]
@@ -289,7 +290,7 @@ def test_a_policy_that_raises_anything_fails_only_its_episode() -> None:
         def act(self, observation: Any) -> int:
             raise ZeroDivisionError("oops")
 
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         out = play_concurrent(PAPER.replace(q=0.0), f"llm:model=m,base_url={server.url}", Buggy(), episodes=6, seed=0)
     failed = [e for e in out if isinstance(e, FailedEpisode)]
     assert failed and all(e.role == "validator" and e.error == "ZeroDivisionError: oops" for e in failed)
@@ -302,7 +303,7 @@ def test_llm_runs_stay_in_process_with_jobs(tmp_path: Path) -> None:
     from eq_env.experiments import Condition, ResultsStore, run_all
 
     configure(cache="off")
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         spec = f"llm:model=m,base_url={server.url}"
         conditions = [
             Condition(PAPER, {"proposer": p, "validator": "rule"}, 10)
@@ -384,7 +385,7 @@ def test_rerun_replays_an_llm_record_from_its_recordings(tmp_path: Path, capsys:
     from eq_env.experiments import ResultsStore
 
     out = tmp_path / "sweep"
-    with ScriptedLLMServer() as server:
+    with ScriptedLLMServer(honest_script) as server:
         assert main(["sweep", "--out", str(out), "--proposer", "llm", "--model", "m", "--base-url", server.url,
                      "--seeds", "1", "--episodes", "8", "--grid", "q=0.5"]) == 0  # fmt: skip
         asked = len(server.requests)
@@ -412,7 +413,7 @@ def test_a_waiter_asks_itself_when_the_first_asker_is_cancelled() -> None:
             await a.aclose()
             await b.aclose()
 
-    with ScriptedLLMServer(latency=0.3) as server:
+    with ScriptedLLMServer(honest_script, latency=0.3) as server:
         action, info = asyncio.run(scenario(server.url))
         assert len(server.requests) == 2  # the waiter sent its own request
     assert int(action["action"]) in (0, 1) and not info["fallback"]
@@ -434,9 +435,9 @@ def test_a_waiter_never_hangs_when_the_cache_cannot_be_written(monkeypatch: pyte
             await a.aclose()
             await b.aclose()
 
-    for script in ([Reply(status=500)], None):  # the failure, then the answer, cannot be recorded
+    for script in ([Reply(status=500)], honest_script):  # the failure, then the answer, cannot be recorded
         with ScriptedLLMServer(script) as server:
             out = asyncio.run(both(server.url))
         # the asker and the waiter got one outcome (the disk's failure costs the recording, not the answer)
         assert len(out) == 2 and not any(isinstance(x, OSError) for x in out)
-        assert isinstance(out[0], PolicyError) == isinstance(out[1], PolicyError) == (script is not None)
+        assert isinstance(out[0], PolicyError) == isinstance(out[1], PolicyError) == (script is not honest_script)

@@ -28,7 +28,8 @@ from test_llm_agents import fast_llm_settings  # noqa: F401 - a fixture
 import eq_env.agents.client
 from eq_env import exchange_audit_v0
 from eq_env.agents.client import LLMClient, configure
-from eq_env.agents.fake_server import Reply, ScriptedLLMServer, honest_script
+from eq_env.agents.exchange_audit.scripts import honest_script
+from eq_env.agents.fake_server import Reply, ScriptedLLMServer
 from eq_env.cli import INCOMPLETE
 from eq_env.core.cli import MAX_EPISODES, MAX_SEED, MAX_SEEDS
 from eq_env.exchange_audit.config import ExchangeAuditConfig

@@ -10,7 +10,7 @@ import numpy as np
 from test_fast_views import RefProposerEnv
 
 from eq_env.core.policy import BasePolicy
-from eq_env.exchange_audit.vector import ValidatorVecEnv
+from eq_env.exchange_audit.sb3_vector import ValidatorVecEnv
 from eq_env.exchange_audit.views import ExchangeAuditProposerEnv
 
 

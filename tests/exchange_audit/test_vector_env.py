@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from eq_env.exchange_audit.vector import ProposerVecEnv, ProposerVectorEnv, ValidatorVecEnv, ValidatorVectorEnv
+from eq_env.exchange_audit.sb3_vector import ProposerVecEnv, ValidatorVecEnv
+from eq_env.exchange_audit.vector import ProposerVectorEnv, ValidatorVectorEnv
 from eq_env.exchange_audit.views import ExchangeAuditProposerEnv, ExchangeAuditValidatorEnv
 
 N = 5
