@@ -355,7 +355,7 @@ class ScriptedLLMServer:
         port: int = 0,
     ) -> None:
         if script is None or isinstance(script, (str, bytes, dict)):
-            raise TypeError("a scripted server needs its script: a callable (request, n) -> Reply, or a list of replies")
+            raise TypeError("a scripted server needs its script: a callable (request, n) -> Reply, or replies")
         if not callable(script):
             replies = list(script)
             if not replies:

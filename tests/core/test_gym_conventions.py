@@ -213,7 +213,8 @@ def test_the_gymnasium_vector_envs_import_without_sb3() -> None:
         "import sys; sys.modules['stable_baselines3'] = None\n"
         "from eq_env.exchange_audit.vector import ProposerVectorEnv\n"
         "env = ProposerVectorEnv(2); env.reset(seed=0); env.step(env.action_space.sample())\n"
-        "try:\n    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv\nexcept ImportError:\n    print('no sb3')\n"
+        "try:\n    from eq_env.exchange_audit.sb3_vector import ProposerVecEnv\n"
+        "except ImportError:\n    print('no sb3')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "no sb3", out.stderr
