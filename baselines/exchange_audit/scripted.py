@@ -209,6 +209,7 @@ class HonestProposer(BasePolicy):
     """
 
     role = "proposer"
+    exact_batch = True  # act_batch equals act, episode for episode: the views play it in bulk
 
     def __init__(
         self,
@@ -334,6 +335,8 @@ class HonestProposer(BasePolicy):
 class SilentProposer(HonestProposer):
     """The paper's action-only baseline: the honest action and proposal, no claims, no text."""
 
+    exact_batch = True
+
     def __init__(
         self,
         claims_from: ClaimsFrom = "observation",
@@ -384,6 +387,8 @@ class StrategicProposer(HonestProposer):
     One uniform is drawn from ``self.rng`` per episode whatever happens, so
     its randomness lines up episode by episode across conditions.
     """
+
+    exact_batch = True  # (an InjectingProposer is not: it is played through the AEC environment)
 
     def __init__(
         self,
@@ -579,6 +584,8 @@ class RuleValidator(BasePolicy):
     """The paper's conservative rule engine (:func:`eq_env.exchange_audit.game.rule_decision`)."""
 
     role = "validator"
+    exact_batch = True  # act_batch equals act, episode for episode: the views play it in bulk
+    view_rule = "rule"  # the rule the proposer view's fast path plays in its stead
 
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(rule_decision(decode_validator_observation(observation)))
@@ -759,6 +766,8 @@ class AlwaysApprove(BasePolicy):
     """Approves whenever approving is legal."""
 
     role = "validator"
+    exact_batch = True  # act_batch equals act, episode for episode: the views play it in bulk
+    view_rule = "approve"  # the rule the proposer view's fast path plays in its stead
 
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(Decision.APPROVE) if observation["action_mask"][Decision.APPROVE] else int(Decision.BLOCK)
@@ -771,6 +780,8 @@ class AlwaysBlock(BasePolicy):
     """Blocks everything."""
 
     role = "validator"
+    exact_batch = True  # act_batch equals act, episode for episode: the views play it in bulk
+    view_rule = "block"  # the rule the proposer view's fast path plays in its stead
 
     def act(self, observation: Mapping[str, Any]) -> int:
         return int(Decision.BLOCK)

@@ -156,24 +156,13 @@ def exact_partner(policy: Any, role: str) -> bool:
 
     Others (an LLM, a trained model whose batched forward pass may differ in the last bit, a policy of your
     own) play through the AEC environment. A policy class of your own may opt in with a class attribute
-    ``exact_batch = True`` when its ``act_batch`` equals its ``act`` episode for episode (the vectorised
-    environments then play it in bulk; the proposer view's fast path knows only this package's validators and
-    plays any other through the AEC environment).
+    ``exact_batch = True`` when its ``act_batch`` equals its ``act`` episode for episode, as this package's
+    scripted policies do (the vectorised environments then play it in bulk). The attribute is read from the
+    class itself, not inherited: a subclass that changes a decision must not inherit the promise.
     """
-    from eq_env.baselines.exchange_audit.scripted import (
-        AlwaysApprove,
-        AlwaysBlock,
-        HonestProposer,
-        RuleValidator,
-        SilentProposer,
-        StrategicProposer,
-    )
-
     if getattr(policy, "role", None) != role or not is_batchable(policy):
         return False
-    exact = (HonestProposer, SilentProposer, StrategicProposer) if role == "proposer" else (
-        RuleValidator, AlwaysApprove, AlwaysBlock)  # fmt: skip
-    return type(policy) in exact or type(policy).__dict__.get("exact_batch") is True
+    return type(policy).__dict__.get("exact_batch") is True
 
 
 def audit_options(config: ExchangeAuditConfig) -> list[str]:
@@ -474,11 +463,11 @@ class _Rules:
 
 
 def _validator_kind(policy: Any) -> str | None:
-    """The scripted validator the proposer view's fast path plays in its stead (None: not one it knows, such as a
-    policy of the user's that opted in with ``exact_batch``: the view then plays it through the AEC environment)."""
-    from eq_env.baselines.exchange_audit.scripted import AlwaysApprove, AlwaysBlock, RuleValidator
-
-    return {AlwaysApprove: "approve", AlwaysBlock: "block", RuleValidator: "rule"}.get(type(policy))
+    """The rule the proposer view's fast path plays in the validator's stead: the class's own ``view_rule``
+    (``"rule"``, ``"approve"`` or ``"block"``, as this package's scripted validators declare). None (a policy of
+    the user's that opted in with ``exact_batch`` only): the view plays it through the AEC environment."""
+    kind = type(policy).__dict__.get("view_rule")
+    return kind if kind in ("rule", "approve", "block") else None
 
 
 # ---------------------------------------------------------------------------
