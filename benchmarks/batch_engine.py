@@ -2,7 +2,7 @@
 
 Both play the truth-knowing honest proposer against the paper's rule-engine
 validator (preset ``paper_scripted``) in the same process: the AEC loop is
-``eq_env.runner.play`` (PettingZoo environment, standard wrappers, policies
+``eq_env.exchange_audit.runner.play`` (PettingZoo environment, standard wrappers, policies
 acting on observation dicts), the batch engine ``eq_env.exchange_audit.batch.simulate``.
 Both produce the same per-episode outcomes (tests/test_batch.py), and the
 script checks that here too on the episodes both ran.

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eq_env.exchange_audit.reproduce import ReproduceOptions, reproduce
+from eq_env.studies.exchange_audit.reproduce import ReproduceOptions, reproduce
 
 
 def wall_time(engine: str) -> float:

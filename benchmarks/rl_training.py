@@ -21,7 +21,7 @@ from pathlib import Path
 
 import gymnasium
 
-from eq_env.baselines.rl import _hyperparameters, train
+from eq_env.baselines.exchange_audit.rl import _hyperparameters, train
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import proposer_best_response, proposer_payoff
 

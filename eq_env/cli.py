@@ -26,7 +26,7 @@ INCOMPLETE = core.INCOMPLETE
 def _setup() -> None:
     import eq_env  # noqa: F401 - registers the games
     from eq_env.agents.cli import LLM_FLAGS
-    from eq_env.bench import COMMAND as BENCH
+    from eq_env.studies.bench import COMMAND as BENCH
 
     core.register_flag_group(LLM_FLAGS)
     core.register_command(BENCH)

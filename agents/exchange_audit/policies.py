@@ -32,7 +32,7 @@ from eq_env.agents.exchange_audit.schema import (
     proposer_schema,
 )
 from eq_env.agents.llm import LLMPolicy, template, template_digest, template_versions
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     CLAIM_TYPES,
     Artifact,
     AuditOutcome,

@@ -26,7 +26,7 @@ import functools
 from typing import Any
 
 from eq_env.agents.replies import ReplyError, checked_reply, extract_json
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Claims,
     Decision,
     Intent,

@@ -5,7 +5,7 @@ prompt embeds (between ``<observation>`` tags) and answers as the honest
 scripted proposer, or as the paper's rule validator, would. It is the default
 script of :class:`eq_env.agents.fake_server.ScriptedLLMServer`.
 
-**The benchmark's scripted models** (``eq-env bench``, :mod:`eq_env.exchange_audit.bench`):
+**The benchmark's scripted models** (``eq-env bench``, :mod:`eq_env.studies.exchange_audit.bench`):
 :func:`bench_request` tells this game's requests from the other games' (the lead's combined server routes
 by it) and :func:`bench_script` answers them as a model of one quality. Every answer is a function of the
 request's content alone (never of its arrival order), so concurrent episodes cannot change it:
@@ -43,7 +43,7 @@ from typing import Any
 from eq_env.agents.exchange_audit.schema import claims_from_json
 from eq_env.agents.fake_server import Reply, Script, reply_json
 from eq_env.agents.stand_in import StandIn
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     AuditRecord,

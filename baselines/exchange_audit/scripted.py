@@ -69,7 +69,7 @@ from eq_env.exchange_audit.batch import (
     rule_signals,
 )
 from eq_env.exchange_audit.features import observed_position, shaded_numbers
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     Claims,
@@ -581,7 +581,7 @@ class InjectingProposer(StrategicProposer):
 
 
 class RuleValidator(BasePolicy):
-    """The paper's conservative rule engine (:func:`eq_env.exchange_audit.game.rule_decision`)."""
+    """The paper's conservative rule engine (:func:`eq_env.exchange_audit.rules.rule_decision`)."""
 
     role = "validator"
     exact_batch = True  # act_batch equals act, episode for episode: the views play it in bulk
@@ -703,7 +703,7 @@ def text_asserts_compliance(text: str, proposal: Proposal, risk_limit: float, de
 
 
 def text_reader_decision(view: ValidatorView) -> Decision:
-    """The paper's rule engine (:func:`~eq_env.exchange_audit.game.rule_decision`) with one change: where it
+    """The paper's rule engine (:func:`~eq_env.exchange_audit.rules.rule_decision`) with one change: where it
     approves an unaudited borderline request whose typed claims assert compliance, this approves one whose
     free text does (:func:`text_asserts_compliance`). The typed claims are not read.
 

@@ -9,7 +9,7 @@ A :class:`Battery` is an ordered tuple of tasks under a version name (``bench-v1
 cite; a task's conditions, seeds and sizes are part of that version — change them and the battery's name
 changes too.
 
-This module knows no game: the games' ``bench.py`` modules define their tasks and :mod:`eq_env.bench`
+This module knows no game: the games' ``bench.py`` modules define their tasks and :mod:`eq_env.studies.bench`
 assembles the batteries. Runs go through :func:`eq_env.core.experiments.run_all`, so they are recorded as
 they finish, resumed, and replayed from the answer cache with no request.
 """

@@ -1,8 +1,8 @@
-"""The exchange–audit game: rules (:mod:`.game`), configuration (:mod:`.config`),
+"""The exchange–audit game: rules (:mod:`.rules`), configuration (:mod:`.config`),
 space encoding (:mod:`.spaces`), PettingZoo adapters (:mod:`.env`)."""
 
 from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     AuditRecord,

@@ -2,7 +2,7 @@
 
 :func:`simulate` plays ``n`` episodes of one seed in a few dozen numpy
 operations per chunk. It draws the same random numbers as the AEC
-environment (:class:`~eq_env.exchange_audit.game.DrawStream`), applies the
+environment (:class:`~eq_env.exchange_audit.rules.DrawStream`), applies the
 same arithmetic in the same order, and asks each policy for all its actions
 at once through an optional method::
 
@@ -20,7 +20,7 @@ text itself unless a validator reads it: for a validator whose class sets
 ``reads_text = True`` the proposers are asked for their texts
 (``ProposerBatch.with_texts``) and send them in ``SubmissionBatch.texts``.
 
-The free-text regimes (``config.regime``, :func:`~eq_env.exchange_audit.game.withhold`) apply to the
+The free-text regimes (``config.regime``, :func:`~eq_env.exchange_audit.rules.withhold`) apply to the
 submissions before the audit and the validator see them (:func:`withhold_batch`), as the game does.
 
 Claim schemas (:mod:`eq_env.exchange_audit.schema`): the claims a schema adds
@@ -42,7 +42,7 @@ import numpy as np
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import SEED_STREAMS
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     AMBIGUOUS_HEDGE_SIZE,
     AMBIGUOUS_MARGIN,
     CHECKABLE_CLAIMS,
@@ -137,10 +137,10 @@ def sample_nature(
     c: np.ndarray | None = None,
     k: np.ndarray | None = None,
 ) -> Nature:
-    """:func:`~eq_env.exchange_audit.game.sample_state` and ``observe_state`` for arrays of draws (``c``: the
-    check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.game.DrawStream.check_noise`; ``k``: the
+    """:func:`~eq_env.exchange_audit.rules.sample_state` and ``observe_state`` for arrays of draws (``c``: the
+    check uniforms of noisy audits, :meth:`~eq_env.exchange_audit.rules.DrawStream.check_noise`; ``k``: the
     claim keys of a schema whose pool exceeds four claims,
-    :meth:`~eq_env.exchange_audit.game.DrawStream.claim_keys`)."""
+    :meth:`~eq_env.exchange_audit.rules.DrawStream.claim_keys`)."""
     dl = config.delta_limit
     ambiguous = u[:, 0] < config.ambiguous_rate
     risk_limit = config.risk_limit_low + (config.risk_limit_high - config.risk_limit_low) * u[:, 1]
@@ -313,7 +313,7 @@ def reads_text(policy: Any) -> bool:
 
 
 def withhold_batch(sub: SubmissionBatch, config: ExchangeAuditConfig) -> SubmissionBatch:
-    """:func:`~eq_env.exchange_audit.game.withhold` for arrays: what ``config.regime`` lets through."""
+    """:func:`~eq_env.exchange_audit.rules.withhold` for arrays: what ``config.regime`` lets through."""
     regime = config.regime
     if regime == "artifacts":
         return sub
@@ -340,7 +340,7 @@ def withhold_batch(sub: SubmissionBatch, config: ExchangeAuditConfig) -> Submiss
 def run_audit_batch(
     sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, checks: np.ndarray | None = None
 ) -> AuditBatch:
-    """:func:`~eq_env.exchange_audit.game.run_audit` for arrays. ``checks`` (a claim schema other than the paper's
+    """:func:`~eq_env.exchange_audit.rules.run_audit` for arrays. ``checks`` (a claim schema other than the paper's
     only): the pool's claims every conclusive audit checks, given rather than sampled from the audit keys (the
     best-response search's audit scenarios)."""
     if config.claim_schema != "paper":
@@ -424,7 +424,7 @@ def _any_rows(matrix: np.ndarray) -> np.ndarray:
 
 def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, schema: ClaimSchema,
                         checks: np.ndarray | None = None) -> AuditBatch:  # fmt: skip
-    """:func:`~eq_env.exchange_audit.game._schema_audit` for arrays: any schema's pool, required claims and checks."""
+    """:func:`~eq_env.exchange_audit.rules._schema_audit` for arrays: any schema's pool, required claims and checks."""
     n = nature.n
     a = nature.audit_u
     pool = schema.checkable
@@ -534,7 +534,7 @@ def rule_signals(v: ValidatorBatch) -> RuleSignals:
 
 
 def rule_decision_batch(v: ValidatorBatch, signals: RuleSignals | None = None) -> np.ndarray:
-    """:func:`~eq_env.exchange_audit.game.rule_decision` for arrays: True where the rule approves (``signals``:
+    """:func:`~eq_env.exchange_audit.rules.rule_decision` for arrays: True where the rule approves (``signals``:
     the rule's reading of the submissions, if not :func:`rule_signals`' own)."""
     s, audit, r = v.submissions, v.audit, rule_signals(v) if signals is None else signals
     audited = audit.audited
@@ -547,7 +547,7 @@ def rule_decision_batch(v: ValidatorBatch, signals: RuleSignals | None = None) -
 def payoffs_batch(
     sub: SubmissionBatch, approved: np.ndarray, audit: AuditBatch, compliant: np.ndarray, config: ExchangeAuditConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~eq_env.exchange_audit.game.payoffs` for arrays, same operations in the same order."""
+    """:func:`~eq_env.exchange_audit.rules.payoffs` for arrays, same operations in the same order."""
     no_trade = ~sub.request
     ntp = config.no_trade_payoff
     proposer = np.where(no_trade, ntp, np.where(approved, config.V, 0.0))

@@ -136,7 +136,7 @@ outside [0, 1]. Any failed check: **fail**; else **pass**.
 ## The free-text regime
 
 `regime` says what of the proposer's artifact reaches the validator and the
-audit (`eq_env.exchange_audit.game.withhold`):
+audit (`eq_env.exchange_audit.rules.withhold`):
 
 * `"artifacts"` (the default, the paper): all of it;
 * `"text_only"`: the text alone, its words charged as before. The typed
@@ -246,7 +246,8 @@ from eq_env.core.api import checked_actions
 from eq_env.core.config import GameConfig
 from eq_env.core.render import RENDER_MODES, rendered
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.render import render_episode
+from eq_env.exchange_audit.rules import (
     N_AUDIT_UNIFORMS,
     AuditOutcome,
     Decision,
@@ -259,7 +260,6 @@ from eq_env.exchange_audit.game import (
     Phase,
     ProposerAction,
 )
-from eq_env.exchange_audit.render import render_episode
 from eq_env.exchange_audit.spaces import BLOCK_ONLY_MASK, ActionError, ExchangeAuditSpaces
 
 __all__ = [

@@ -72,7 +72,7 @@ from eq_env.exchange_audit.features import (
     artifact_submissions,
     describe_artifact,
 )
-from eq_env.exchange_audit.game import N_AUDIT_UNIFORMS, AuditOutcome, DrawStream
+from eq_env.exchange_audit.rules import N_AUDIT_UNIFORMS, AuditOutcome, DrawStream
 from eq_env.exchange_audit.schema import get_schema
 
 __all__ = [

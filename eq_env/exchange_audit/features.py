@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from eq_env.exchange_audit.batch import ABSENT, HEDGE, SPECULATE, ProposerBatch, SubmissionBatch, ValidatorBatch
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     Claims,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from eq_env.exchange_audit.env import PROPOSER, VALIDATOR
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     REQUIRED_CLAIMS,
     AuditOutcome,
     Claims,

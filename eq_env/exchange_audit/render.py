@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     CLAIM_TYPES,
     AuditOutcome,
     Claims,

@@ -2,7 +2,7 @@
 
 These are :mod:`eq_env.core.runner`'s functions with the game's two roles as
 arguments (``play(config, "honest", "rule", ...)``), returning
-:class:`~eq_env.exchange_audit.records.EpisodeRecord` s; :mod:`eq_env.runner`
+:class:`~eq_env.exchange_audit.records.EpisodeRecord` s; :mod:`eq_env.exchange_audit.runner`
 re-exports them.
 """
 

@@ -48,7 +48,7 @@ budget B checks all of them when B ≥ the pool's size (or B is None), else B of
 without replacement; every checked claim type adds its ``audit_cost`` to the validator's audit cost c
 (0 for the paper's claims, so the paper's c per audit is unchanged). The sampling keys of the first
 four claims of the pool are the episode's four audit uniforms, as in the paper; a larger pool takes
-its further keys from a fifth generator of the seed (:meth:`~eq_env.exchange_audit.game.DrawStream.claim_keys`),
+its further keys from a fifth generator of the seed (:meth:`~eq_env.exchange_audit.rules.DrawStream.claim_keys`),
 read only then, so every draw of the paper's game stays where it was. Noisy audits
 (``miss_<claim>``, ``false_fail_<claim>``) apply to the paper's four checkable claims only; a claim
 type a schema adds is checked without noise.
@@ -261,7 +261,7 @@ class ClaimType:
 
     # -- values ----------------------------------------------------------------
     def normalise(self, value: Any) -> Any:
-        """A made claim's value as :class:`~eq_env.exchange_audit.game.Claims` holds it (bool, float or a label's
+        """A made claim's value as :class:`~eq_env.exchange_audit.rules.Claims` holds it (bool, float or a label's
         index), or a ValueError naming the claim."""
         kind = self.kind
         if kind in _CODED:

@@ -7,7 +7,7 @@ takes; SB3 accepts neither a text entry nor a Dict action, so RL training goes
 through single-agent views that drop the text and flatten the action.
 :class:`ExchangeAuditSpaces` builds the spaces once per configuration and
 converts both ways between these dicts and the typed values of
-:mod:`eq_env.exchange_audit.game`, validating actions with errors that name
+:mod:`eq_env.exchange_audit.rules`, validating actions with errors that name
 the offending field.
 
 Claims ride in two entries: ``claims``, a ``MultiDiscrete([3, 3, 3, 2, 2])``
@@ -49,7 +49,7 @@ import numpy as np
 from gymnasium import spaces
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     CHECKABLE_CLAIMS,
     CLAIM_TYPES,
     Artifact,

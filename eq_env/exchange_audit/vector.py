@@ -84,7 +84,7 @@ from eq_env.exchange_audit.features import (
     artifact_submissions,
     proposer_features_batch,
 )
-from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, DrawStream
+from eq_env.exchange_audit.rules import CHECKABLE_CLAIMS, DrawStream
 from eq_env.exchange_audit.spaces import ActionError
 from eq_env.exchange_audit.views import (
     _ACTION_NAMES,

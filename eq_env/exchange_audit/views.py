@@ -123,7 +123,7 @@ from eq_env.exchange_audit.features import (
     validator_features,
     validator_features_batch,
 )
-from eq_env.exchange_audit.game import CHECKABLE_CLAIMS, AuditOutcome, DrawStream, ProposerAction
+from eq_env.exchange_audit.rules import CHECKABLE_CLAIMS, AuditOutcome, DrawStream, ProposerAction
 from eq_env.exchange_audit.spaces import (
     ActionError,
     decode_proposer_observation,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from eq_env.agents.bench_demo import BenchDemoScript
-from eq_env.bench import STOPPED, battery
 from eq_env.cli import INCOMPLETE, main
+from eq_env.studies.bench import STOPPED, battery
 
 pytestmark = pytest.mark.usefixtures("fast_llm")
 FAST = ["--timeout", "5"]  # (the default retries: every scripted error asks to be retried within 1 ms)

@@ -240,9 +240,9 @@ def test_printable_escapes_what_a_terminal_would_act_on() -> None:
 def test_bench_dry_run_prints_a_hostile_model_name_escaped_and_sends_it_as_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eq_env.bench import _print_plan
     from eq_env.core.bench import Battery, BenchModel
     from eq_env.core.policy import parse_policy_spec
+    from eq_env.studies.bench import _print_plan
 
     model = BenchModel(HOSTILE, None, {})
     _print_plan(Battery("test-v1", (_relay_task(),), quick=True), model, tmp_path / ("out\x1b[0m"), (0.0, 0.0))

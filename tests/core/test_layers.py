@@ -43,22 +43,6 @@ ALLOWED: set[tuple[str, str]] = {
     ("eq_env.einstein_puzzle.cli", "eq_env.baselines.einstein_puzzle.rl"),
     ("eq_env.einstein_puzzle.cli", "eq_env.baselines.rllib"),
     ("eq_env.einstein_puzzle.demos", "eq_env.agents.einstein_puzzle.prompt"),
-    ("eq_env.exchange_audit.bench", "eq_env.agents.exchange_audit.policies"),
-    ("eq_env.exchange_audit.bench", "eq_env.baselines.exchange_audit.scripted"),
-    ("eq_env.exchange_audit.cli", "eq_env.agents.cli"),
-    ("eq_env.exchange_audit.cli", "eq_env.agents.exchange_audit.demo"),
-    ("eq_env.exchange_audit.cli", "eq_env.agents.exchange_audit.policies"),
-    ("eq_env.exchange_audit.cli", "eq_env.agents.exchange_audit.schema"),
-    ("eq_env.exchange_audit.cli", "eq_env.baselines.exchange_audit"),
-    ("eq_env.exchange_audit.cli", "eq_env.baselines.exchange_audit.rl"),
-    ("eq_env.exchange_audit.cli", "eq_env.baselines.rllib"),
-    ("eq_env.exchange_audit.frontier", "eq_env.baselines.rl"),
-    ("eq_env.exchange_audit.repeated.experiment", "eq_env.baselines.sb3"),
-    ("eq_env.exchange_audit.sensitivity", "eq_env.agents.client"),
-    ("eq_env.exchange_audit.sensitivity", "eq_env.agents.exchange_audit.demo"),
-    ("eq_env.exchange_audit.sensitivity", "eq_env.agents.exchange_audit.policies"),
-    ("eq_env.exchange_audit.sensitivity", "eq_env.agents.fake_server"),
-    ("eq_env.exchange_audit.sensitivity", "eq_env.agents.llm"),
 }
 # import circles today (each a set of modules); the same rule: it may only shrink
 ALLOWED_CIRCLES: list[set[str]] = [

@@ -33,7 +33,7 @@ sys.path[:] = [p for p in sys.path if "__editable__" not in p]
 sys.path_importer_cache.clear()
 from pathlib import Path
 import eq_env.agents, eq_env
-from eq_env.agents.policies import PROMPT_DIR, render_proposer_prompt, render_validator_prompt
+from eq_env.agents.exchange_audit.policies import PROMPT_DIR, render_proposer_prompt, render_validator_prompt
 from eq_env.baselines import HonestProposer
 from eq_env import exchange_audit_v0
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission

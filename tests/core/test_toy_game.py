@@ -197,14 +197,8 @@ def _imports(path: Path) -> set[str]:
     return modules
 
 
-@pytest.mark.slow  # (over a quarter of a second: the fast run stays under a minute)
-def test_the_core_imports_no_game_and_no_package_above_it() -> None:
-    games = {"eq_env.exchange_audit", "eq_env.exchange_audit_v0", "eq_env.agents", "eq_env.baselines"}
-    for path in sorted((ROOT / "eq_env" / "core").glob("*.py")):
-        bad = {m for m in _imports(path) if any(m == g or m.startswith(g + ".") for g in games)}
-        assert not bad, f"{path.name} imports {bad}"
-        bad_top = {m for m in _imports(path) if m in ("eq_env.cli", "eq_env.policy", "eq_env.runner")}
-        assert not bad_top, f"{path.name} imports {bad_top}"
+# (that the core imports no game, and nothing above it, is tests/core/test_layers.py's: every module, function
+# bodies included)
 
 
 def test_generic_agent_and_baseline_modules_import_no_game_at_module_level() -> None:

@@ -16,10 +16,10 @@ import pytest
 
 from eq_env import exchange_audit_v0
 from eq_env.cli import build_parser, main
+from eq_env.core.experiments import EpisodeStore, ResultsStore
 from eq_env.core.report import cell, label, mean_std
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.experiments import EpisodeStore, ResultsStore
-from eq_env.runner import EpisodeRecord, episode_from_dict, evaluate, play
+from eq_env.exchange_audit.runner import EpisodeRecord, episode_from_dict, evaluate, play
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = "1" * 400  # an integer no float can hold
@@ -432,7 +432,7 @@ def test_readme_play_command_prints_table1s_row(capsys: pytest.CaptureFixture[st
 
 @pytest.mark.slow  # (a quarter of a second or more: the fast run stays under a minute)
 def test_frontier_without_ppo_says_nothing_of_ppo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eq_env.exchange_audit import frontier as frontier_module
+    from eq_env.studies.exchange_audit import frontier as frontier_module
 
     plotted: list[Any] = []
     monkeypatch.setattr(frontier_module, "plot_lines", lambda path, panels, **kw: plotted.extend(panels))
@@ -507,7 +507,7 @@ def test_equilibrium_shows_progress_bars(capsys: pytest.CaptureFixture[str], mon
 def test_train_bar_ends_at_its_total_and_evaluation_shows_progress(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eq_env.baselines.rl import train
+    from eq_env.baselines.exchange_audit.rl import train
 
     train("proposer", tmp_path, timesteps=200, seed=0, eval_episodes=20, eval_seeds=(1000,), progress=True)
     err = capsys.readouterr().err

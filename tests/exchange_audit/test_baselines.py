@@ -15,12 +15,12 @@ from eq_env.baselines import (
     SilentProposer,
     StrategicProposer,
 )
-from eq_env.baselines.scripted import explanation_text
+from eq_env.baselines.exchange_audit.scripted import explanation_text
+from eq_env.core.policy import Policy, available_policies, make_policy, parse_policy_spec
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import Intent, ProposerAction, ProposerView, rule_decision
+from eq_env.exchange_audit.rules import Intent, ProposerAction, ProposerView, rule_decision
+from eq_env.exchange_audit.runner import play
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation
-from eq_env.policy import Policy, available_policies, make_policy, parse_policy_spec
-from eq_env.runner import play
 
 PAPER = ExchangeAuditConfig()
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")  # reveals true compliance

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from eq_env.baselines import HonestProposer, RuleValidator
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import columns_equal, is_batchable, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.policy import make_policy
-from eq_env.runner import compute_metrics, play, records_to_columns
+from eq_env.exchange_audit.runner import compute_metrics, play, records_to_columns
 
 PAPER = ExchangeAuditConfig()
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")

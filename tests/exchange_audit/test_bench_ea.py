@@ -31,12 +31,12 @@ from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.baselines.exchange_audit.scripted import INJECTION, HonestProposer, InjectingProposer, StrategicProposer
 from eq_env.core.bench import BenchModel, BenchTask, TaskReport
 from eq_env.core.experiments import Condition, ResultsStore, failed_runs, run_all
-from eq_env.exchange_audit import bench
+from eq_env.core.policy import make_policy, parse_policy_spec
 from eq_env.exchange_audit.batch import columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.runner import play, records_to_columns
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
-from eq_env.policy import make_policy, parse_policy_spec
-from eq_env.runner import play, records_to_columns
+from eq_env.studies.exchange_audit import bench
 
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
 REQUEST_CAP = 400  # the quick battery's requests for this game, with a good model

@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit import schema as schema_module
 from eq_env.exchange_audit.batch import columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import raw_env
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     CHECKABLE_CLAIMS,
     CLAIM_TYPES,
     REQUIRED_CLAIMS,
@@ -38,6 +39,7 @@ from eq_env.exchange_audit.game import (
     rule_decision,
     run_audit,
 )
+from eq_env.exchange_audit.runner import play, records_to_columns
 from eq_env.exchange_audit.schema import (
     PAPER,
     PAPER_CLAIMS,
@@ -49,8 +51,6 @@ from eq_env.exchange_audit.schema import (
     replace_claim,
 )
 from eq_env.exchange_audit.spaces import CLAIM_NVEC, CLAIM_VALUE_BOUNDS, decode_proposer_observation
-from eq_env.policy import make_policy
-from eq_env.runner import play, records_to_columns
 
 GOLDEN = Path(__file__).parent / "golden" / "claim_schema_paper.json"
 H, S = Intent.HEDGE, Intent.SPECULATE
@@ -664,7 +664,7 @@ def test_the_claim_schemas_command_writes_its_files_and_pins_what_the_schema_can
 def test_the_claim_schemas_command_passes_its_flags_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     from eq_env.cli import main
-    from eq_env.exchange_audit import claim_schemas
+    from eq_env.studies.exchange_audit import claim_schemas
 
     seen: dict[str, object] = {}
 
@@ -686,7 +686,7 @@ def test_the_claim_schemas_command_passes_its_flags_on(tmp_path: Path, monkeypat
 
 
 def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Path) -> None:
-    from eq_env.exchange_audit.claim_schemas import claim_schemas
+    from eq_env.studies.exchange_audit.claim_schemas import claim_schemas
 
     for kwargs, match in (({"schemas": []}, "at least one"), ({"qs": []}, "at least one"),
                           ({"schemas": ["nope"]}, "claim_schema"), ({"qs": [0.5, 2.0]}, "q"),

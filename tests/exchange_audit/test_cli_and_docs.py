@@ -223,7 +223,7 @@ def test_readme_table1_is_what_the_main_command_prints(
 def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import shlex
 
-    from eq_env.sweep import SweepSpec, load_spec_file
+    from eq_env.core.sweep import SweepSpec, load_spec_file
 
     section = README.split("## Sweeps", 1)[1].split("\n## ", 1)[0]
     spec_file = tmp_path / "budget.toml"

@@ -10,7 +10,7 @@ import pytest
 
 from eq_env import exchange_audit_v0
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     Claims,
     Intent,

@@ -29,7 +29,7 @@ import pytest
 from gymnasium import spaces
 
 from eq_env import exchange_audit_v0
-from eq_env.exchange_audit.game import Claims, DrawStream, count_words, make_artifact, truncate_words
+from eq_env.exchange_audit.rules import Claims, DrawStream, count_words, make_artifact, truncate_words
 from eq_env.exchange_audit.spaces import (
     CLAIM_VALUE_BOUNDS,
     ActionError,

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 import eq_env.core.experiments as experiments
-from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.experiments import (
+from eq_env.core.experiments import (
     Condition,
     ResultsStore,
     aggregate,
@@ -25,6 +24,7 @@ from eq_env.experiments import (
     run_one,
     t_quantile_975,
 )
+from eq_env.exchange_audit.config import ExchangeAuditConfig
 
 PAPER = ExchangeAuditConfig()
 

@@ -29,7 +29,7 @@ from eq_env.exchange_audit.features import (
     proposer_features,
     validator_features,
 )
-from eq_env.exchange_audit.game import ProposerAction
+from eq_env.exchange_audit.rules import ProposerAction
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
 from eq_env.exchange_audit.views import NothingToLearnError
 

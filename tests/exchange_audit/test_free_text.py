@@ -22,10 +22,11 @@ from test_fast_views import RefProposerEnv, RefValidatorEnv, _biased, _compare
 from eq_env import exchange_audit_v0
 from eq_env.baselines import HonestProposer, StrategicProposer
 from eq_env.baselines.exchange_audit.scripted import read_text, text_asserts_compliance, text_reader_decision
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit import views as fast
 from eq_env.exchange_audit.batch import columns_equal, simulate, withhold_batch
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     Claims,
@@ -36,9 +37,8 @@ from eq_env.exchange_audit.game import (
     Submission,
     withhold,
 )
+from eq_env.exchange_audit.runner import play, records_to_columns
 from eq_env.exchange_audit.spaces import decode_proposer_observation, decode_validator_observation, encode_submission
-from eq_env.policy import make_policy
-from eq_env.runner import play, records_to_columns
 
 PAPER = ExchangeAuditConfig()
 TEXT_ONLY = PAPER.replace(regime="text_only")
@@ -218,7 +218,7 @@ def test_best_responses_see_the_regime() -> None:
     """Claims the regime withholds are neither audited nor read in the best-response search either."""
     from eq_env.exchange_audit.batch import draw_nature, proposer_batch
     from eq_env.exchange_audit.equilibrium import expected_payoffs
-    from eq_env.exchange_audit.game import DrawStream
+    from eq_env.exchange_audit.rules import DrawStream
 
     config = TEXT_ONLY.replace(q=1.0, V=2.0)
     nature = draw_nature(config, DrawStream(0), 2000)
@@ -299,7 +299,7 @@ def test_the_text_reader_reads_any_exponent_without_raising(quoted: str, value: 
 def test_the_text_reader_rule_replaces_only_the_claim_test() -> None:
     """Unaudited borderline requests: the rule approves on the claims, the reader on the text; elsewhere the two
     decide alike."""
-    from eq_env.exchange_audit.game import is_comfortable, rule_decision
+    from eq_env.exchange_audit.rules import is_comfortable, rule_decision
 
     borderline = other = 0
     for seed in range(60):
@@ -321,7 +321,7 @@ def test_the_text_reader_rule_replaces_only_the_claim_test() -> None:
                                       "honest:words=25,explain_no_trade=false"])  # fmt: skip
 def test_texts_in_bulk_are_the_texts_sent_one_by_one(proposer: str) -> None:
     from eq_env.exchange_audit.batch import draw_nature, proposer_batch
-    from eq_env.exchange_audit.game import DrawStream
+    from eq_env.exchange_audit.rules import DrawStream
 
     config = PAPER.replace(max_words=20)
     one, bulk = make_policy(proposer), make_policy(proposer)
@@ -373,7 +373,7 @@ def test_the_mimics_text_is_the_honest_text_of_a_compliant_state() -> None:
 def test_the_ungated_llm_validator_is_sent_no_typed_claims_under_text_only() -> None:
     from eq_env.agents.exchange_audit.scripts import honest_script, observation_in, text_in
     from eq_env.agents.fake_server import ScriptedLLMServer
-    from eq_env.runner import play_concurrent
+    from eq_env.exchange_audit.runner import play_concurrent
 
     with ScriptedLLMServer(honest_script) as server:
         out = play_concurrent(TEXT_ONLY.replace(q=0.5), "honest:request=always,words=18",
@@ -465,7 +465,7 @@ def test_the_summary_says_each_q_once_and_no_share_beyond_the_whole(
 ) -> None:
     """Review of issue 14: with one q the summary said every number twice ('-0.36 at q = 0.3 and -0.36 at q =
     0.3'), and where structure was negative it called information '322% of the whole gain from artifacts'."""
-    import eq_env.exchange_audit.free_text as module
+    import eq_env.studies.exchange_audit.free_text as module
 
     measured = module._decomposition
 

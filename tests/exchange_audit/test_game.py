@@ -1,7 +1,7 @@
 """The rules of the exchange–audit game, one test per row of the spec.
 
 Each test builds the situation by hand (a state, a submission, an audit) and
-checks the pure functions of ``eq_env.exchange_audit.game``.
+checks the pure functions of ``eq_env.exchange_audit.rules``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 import pytest
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     AuditRecord,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from eq_env.core.experiments import Condition, ResultsStore
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.reproduce import reproduce
-from eq_env.experiments import Condition, ResultsStore
+from eq_env.studies.exchange_audit.reproduce import reproduce
 
 GOLDEN = Path(__file__).parent / "golden"
 TABLES = ("table1.csv", "table1.md", "table2.csv", "table2.md", "table1_text_length.csv")

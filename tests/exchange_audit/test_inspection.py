@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import draw_nature, proposer_batch, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import _split, expected_payoffs, proposer_best_response
-from eq_env.exchange_audit.game import DrawStream
-from eq_env.exchange_audit.inspection import (
+from eq_env.exchange_audit.rules import DrawStream
+from eq_env.studies.exchange_audit.inspection import (
     BestResponseProposer,
     Equilibrium,
     break_even_cost,
@@ -23,7 +24,6 @@ from eq_env.exchange_audit.inspection import (
     inspection,
     nash_equilibrium,
 )
-from eq_env.policy import make_policy
 
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
 TEMPTATION = SCRIPTED.replace(V=2.0, L=1.0)
@@ -35,7 +35,7 @@ def best_response_once(monkeypatch: pytest.MonkeyPatch) -> Any:
     seed (it is deterministic in them, and the rule validator has no parameters), in :func:`inspection` and in
     the test alike: the searches are nearly all of an experiment's time, and a brute force repeats its cells (a
     cell that inspection() searched with another configuration is searched afresh)."""
-    from eq_env.exchange_audit import inspection as module
+    from eq_env.studies.exchange_audit import inspection as module
 
     done: dict[tuple[Any, ...], Any] = {}
 
@@ -216,7 +216,7 @@ def test_the_inspection_command_passes_its_flags_on(
 ) -> None:
     """The wiring, fast: the flags reach inspection() and its table is printed."""
     from eq_env.cli import main
-    from eq_env.exchange_audit import inspection as module
+    from eq_env.studies.exchange_audit import inspection as module
 
     seen: dict[str, object] = {}
 

@@ -16,16 +16,21 @@ import pytest
 
 from eq_env import exchange_audit_v0
 from eq_env.agents.client import LLMClient, configure, request_key, settings
+from eq_env.agents.exchange_audit.policies import (
+    LLMProposer,
+    LLMValidator,
+    render_proposer_prompt,
+    render_validator_prompt,
+)
+from eq_env.agents.exchange_audit.schema import ReplyError, extract_json, parse_proposer_reply, parse_validator_reply
 from eq_env.agents.exchange_audit.scripts import honest_script, observation_in, text_in
 from eq_env.agents.fake_server import Reply, ScriptedLLMServer, reply_json
-from eq_env.agents.policies import LLMProposer, LLMValidator, render_proposer_prompt, render_validator_prompt
-from eq_env.agents.schema import ReplyError, extract_json, parse_proposer_reply, parse_validator_reply
 from eq_env.baselines import HonestProposer
+from eq_env.core.policy import PolicyError, make_policy
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import Decision, Intent, ProposerAction, rule_decision
+from eq_env.exchange_audit.rules import Decision, Intent, ProposerAction, rule_decision
+from eq_env.exchange_audit.runner import EpisodeRecord, FailedEpisode, compute_metrics, play, play_concurrent
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
-from eq_env.policy import PolicyError, make_policy
-from eq_env.runner import EpisodeRecord, FailedEpisode, compute_metrics, play, play_concurrent
 
 PAPER = ExchangeAuditConfig()
 GOOD = {
@@ -418,7 +423,7 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
 
     from eq_env.agents.fake_server import ChaosScript
     from eq_env.cli import INCOMPLETE, main
-    from eq_env.experiments import ResultsStore
+    from eq_env.core.experiments import ResultsStore
 
     script = ChaosScript(delay=0.6, answer=honest_script)
     flags = ["--proposer", "llm", "--model", "chaos", "--seeds", "1", "--episodes", "12", "--concurrency", "6",
@@ -455,8 +460,8 @@ def test_reproduce_with_an_llm_proposer_survives_every_failure_and_replays_exact
 
 
 def test_fast_schema_check_agrees_with_jsonschema() -> None:
-    """eq_env.agents.schema validates replies with a fast check first; it must accept exactly what jsonschema accepts
-    (NaN apart, which the environment rejects and jsonschema does not)."""
+    """eq_env.agents.exchange_audit.schema validates replies with a fast check first; it must accept exactly what
+    jsonschema accepts (NaN apart, which the environment rejects and jsonschema does not)."""
     import copy
     import math
     import random
@@ -497,7 +502,7 @@ def test_fast_schema_check_agrees_with_jsonschema() -> None:
 
 
 def test_an_interrupted_llm_run_resumes_from_its_saved_episodes(tmp_path: Path) -> None:
-    from eq_env.experiments import Condition, run_one
+    from eq_env.core.experiments import Condition, run_one
 
     configure(cache="off")  # every episode not yet saved must be asked again
     with ScriptedLLMServer(honest_script) as server:

@@ -18,13 +18,13 @@ import pytest
 from test_llm_agents import GOOD, PAPER, fast_llm_settings, play_one, proposer_obs  # noqa: F401 - a fixture
 
 from eq_env.agents.client import LLMClient, LLMSettings, LLMSetupError, _backoff, configure, settings
+from eq_env.agents.exchange_audit.policies import LLMProposer, LLMValidator
 from eq_env.agents.exchange_audit.scripts import honest_script, observation_in
 from eq_env.agents.fake_server import ChaosScript, Reply, ScriptedLLMServer, reply_json
-from eq_env.agents.policies import LLMProposer, LLMValidator
 from eq_env.cli import INCOMPLETE, main
-from eq_env.experiments import Condition, ResultsStore
-from eq_env.policy import PolicySetupError, make_policy
-from eq_env.runner import EpisodeRecord, FailedEpisode, play_concurrent
+from eq_env.core.experiments import Condition, ResultsStore
+from eq_env.core.policy import PolicySetupError, make_policy
+from eq_env.exchange_audit.runner import EpisodeRecord, FailedEpisode, play_concurrent
 
 FAST = ["--max-retries", "0", "--backoff", "0.01", "--timeout", "2"]
 
@@ -142,7 +142,7 @@ def test_failures_are_shared_within_a_run_and_asked_again_by_the_next() -> None:
             Condition(PAPER, {"proposer": full, "validator": "rule"}, 2),
             Condition(PAPER, {"proposer": stripped, "validator": "rule"}, 2),
         ]
-        from eq_env.experiments import run_all
+        from eq_env.core.experiments import run_all
 
         store = ResultsStore(Path(settings().cache_dir).parent / "out" / "results.jsonl")
         first = run_all(conditions, [0], store, progress=False)
@@ -177,7 +177,7 @@ def test_the_proposers_costs_survive_a_failing_validator(tmp_path: Path) -> None
                    for i in (e.proposer_info, e.validator_info) if i)  # fmt: skip
     assert counted == sent
 
-    from eq_env.runner import llm_summary
+    from eq_env.exchange_audit.runner import llm_summary
 
     summary = llm_summary([e for e in out if isinstance(e, EpisodeRecord)], failed)
     assert summary["proposer"]["transport"]["requests"] + summary["validator"]["transport"]["requests"] == sent
@@ -270,7 +270,7 @@ def test_an_environment_variable_cannot_change_other_settings(tmp_path: Path,
 
 
 def test_specs_read_back_exactly_and_refuse_repeated_keys() -> None:
-    from eq_env.policy import format_policy_spec, parse_policy_spec
+    from eq_env.core.policy import format_policy_spec, parse_policy_spec
 
     for kwargs in ({"model": "x,gate=none"}, {"model": "007"}, {"model": "none"}, {"model": 'q"uote\\'},
                    {"base_url": "http://h/v1?a=1,b=2", "temperature": 0.5, "seed": None, "strip": True}):  # fmt: skip
@@ -313,7 +313,7 @@ def test_no_secret_from_a_flag_a_url_or_the_environment_reaches_a_file(
 
 
 def test_a_spec_typed_with_credentials_is_recorded_without_them(tmp_path: Path) -> None:
-    from eq_env.experiments import run_all
+    from eq_env.core.experiments import run_all
 
     with ScriptedLLMServer(honest_script) as server:
         url = server.url.replace("http://", "http://user:TYPED-SECRET@")
@@ -602,7 +602,7 @@ def test_an_unwritable_recording_is_warned_about_once_a_run(caplog: pytest.LogCa
 
 
 def test_two_runs_cannot_write_into_the_same_results_at_once(tmp_path: Path) -> None:
-    from eq_env.experiments import run_all
+    from eq_env.core.experiments import run_all
 
     store = ResultsStore(tmp_path / "results.jsonl")
     with store.exclusive():  # another run holds the file

@@ -27,12 +27,12 @@ from eq_env.agents.client import (
     request_key,
     settings,
 )
+from eq_env.agents.exchange_audit.policies import LLMProposer
 from eq_env.agents.exchange_audit.scripts import honest_script
 from eq_env.agents.fake_server import Reply, ScriptedLLMServer, reply_json
-from eq_env.agents.policies import LLMProposer
-from eq_env.exchange_audit.game import ProposerAction
-from eq_env.policy import PolicyError, PolicySetupError
-from eq_env.runner import EpisodeRecord, FailedEpisode, play_concurrent
+from eq_env.core.policy import PolicyError, PolicySetupError
+from eq_env.exchange_audit.rules import ProposerAction
+from eq_env.exchange_audit.runner import EpisodeRecord, FailedEpisode, play_concurrent
 
 
 def body(data: Any) -> bytes:
@@ -254,7 +254,7 @@ def test_any_string_keys_a_request() -> None:
 # Runs: failures are retried on resume; no bad reply ends a run
 # ---------------------------------------------------------------------------
 def test_a_resumed_run_plays_its_failed_episodes_again(tmp_path: Path) -> None:
-    from eq_env.experiments import Condition, ResultsStore, run_all
+    from eq_env.core.experiments import Condition, ResultsStore, run_all
 
     flaky = {"down": True}
 
@@ -282,7 +282,7 @@ def test_a_resumed_run_plays_its_failed_episodes_again(tmp_path: Path) -> None:
 
 
 def test_a_policy_that_raises_anything_fails_only_its_episode() -> None:
-    from eq_env.policy import BasePolicy
+    from eq_env.core.policy import BasePolicy
 
     class Buggy(BasePolicy):
         role = "validator"
@@ -300,7 +300,7 @@ def test_a_policy_that_raises_anything_fails_only_its_episode() -> None:
 def test_llm_runs_stay_in_process_with_jobs(tmp_path: Path) -> None:
     """jobs=2 sends scripted runs to worker processes, but LLM runs stay here: the action-only regime
     reuses the with-artifacts answers (asking once per state), which separate processes could not."""
-    from eq_env.experiments import Condition, ResultsStore, run_all
+    from eq_env.core.experiments import Condition, ResultsStore, run_all
 
     configure(cache="off")
     with ScriptedLLMServer(honest_script) as server:
@@ -314,7 +314,7 @@ def test_llm_runs_stay_in_process_with_jobs(tmp_path: Path) -> None:
 
 
 def test_the_endpoint_from_the_environment_keys_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    from eq_env.experiments import canonical_spec
+    from eq_env.core.experiments import canonical_spec
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1111/v1")
     a = canonical_spec("llm:model=m", "proposer")
@@ -359,7 +359,7 @@ def test_flags_are_checked_and_fill_the_spec(capsys: pytest.CaptureFixture[str])
         assert "expected a" in capsys.readouterr().err
     from eq_env.agents.cli import LLM_FLAGS
     from eq_env.cli import build_parser
-    from eq_env.policy import make_policy
+    from eq_env.core.policy import make_policy
 
     args = build_parser().parse_args(["play", "--model", "m", "--max-reasks", "0", "--temperature", "0.5"])
     policy = make_policy(LLM_FLAGS.fill("llm", args), "proposer")
@@ -382,7 +382,7 @@ def test_sweep_dry_run_shows_every_llm_policy(capsys: pytest.CaptureFixture[str]
 @pytest.mark.slow  # (over 0.5 s: the fast default stays under a minute)
 def test_rerun_replays_an_llm_record_from_its_recordings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from eq_env.cli import main
-    from eq_env.experiments import ResultsStore
+    from eq_env.core.experiments import ResultsStore
 
     out = tmp_path / "sweep"
     with ScriptedLLMServer(honest_script) as server:

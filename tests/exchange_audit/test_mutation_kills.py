@@ -17,11 +17,13 @@ import numpy as np
 import pytest
 
 import eq_env
-from eq_env.exchange_audit import paper, reproduce
+import eq_env.version
+from eq_env.core.experiments import Condition
+from eq_env.core.policy import BasePolicy, make_policy
 from eq_env.exchange_audit.batch import ABSENT, Nature, ProposerBatch, SubmissionBatch, columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import proposer_best_response, validator_best_response
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     Artifact,
     AuditOutcome,
     Claims,
@@ -34,10 +36,9 @@ from eq_env.exchange_audit.game import (
     payoffs,
     run_audit,
 )
+from eq_env.exchange_audit.runner import EpisodeRecord, compute_metrics, play, records_to_columns
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
-from eq_env.experiments import Condition
-from eq_env.policy import BasePolicy, make_policy
-from eq_env.runner import EpisodeRecord, compute_metrics, play, records_to_columns
+from eq_env.studies.exchange_audit import paper, reproduce
 
 PAPER = ExchangeAuditConfig()
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
@@ -402,11 +403,11 @@ def test_run_key_depends_on_episodes_and_package_version(monkeypatch: pytest.Mon
     )
     assert a.key != b.key
     before = Condition(PAPER, {"proposer": "honest", "validator": "rule"}, 200).key
-    monkeypatch.setattr(eq_env, "__version__", eq_env.__version__ + "+other")
+    monkeypatch.setattr(eq_env.version, "__version__", eq_env.__version__ + "+other")
     after = Condition(
         PAPER, {"proposer": "honest", "validator": "rule"}, 200
     )  # a fresh one: `key` is cached per instance
-    assert after.identity()["eq_env"] == eq_env.__version__
+    assert after.identity()["eq_env"] == eq_env.version.__version__
     assert after.key != before
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import columns_equal, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.env import raw_env
-from eq_env.exchange_audit.game import DrawStream
-from eq_env.policy import make_policy
-from eq_env.runner import play, records_to_columns
+from eq_env.exchange_audit.rules import DrawStream
+from eq_env.exchange_audit.runner import play, records_to_columns
 
 PAPER = ExchangeAuditConfig()
 SCRIPTED = ExchangeAuditConfig.from_preset("paper_scripted")
@@ -159,7 +159,7 @@ def test_an_episode_reached_by_index_is_the_one_played_in_order() -> None:
 
 
 def _play_one(env) -> dict:  # type: ignore[no-untyped-def]
-    from eq_env.exchange_audit.game import Claims, Intent, Proposal, ProposerAction, Submission, make_artifact
+    from eq_env.exchange_audit.rules import Claims, Intent, Proposal, ProposerAction, Submission, make_artifact
 
     game = env._episode.game
     pv = game.proposer_view
@@ -174,7 +174,7 @@ def _play_one(env) -> dict:  # type: ignore[no-untyped-def]
 
 def test_the_noisy_threshold_is_eq3_without_noise_and_rises_with_it() -> None:
     from eq_env.exchange_audit.equilibrium import analytic_threshold
-    from eq_env.exchange_audit.noisy import noisy_detection, noisy_threshold
+    from eq_env.studies.exchange_audit.noisy import noisy_detection, noisy_threshold
 
     for V, L, B in ((1.0, 2.0, 4), (2.0, 1.0, 4), (2.0, 1.0, 1), (2.0, 4.0, 4), (3.0, 2.0, 4)):
         assert noisy_threshold(V, L, B, 0.0, 0.0) == pytest.approx(analytic_threshold(V, L, B, lies=1))
@@ -192,8 +192,8 @@ def test_the_noisy_threshold_is_where_the_module_docstrings_inequality_binds(
     V: float, L: float, B: int, miss: float, false_fail: float, extra: float
 ) -> None:
     """At q*, the lie's payoff V·(1 − q·d) − q·d·L + ΔC equals the honest proposer's −q·φ·L (the derivation in
-    eq_env.exchange_audit.noisy, ΔC where eq. 3 puts it)."""
-    from eq_env.exchange_audit.noisy import noisy_detection, noisy_threshold
+    eq_env.studies.exchange_audit.noisy, ΔC where eq. 3 puts it)."""
+    from eq_env.studies.exchange_audit.noisy import noisy_detection, noisy_threshold
 
     d, phi = noisy_detection(B, miss, false_fail)
     q = noisy_threshold(V, L, B, miss, false_fail, extra)
@@ -218,7 +218,7 @@ def test_the_readmes_frontier_at_a_high_miss_rate_is_partly_search_noise() -> No
 
 @pytest.mark.slow  # (over 0.5 s: nine best responses)
 def test_the_experiment_writes_its_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from eq_env.exchange_audit.noisy import noisy_audits
+    from eq_env.studies.exchange_audit.noisy import noisy_audits
 
     rows = noisy_audits(tmp_path, noise=((0.0, 0.0), (0.5, 0.0)), qs=(0.5, 1.0), episodes=2000)
     assert [r["miss"] for r in rows] == [0.0, 0.5]
@@ -238,7 +238,7 @@ def test_the_noisy_audits_command_writes_its_table_figure_and_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from eq_env.cli import main
-    from eq_env.exchange_audit.noisy import noisy_threshold
+    from eq_env.studies.exchange_audit.noisy import noisy_threshold
 
     out = tmp_path / "noisy"
     argv = ["noisy-audits", "--out", str(out), "--noise", "0:0,0.5:0,0:0.1", "--qs", "0,0.5,1", "--episodes", "200"]
@@ -266,7 +266,7 @@ def test_the_noisy_audits_command_passes_its_flags_on(tmp_path: Path, monkeypatc
                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """The wiring, fast: the flags reach noisy_audits and its table is printed."""
     from eq_env.cli import main
-    from eq_env.exchange_audit import noisy
+    from eq_env.studies.exchange_audit import noisy
 
     seen: dict[str, object] = {}
 
@@ -286,7 +286,7 @@ def test_the_noisy_audits_command_passes_its_flags_on(tmp_path: Path, monkeypatc
 
 
 def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Path) -> None:
-    from eq_env.exchange_audit.noisy import noisy_audits
+    from eq_env.studies.exchange_audit.noisy import noisy_audits
 
     for kwargs, match in (({"noise": []}, "at least one"), ({"qs": []}, "at least one"),
                           ({"noise": [(0.0, 1.5)]}, "false_fail"), ({"qs": [0.5, 2.0]}, "q")):  # fmt: skip
@@ -300,7 +300,7 @@ def _audit_fail_probability(checks: int, miss: float, false_fail: float, lie: bo
     exactly over the claims sampled (every subset of ``checks`` equally likely) and every claim's flip."""
     import itertools
 
-    from eq_env.exchange_audit.game import (
+    from eq_env.exchange_audit.rules import (
         Artifact,
         AuditOutcome,
         Claims,
@@ -335,7 +335,7 @@ def _audit_fail_probability(checks: int, miss: float, false_fail: float, lie: bo
 def test_the_noisy_detection_is_the_games_audit_with_both_rates_above_zero(checks: int) -> None:
     """d and φ with ε₀ = 0.3 and ε₁ = 0.1, by hand and enumerated from the game's audit. With both rates above
     zero the lie's checked true claims pass with (1 − ε₁)^(B−1), not (1 − ε₁)^B (one of its B checks is the lie)."""
-    from eq_env.exchange_audit.noisy import noisy_detection
+    from eq_env.studies.exchange_audit.noisy import noisy_detection
 
     by_hand = {  # d = 1 − [π·ε₀·(1 − ε₁)^(B−1) + (1 − π)·(1 − ε₁)^B], φ = 1 − (1 − ε₁)^B, π = B/4
         4: (1 - 0.3 * 0.9**3, 1 - 0.9**4),  # 0.7813, 0.3439

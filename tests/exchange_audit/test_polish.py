@@ -32,10 +32,10 @@ from eq_env.agents.exchange_audit.scripts import honest_script
 from eq_env.agents.fake_server import Reply, ScriptedLLMServer
 from eq_env.cli import INCOMPLETE
 from eq_env.core.cli import MAX_EPISODES, MAX_SEED, MAX_SEEDS
+from eq_env.core.experiments import ResultsStore
+from eq_env.core.sweep import SweepSpec, run_sweep
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.experiments import ResultsStore
-from eq_env.runner import EpisodeRecord, evaluate, llm_summary
-from eq_env.sweep import SweepSpec, run_sweep
+from eq_env.exchange_audit.runner import EpisodeRecord, evaluate, llm_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--max-retries", "0", "--backoff", "0.01", "--timeout", "2"]

@@ -13,10 +13,10 @@ from gymnasium.utils.env_checker import data_equivalence
 from eq_env import exchange_audit_repeated_v0, exchange_audit_v0
 from eq_env.core.runner import play
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import AuditOutcome, ProposerAction
 from eq_env.exchange_audit.records import EpisodeRecord
 from eq_env.exchange_audit.repeated.env import HISTORY_FIELDS, decode_history, raw_env
-from eq_env.exchange_audit.repeated.game import (
+from eq_env.exchange_audit.repeated.records import RepeatedEpisodeRecord, compute_metrics
+from eq_env.exchange_audit.repeated.rules import (
     FOREVER,
     RepeatedConfig,
     Reputation,
@@ -25,8 +25,8 @@ from eq_env.exchange_audit.repeated.game import (
     audit_intensity,
     next_reputation,
 )
-from eq_env.exchange_audit.repeated.records import RepeatedEpisodeRecord, compute_metrics
 from eq_env.exchange_audit.repeated.spec import ID
+from eq_env.exchange_audit.rules import AuditOutcome, ProposerAction
 
 P, V = "proposer_0", "validator_0"
 ROUND_KEYS = ("round", "q", "verdict", "clean_audits", "failed_audits")  # what a round's info adds to the one-shot's

@@ -17,7 +17,7 @@ from eq_env.exchange_audit.repeated.dp import (
     reputation_states,
     solve,
 )
-from eq_env.exchange_audit.repeated.game import (
+from eq_env.exchange_audit.repeated.rules import (
     RepeatedConfig,
     Reputation,
     Verdict,
@@ -354,7 +354,7 @@ def test_the_repeated_command_writes_the_same_bytes_however_long_it_takes(
     import itertools as it
     import time
 
-    from eq_env.exchange_audit.repeated.experiment import repeated
+    from eq_env.studies.exchange_audit.repeated.experiment import repeated
 
     clock = it.count()  # (the n-th reading of the clock is n² s: each run takes longer than the last)
     monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)) ** 2)
@@ -371,7 +371,7 @@ def test_the_repeated_command_writes_the_same_bytes_however_long_it_takes(
 def test_the_repeated_command_passes_its_flags_on(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     from eq_env.cli import main
-    from eq_env.exchange_audit.repeated import experiment
+    from eq_env.studies.exchange_audit.repeated import experiment
 
     seen: dict[str, object] = {}
 
@@ -409,7 +409,7 @@ def test_the_programme_refuses_another_claim_schema_in_one_line() -> None:
 
 
 def test_the_experiment_refuses_a_bad_grid_before_writing(tmp_path: Any) -> None:
-    from eq_env.exchange_audit.repeated.experiment import repeated
+    from eq_env.studies.exchange_audit.repeated.experiment import repeated
 
     for kwargs, match in (({"qs": []}, "at least one"), ({"deltas": [], "rounds": []}, "at least one"),
                           ({"policies": ["grim"]}, "grim"), ({"q0": 0.3}, "q_min"),

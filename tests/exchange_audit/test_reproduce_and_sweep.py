@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 
 from eq_env.cli import main
-from eq_env.exchange_audit import paper
-from eq_env.exchange_audit.reproduce import TABLE1_COLUMNS, TABLE2_COLUMNS, ReproduceOptions, conditions, reproduce
-from eq_env.experiments import ResultsStore
-from eq_env.sweep import SweepSpec, load_spec_file, parse_value, run_sweep
+from eq_env.core.experiments import ResultsStore
+from eq_env.core.sweep import SweepSpec, load_spec_file, parse_value, run_sweep
+from eq_env.studies.exchange_audit import paper
+from eq_env.studies.exchange_audit.reproduce import (
+    TABLE1_COLUMNS,
+    TABLE2_COLUMNS,
+    ReproduceOptions,
+    conditions,
+    reproduce,
+)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

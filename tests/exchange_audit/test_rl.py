@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import eq_env
-from eq_env.baselines.rl import SB3Policy, selfplay, train
+from eq_env.baselines.exchange_audit.rl import SB3Policy, selfplay, train
+from eq_env.core.policy import make_policy
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature, simulate
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import (
@@ -33,10 +34,9 @@ from eq_env.exchange_audit.features import (
     validator_features,
     validator_features_batch,
 )
-from eq_env.exchange_audit.frontier import Scenario, frontier, misreport_rate
-from eq_env.exchange_audit.game import DrawStream
-from eq_env.policy import make_policy
-from eq_env.runner import compute_metrics, evaluate, play, records_to_columns
+from eq_env.exchange_audit.rules import DrawStream
+from eq_env.exchange_audit.runner import compute_metrics, evaluate, play, records_to_columns
+from eq_env.studies.exchange_audit.frontier import Scenario, frontier, misreport_rate
 
 PAPER = ExchangeAuditConfig()
 TEMPTATION = PAPER.replace(q=0.0, V=2.0, L=1.0)
@@ -366,7 +366,7 @@ def test_frontier_quick(tmp_path: Path) -> None:
 
 
 def test_frontier_explains_where_ppo_differs() -> None:
-    from eq_env.exchange_audit.frontier import _ppo_disagreements
+    from eq_env.studies.exchange_audit.frontier import _ppo_disagreements
 
     summary = [{"scenario": "a", "br_q_star": 0.5, "ppo_q_star": 0.9}, {"scenario": "b", "br_q_star": 0.5,
                 "ppo_q_star": 0.6}]  # fmt: skip

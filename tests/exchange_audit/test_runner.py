@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.runner import (
+from eq_env.exchange_audit.runner import (
     METRICS,
     EpisodeRecord,
     compute_metrics,

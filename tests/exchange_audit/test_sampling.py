@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     CHECKABLE_CLAIMS,
     Artifact,
     AuditOutcome,

@@ -36,8 +36,8 @@ from eq_env.core.experiments import Condition, EpisodeStore, ResultsStore, canon
 from eq_env.core.stats import blocked_anova, f_survival, mean_interval
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.schema import get_schema
-from eq_env.exchange_audit.sensitivity import SensitivityOptions, prompt_variants
 from eq_env.exchange_audit.spaces import decode_proposer_observation
+from eq_env.studies.exchange_audit.sensitivity import SensitivityOptions, prompt_variants
 
 pytestmark = pytest.mark.usefixtures("fast_llm")
 
@@ -392,7 +392,7 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
 def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
     """Review of issue 14: two variants that agree seed by seed were reported as 'No test: it needs at least two
     variants and two seeds', and one seed as 'the 95% interval lies above zero for 0 of 1 variants'."""
-    from eq_env.exchange_audit import sensitivity as module
+    from eq_env.studies.exchange_audit import sensitivity as module
 
     def reading(values: dict[str, dict[int, float]]) -> str:
         variants = tuple(values)
@@ -413,7 +413,7 @@ def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
     """Review of issue 14: a seed's value was the mean over the q's where the metric was defined, so a run whose
     every episode failed at q = 1 left that seed's value the mean at q = 0 alone, set against other variants'
     means over the whole grid (welfare falls with q: the failing variant looked better)."""
-    from eq_env.exchange_audit import sensitivity as module
+    from eq_env.studies.exchange_audit import sensitivity as module
 
     opts = SensitivityOptions(proposers=("llm:model=m",), variants=("v1", "terse_v1"), qs=(0.0, 1.0), seeds=2)
     per_seed = {("m", v, regime, q): {s: dict.fromkeys(module.METRICS, 2.0 - q) for s in (0, 1)}
@@ -444,7 +444,7 @@ def test_the_summarys_command_line_quotes_model_names_for_a_shell() -> None:
     "m'; rm -rf ~ '" gave a line that runs 'rm -rf ~' when pasted into a shell."""
     import shlex
 
-    from eq_env.exchange_audit.sensitivity import _command
+    from eq_env.studies.exchange_audit.sensitivity import _command
 
     name = "m'; rm -rf ~ '"
     line = _command(SensitivityOptions(proposers=(f"llm:model={json.dumps(name)}", "llm:model=gpt-4.1")))

@@ -7,8 +7,9 @@ non-compliant:
 * ``honest`` — NO_TRADE, with its true claims (the honest proposer, no text);
 * ``shade`` — request approval with the reported risk and net delta shaded just inside the limits and the
   claims true: never fined (no claim is false) and approved unless audited; an audit reveals the trade
-  non-compliant, so the request is blocked and the audit *fails* (:class:`~.game.Verdict`). In the one-shot
-  game it is the cheapest lie (:mod:`eq_env.exchange_audit.frontier`): it pays while (1 − q)·V > no_trade_payoff;
+  non-compliant, so the request is blocked and the audit *fails*
+  (:class:`~eq_env.exchange_audit.repeated.rules.Verdict`). In the one-shot game it is the cheapest lie (the
+  deterrence frontier of ``eq-env frontier``): it pays while (1 − q)·V > no_trade_payoff;
 * ``false_claims`` — the same request with claims asserting compliance: fined L when a false claim is checked.
 
 (Shading with the claims withheld needs no entry: its audit is inconclusive, the request blocked and the audit
@@ -26,7 +27,7 @@ q — the honest and strategic proposers with ``trigger="probability"`` do not; 
 
 **The reputation state** (:class:`ReputationStates`) is what the audit policy reads: nothing (``fixed``), the
 clean-audit count capped where q reaches q_min (``decay``), or the punishment rounds left (``trigger``). Its
-transitions follow the round's verdict (:func:`~.game.next_reputation`).
+transitions follow the round's verdict (:func:`~eq_env.exchange_audit.repeated.rules.next_reputation`).
 
 **The dynamic programme.** With T rounds at most and continuation δ (δ = 1: exactly T),
 
@@ -102,8 +103,8 @@ from eq_env.exchange_audit.batch import (
 )
 from eq_env.exchange_audit.config import ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import _audit, _bulk, _misreports, _split
-from eq_env.exchange_audit.game import AuditOutcome, DrawStream
-from eq_env.exchange_audit.repeated.game import FOREVER, RepeatedConfig, Reputation, Verdict, audit_intensity
+from eq_env.exchange_audit.repeated.rules import FOREVER, RepeatedConfig, Reputation, Verdict, audit_intensity
+from eq_env.exchange_audit.rules import AuditOutcome, DrawStream
 
 __all__ = [
     "STRATEGY_NAMES",
@@ -165,7 +166,7 @@ class StageStrategy:
 
 
 def _verdicts(sub: Any, audit: Any, checks_per_audit: int) -> tuple[np.ndarray, np.ndarray]:
-    """(clean, failed) per episode (:func:`~.game.audit_verdict` for arrays)."""
+    """(clean, failed) per episode (:func:`~eq_env.exchange_audit.repeated.rules.audit_verdict` for arrays)."""
     passed = audit.outcome == AuditOutcome.PASS
     shaded = passed & sub.request & (audit.revealed_compliant == 0)
     withheld = (audit.outcome == AuditOutcome.INCONCLUSIVE) & sub.request & (checks_per_audit > 0)

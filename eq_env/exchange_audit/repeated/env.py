@@ -78,7 +78,7 @@ episode is over):
 | 12    | `last_verdict`       | last round's verdict: 0 none, 1 clean, 2 failed (−1: none yet)     |
 
 `decode_history(observation)` gives it as a dict. `env.unwrapped.game.history` holds every finished round
-(:class:`~eq_env.exchange_audit.repeated.game.RoundRecord`: its q, the record before it, the one-shot
+(:class:`~eq_env.exchange_audit.repeated.rules.RoundRecord`: its q, the record before it, the one-shot
 outcome, the verdict). `state()` is the round's private position (Box(8), as the one-shot game's) followed
 by round, q_t, clean and failed audits.
 
@@ -137,9 +137,8 @@ from eq_env.exchange_audit.env import (
     _ParallelAdapter,
     _unknown_agent,
 )
-from eq_env.exchange_audit.game import Decision, Payoffs
 from eq_env.exchange_audit.render import render_episode
-from eq_env.exchange_audit.repeated.game import (
+from eq_env.exchange_audit.repeated.rules import (
     FOREVER,
     MAX_ROUNDS,
     RepeatedConfig,
@@ -148,6 +147,7 @@ from eq_env.exchange_audit.repeated.game import (
     Verdict,
     audit_intensity,
 )
+from eq_env.exchange_audit.rules import Decision, Payoffs
 from eq_env.exchange_audit.spaces import (
     BLOCK_ONLY_MASK,
     FULL_MASK,

@@ -14,9 +14,9 @@ from typing import Any
 
 from eq_env.core.records import mean
 from eq_env.exchange_audit.env import PROPOSER, VALIDATOR
-from eq_env.exchange_audit.game import EpisodeOutcome, ProposerAction
 from eq_env.exchange_audit.records import EpisodeRecord
-from eq_env.exchange_audit.repeated.game import RepeatedGame, Verdict
+from eq_env.exchange_audit.repeated.rules import RepeatedGame, Verdict
+from eq_env.exchange_audit.rules import EpisodeOutcome, ProposerAction
 
 __all__ = ["METRICS", "RepeatedEpisodeRecord", "compute_metrics", "misreported", "record_episode"]
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from eq_env.core.spec import EnvSpec, register_env
 from eq_env.exchange_audit.env import ROLES, SEED_STREAMS
-from eq_env.exchange_audit.repeated.game import RepeatedConfig
 from eq_env.exchange_audit.repeated.records import METRICS, RepeatedEpisodeRecord, compute_metrics, record_episode
+from eq_env.exchange_audit.repeated.rules import RepeatedConfig
 
 __all__ = ["CONFORMANCE", "ID", "SPEC"]
 
@@ -56,7 +56,7 @@ SPEC = register_env(
         policy_modules=("eq_env.baselines.exchange_audit.repeated", "eq_env.agents.exchange_audit"),
         conformance=CONFORMANCE,
         numeric="eq_env.exchange_audit.repeated.numeric",
-        cli="eq_env.exchange_audit.repeated.cli",
+        cli="eq_env.studies.exchange_audit.repeated",
         views={
             "eq_env/ExchangeAuditRepeatedProposer-v0": "eq_env.exchange_audit.repeated.views:RepeatedProposerEnv",
         },

@@ -50,7 +50,7 @@ from eq_env.core.render import RENDER_MODES, check_render_mode
 from eq_env.core.runner import policy_seed
 from eq_env.exchange_audit.features import PROPOSER_FEATURES, artifact_nvec, artifact_submission, proposer_features
 from eq_env.exchange_audit.repeated.env import PROPOSER, SEED_STREAMS, VALIDATOR, decode_history, raw_env
-from eq_env.exchange_audit.repeated.game import RepeatedConfig
+from eq_env.exchange_audit.repeated.rules import RepeatedConfig
 from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_submission
 
 __all__ = ["ACTION_ENCODINGS", "FEATURES", "HISTORY_FEATURES", "RepeatedProposerEnv", "ViewPolicy", "history_features"]

@@ -11,7 +11,7 @@ round's audit intensity q_t comes from an audit policy:
 * ``trigger``: q, then q_punish after a failed audit for ``punish_rounds`` rounds or for ever (the knob: q).
 
 The proposer knows its compliance (preset ``paper_scripted``), so the stage strategies differ only in lying;
-``--miss`` / ``--false-fail`` make the audits noisy (:mod:`eq_env.exchange_audit.noisy`), which makes audits
+``--miss`` / ``--false-fail`` make the audits noisy (:mod:`eq_env.studies.exchange_audit.noisy`), which makes audits
 cost an honest proposer (false fails) — where, by the condition below, a trigger starts to bite.
 
 **What is measured**, for each horizon, audit policy and knob on the grid: the proposer's best response over the
@@ -60,9 +60,11 @@ frontier, next to q*₁) and ``summary.md``.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +72,21 @@ from typing import Any
 
 import numpy as np
 
+from eq_env.core.cli import (
+    MAX_EPISODES,
+    MAX_TIMESTEPS,
+    Command,
+    int_in,
+    list_of,
+    non_negative_float,
+    number_type,
+    out_dir,
+    seed_arg,
+    shown,
+)
 from eq_env.core.report import markdown_table, plot_lines, write_csv
+from eq_env.exchange_audit.config import PRESETS
 from eq_env.exchange_audit.equilibrium import game_threshold, proposer_best_response
-from eq_env.exchange_audit.frontier import DEFAULT_QS, _fmt_q, _frontier_q
 from eq_env.exchange_audit.repeated.dp import (
     BestResponse,
     DPProposer,
@@ -82,7 +96,9 @@ from eq_env.exchange_audit.repeated.dp import (
     repeated_best_response,
     reputation_states,
 )
-from eq_env.exchange_audit.repeated.game import MAX_ROUNDS, RepeatedConfig
+from eq_env.exchange_audit.repeated.rules import MAX_ROUNDS, RepeatedConfig
+from eq_env.studies.exchange_audit.flags import audit_intensities, audit_intensity, rate
+from eq_env.studies.exchange_audit.frontier import DEFAULT_QS, _fmt_q, _frontier_q
 
 __all__ = ["CHECK_CELLS", "DEFAULT_DELTAS", "POLICIES", "Horizon", "horizon_cap", "repeated"]
 
@@ -165,7 +181,6 @@ def repeated(
         raise ValueError(f"the experiment needs at least one knob value, horizon and audit policy (of "
                          f"{', '.join(POLICIES)}), got qs={qs}, deltas={list(deltas)}, rounds={list(rounds)}, "
                          f"policies={list(policies)}")  # fmt: skip
-    from eq_env.core.cli import MAX_TIMESTEPS, shown
 
     if isinstance(ppo_timesteps, bool) or not isinstance(ppo_timesteps, int) or not (
             ppo_timesteps == 0 or 64 <= ppo_timesteps <= MAX_TIMESTEPS):  # fmt: skip
@@ -535,3 +550,93 @@ def _close(a: float, b: float, qs: Sequence[float]) -> bool:
         return math.isinf(a) and math.isinf(b)
     step = max((y - x for x, y in itertools.pairwise(qs)), default=0.0)
     return abs(a - b) <= step + 1e-9
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+_delta = number_type(float, "a continuation δ in [0, 1)", lambda v: 0.0 <= v < 1.0)
+_ppo_timesteps = number_type(int, f"0 (no PPO) or a number of steps in [64, {MAX_TIMESTEPS}]",
+                             lambda v: v == 0 or 64 <= v <= MAX_TIMESTEPS)  # fmt: skip
+
+
+def _audit_policy(text: str) -> str:
+    if text not in POLICIES:
+        raise argparse.ArgumentTypeError(f"expected an audit policy among {', '.join(POLICIES)}, got {text!r}")
+    return text
+
+
+def _punish_rounds(text: str) -> int | None:
+    """``forever`` (None) or a positive number of rounds."""
+    if text.strip().lower() in ("forever", "none"):
+        return None
+    return int_in(1, 100_000, " or 'forever'")(text)
+
+
+# 0 (no PPO) or train's range: a larger count was once cut to 10^9 in silence, a training that never ends
+
+
+def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
+    rp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    rp.add_argument("--preset", choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
+                    default="paper_scripted", help="game preset: one whose proposer knows its compliance")  # fmt: skip
+    rp.add_argument("--V", type=non_negative_float, default=2.0, help="approval reward V (default 2: temptation)")
+    rp.add_argument("--L", type=non_negative_float, default=1.0, help="penalty L of a failed audit (default 1)")
+    rp.add_argument("--miss", type=rate, default=0.0, help="noisy audits: ε₀, a checked lie passes (default 0)")
+    rp.add_argument("--false-fail", type=rate, default=0.0,
+                    help="noisy audits: ε₁, a checked true claim fails (default 0)")  # fmt: skip
+    rp.add_argument("--deltas", type=list_of(_delta, "continuation probabilities δ in [0, 1)", distinct=True),
+                    default=",".join(f"{d:g}" for d in DEFAULT_DELTAS),
+                    help="geometric horizons: after each round the game goes on with probability δ "
+                         "(default %(default)s)")  # fmt: skip
+    rp.add_argument("--rounds", type=list_of(int_in(1, 100_000), "round counts T", distinct=True), default=[],
+                    help="fixed horizons of exactly T rounds, besides the δ ones (e.g. 1,10)")  # fmt: skip
+    rp.add_argument("--policies", type=list_of(_audit_policy, "audit policies", distinct=True),
+                    default=",".join(POLICIES), help="audit policies (default %(default)s)")  # fmt: skip
+    rp.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0 to 1 by 0.1)")  # fmt: skip
+    rp.add_argument("--q0", type=audit_intensity, default=1.0, help="decay: the starting q (default 1)")
+    rp.add_argument("--gamma", type=rate, default=0.8, help="decay: q's factor per clean audit (default 0.8)")
+    rp.add_argument("--q-punish", type=audit_intensity, default=1.0, help="trigger: q after a failed audit (default 1)")
+    rp.add_argument("--punish-rounds", type=_punish_rounds, default=None,
+                    help="trigger: rounds of punishment, or 'forever' (default: forever, a grim trigger)")  # fmt: skip
+    rp.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="positions sampled per stage estimate and one-shot best response (default 20000)")  # fmt: skip
+    rp.add_argument("--check-delta", type=_delta, default=0.9,
+                    help="the δ of the cells also played in the environment (default 0.9)")  # fmt: skip
+    rp.add_argument("--simulate-episodes", type=int_in(2, MAX_EPISODES), default=1000,
+                    help="episodes each checked cell is played (default 1000)")  # fmt: skip
+    rp.add_argument("--ppo-timesteps", type=_ppo_timesteps, default=30_000,
+                    help="train a PPO proposer with the history in its observation for N steps per checked cell "
+                         "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
+    rp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+
+
+def _repeated(args: argparse.Namespace) -> int:
+    started = time.perf_counter()  # (the time goes to the console only: the files of a seed are byte-identical)
+    repeated(args.out, preset=args.preset, V=args.V, L=args.L, miss=args.miss, false_fail=args.false_fail,
+             deltas=args.deltas, rounds=args.rounds,
+             policies=args.policies, qs=args.qs, q0=args.q0, gamma=args.gamma, q_punish=args.q_punish,
+             punish_rounds=args.punish_rounds, episodes=args.episodes, check_delta=args.check_delta,
+             simulate_episodes=args.simulate_episodes, ppo_timesteps=args.ppo_timesteps, seed=args.seed,
+             progress=None)  # fmt: skip
+    print((args.out / "repeated.md").read_text())
+    print(f"wrote repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
+          f"repeated_frontier.png and summary.md to {args.out} in {time.perf_counter() - started:.1f} s")  # fmt: skip
+    return 0
+
+
+COMMAND = Command(
+    "repeated",
+    "repeated play and reputation: the best response to fixed, decaying and trigger audit policies",
+    _repeated_arguments,
+    _repeated,
+    "For each horizon (--deltas, --rounds), audit policy (--policies) and knob (--qs): the proposer's best "
+    "response in the repeated game by dynamic programming over the reputation state, its misreport rate, "
+    "welfare, audit cost and bad approvals; the deterrence frontier next to the one-shot one and the "
+    "repeated-game condition; a few cells played in the environment (and by PPO with --ppo-timesteps). "
+    "Writes repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
+    "repeated_frontier.png and summary.md into --out. Computed in this process (dynamic programming over the "
+    "reputation state, not a grid of runs through the runner): it takes no --backend.",
+    "trained PPO models are saved in --out/ppo; run the same command to reuse them",
+)

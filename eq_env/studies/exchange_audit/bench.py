@@ -38,7 +38,7 @@ Reference numbers: GPT-4.1 as the Trader (5 seeds × 200 episodes; ± is the sta
 from the paper's Table 1 (ambiguous welfare with artifacts and action only, and the net gain), Figure 4 (in
 words: ambiguous approval with artifacts above 0.96, action only about 9% at q = 0 and 0% at q = 1, bad
 approval below 1%) and Table 2 (at q = 0.3, baseline and temptation: audit failures, bad approval, ambiguous
-approval) — :mod:`eq_env.exchange_audit.paper`. Comparable in the mechanics (the paper preset follows the
+approval) — :mod:`eq_env.studies.exchange_audit.paper`. Comparable in the mechanics (the paper preset follows the
 paper's code) but not in everything: the paper's prompt is not ours (``agents/exchange_audit/prompts``), its
 LLM errors silently became NO_TRADE where ours are re-asked, retried and counted, its experiment scripts drew
 different states per q, and the quick battery's intervals are over 3 seeds × 20 episodes.
@@ -110,8 +110,8 @@ from eq_env.core.bench import (
 )
 from eq_env.core.experiments import Condition, run_one
 from eq_env.core.policy import parse_policy_spec
-from eq_env.exchange_audit import paper
 from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.studies.exchange_audit import paper
 
 __all__ = [
     "FULL_QS",

@@ -68,7 +68,7 @@ Carlo over states, with 95% intervals over those states. The states are the same
 random numbers: one seed), so cells compare pairwise. From these:
 
 * the *fixed-q frontier* per B (the smallest q of the grid from which the best response stops misreporting
-  in more than ``tolerance`` of non-compliant episodes, as :mod:`eq_env.exchange_audit.frontier` measures it);
+  in more than ``tolerance`` of non-compliant episodes, as :mod:`eq_env.studies.exchange_audit.frontier` measures it);
 * the *leader's* (q, B), maximising the validator's payoff, and separately welfare, with its margin over the
   runner-up (a paired 95% interval);
 * the *Nash equilibrium* per B, analytic (q*, m*, with ρ measured on the same states) and measured: the
@@ -90,6 +90,7 @@ resumable: run it again.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,15 @@ from typing import Any
 
 import numpy as np
 
+from eq_env.core.cli import (
+    MAX_EPISODES,
+    Command,
+    int_in,
+    list_of,
+    non_negative_float,
+    out_dir,
+    seed_arg,
+)
 from eq_env.core.policy import make_policy
 from eq_env.core.report import markdown_table, plot_lines, write_csv
 from eq_env.exchange_audit.batch import (
@@ -108,7 +118,7 @@ from eq_env.exchange_audit.batch import (
     is_batchable,
     proposer_batch,
 )
-from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import (
     ProposerBestResponse,
     _merge,
@@ -119,8 +129,9 @@ from eq_env.exchange_audit.equilibrium import (
     proposer_best_response,
 )
 from eq_env.exchange_audit.features import all_artifacts, artifact_submissions
-from eq_env.exchange_audit.frontier import DEFAULT_QS, _frontier_q
-from eq_env.exchange_audit.game import DrawStream
+from eq_env.exchange_audit.rules import DrawStream
+from eq_env.studies.exchange_audit.flags import audit_intensities
+from eq_env.studies.exchange_audit.frontier import DEFAULT_QS, _frontier_q
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -756,3 +767,68 @@ def _plots(out: Path, result: Inspection, frontier: dict[int, float]) -> None:
             {"label": "Nash m*", "x": x, "y": [r["nash_m"] for r in result.costs], "style": {"fmt": "s--"}}]},
     ], xlabel="audit cost c per audit (κ fixed)", xticklabels=labels,
        title="The leader's audit intensity and the Nash equilibrium as audits grow dearer")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
+    costs = list_of(non_negative_float, "audit costs (non-negative numbers)", distinct=True)
+    ins.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    ins.add_argument("--scenario", choices=sorted(SCENARIOS), default="temptation",
+                     help="(V, L): " + ", ".join(f"{k} ({v[0]:g}, {v[1]:g})" for k, v in SCENARIOS.items())
+                          + " (default temptation)")  # fmt: skip
+    ins.add_argument("--V", type=non_negative_float, help="the approval reward V (default: the scenario's)")
+    ins.add_argument("--L", type=non_negative_float, help="the penalty L of a failed audit (default: the scenario's)")
+    ins.add_argument(
+        "--audit-cost", type=non_negative_float, default=0.1, help="c, the cost of one audit (default 0.1)"
+    )
+    ins.add_argument("--claim-cost", type=non_negative_float, default=0.025,
+                     help="κ, the cost per claim type of the budget: an audit with budget B costs c + κ·B "
+                          "(default 0.025)")  # fmt: skip
+    ins.add_argument("--bad-approval-loss", type=non_negative_float, default=10.0,
+                     help="Λ, the validator's loss for approving a non-compliant trade (default 10)")  # fmt: skip
+    ins.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                     help="the q grid (default 0 to 1 in steps of 0.1)")  # fmt: skip
+    ins.add_argument(
+        "--budgets",
+        type=list_of(int_in(1, 4), "budgets B", distinct=True),
+        default=",".join(map(str, DEFAULT_BUDGETS)),
+        help="the budgets B (default %(default)s)",
+    )
+    ins.add_argument("--costs", type=costs, default=",".join(f"{c:g}" for c in DEFAULT_COSTS),
+                     help="the audit costs c of the leader-vs-cost table (default %(default)s)")  # fmt: skip
+    ins.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
+    ins.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=10_000,
+                     help="episodes per best response: half choose it, half measure it (default 10000)")  # fmt: skip
+    ins.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+
+
+def _inspection(args: argparse.Namespace) -> int:
+    inspection(args.out, scenario=args.scenario, V=args.V, L=args.L, audit_cost=args.audit_cost,
+               claim_cost=args.claim_cost, bad_approval_loss=args.bad_approval_loss, qs=args.qs,
+               budgets=args.budgets, costs=args.costs, preset=args.preset, episodes=args.episodes, seed=args.seed,
+               progress=None)  # fmt: skip
+    print((args.out / "inspection.md").read_text())
+    print(f"wrote inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, inspection.png, "
+          f"inspection_costs.png and summary.md to {args.out}")  # fmt: skip
+    return 0
+
+
+COMMAND = Command(
+    "inspection",
+    "the validator as a strategic auditor: the inspection game's Nash and commitment equilibria",
+    _inspection_arguments,
+    _inspection,
+    "The validator chooses q and B, paying c + κ·B per audit, against a proposer best-responding over the q "
+    "grid and --budgets: its best (q, B) as a leader (own payoff and welfare) next to the fixed-q frontier, "
+    "the simultaneous-move equilibrium (q*, m*) analytic and measured, and the leader's choice as the audit "
+    "cost grows. Writes inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, "
+    "inspection.png, inspection_costs.png and summary.md into --out. Computed in this process, every cell on "
+    "one shared sample of states: it takes no --backend.",
+)

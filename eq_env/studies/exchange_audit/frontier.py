@@ -30,6 +30,7 @@ a run again resumes from them; see :func:`frontier` for where they run).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -41,11 +42,22 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from eq_env.core.cli import (
+    MAX_EPISODES,
+    Command,
+    add_backend_flags,
+    executor_of,
+    int_in,
+    jobs_arg,
+    out_dir,
+    seed_arg,
+    timesteps_arg,
+)
 from eq_env.core.executors import Call, Executor, LocalExecutor
 from eq_env.core.experiments import ResultsStore
 from eq_env.core.report import from_json_number, json_number, markdown_table, plot_lines, write_csv
 from eq_env.exchange_audit.batch import proposer_batch, sample_nature
-from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 from eq_env.exchange_audit.equilibrium import (
     _misreports,
     analytic_threshold,
@@ -53,7 +65,8 @@ from eq_env.exchange_audit.equilibrium import (
     proposer_best_response,
     proposer_payoff,
 )
-from eq_env.exchange_audit.game import DrawStream
+from eq_env.exchange_audit.rules import DrawStream
+from eq_env.studies.exchange_audit.flags import audit_intensities
 
 __all__ = ["DEFAULT_QS", "DEFAULT_SCENARIOS", "Scenario", "frontier", "misreport_rate"]
 
@@ -234,7 +247,7 @@ def _ppo_for(sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path:
     """A PPO proposer for this scenario trained across the q grid (reused if already in ``path``)."""
     import json
 
-    from eq_env.baselines.rl import train
+    from eq_env.baselines.exchange_audit.rl import train
 
     meta = path / "policy.json"
     wanted = {"config": sc.config(base, qs[0]).to_dict(), "audit_intensities": list(qs), "timesteps": timesteps,
@@ -361,3 +374,53 @@ def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
               if ppo else []),
         ]})  # fmt: skip
     plot_lines(out / "misreport_vs_q.png", panels, xlabel="audit intensity q")
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
+    fr.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    fr.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
+    fr.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+                    help="the q grid: distinct audit intensities in [0, 1] (default 0 to 1 by 0.1)")  # fmt: skip
+    fr.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
+                    help="episodes per best response and per evaluation (default 20000)")  # fmt: skip
+    fr.add_argument("--timesteps", type=timesteps_arg, default=60_000, help="PPO training steps per scenario")
+    fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
+    fr.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+    fr.add_argument("--jobs", type=jobs_arg, help="worker processes for the best responses (default 1); with "
+                    "--backend ray, the CPUs of the Ray instance started here")  # fmt: skip
+    add_backend_flags(fr)
+
+
+def _frontier(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if not args.no_ppo and importlib.util.find_spec("stable_baselines3") is None:  # (before the hour of work)
+        raise ValueError("the frontier's PPO column needs Stable-Baselines3, which is not installed: "
+                         "pip install 'eq-env[rl]', or leave PPO out with --no-ppo")  # fmt: skip
+    executor = executor_of(args, default_jobs=1)
+    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes, timesteps=args.timesteps,
+             seed=args.seed, train_ppo=not args.no_ppo, progress=None, executor=executor)  # fmt: skip
+    print((args.out / "frontier.md").read_text())
+    return 0
+
+
+COMMAND = Command(
+    "frontier",
+    "the deterrence frontier: eq. 3, the best response and PPO, side by side",
+    _frontier_arguments,
+    _frontier,
+    "For several (V, L, B): the smallest q at which misreporting stops paying, from the paper's eq. 3, this "
+    "game's analytic threshold, a best-response search and a PPO proposer trained across q. Writes "
+    "frontier.csv, frontier_summary.csv, frontier.md and two plots into --out. The best responses (one per "
+    "scenario and q) run on --backend and are kept in --out/points.jsonl as they finish (re-running "
+    "resumes); PPO trains and is evaluated in this process.",
+    "finished best responses (points.jsonl) and PPO models (ppo/) are saved in --out; run the same command to resume",
+)

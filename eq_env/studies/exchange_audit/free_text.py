@@ -2,7 +2,7 @@
 
 The paper compares a proposer that attaches a reasoning artifact (typed claims c and a free text t) with one that
 sends its action alone, and names the missing baseline itself: no pure free-text regime. The configuration field
-``regime`` (:func:`~eq_env.exchange_audit.game.withhold`) makes the three a property of the game, played by the
+``regime`` (:func:`~eq_env.exchange_audit.rules.withhold`) makes the three a property of the game, played by the
 *same* proposer on the *same* states:
 
 * ``artifacts`` — claims and text reach the validator and the audit (the paper);
@@ -38,6 +38,7 @@ it) and ``summary.md`` (the tables and what they measured).
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Sequence
@@ -45,8 +46,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eq_env.agents.exchange_audit.dry_run import dry_run
+from eq_env.core.cli import (
+    Command,
+    add_backend_flags,
+    add_flag_groups,
+    configure_flag_groups,
+    episodes_arg,
+    executor_of,
+    failures,
+    fill_spec,
+    int_in,
+    jobs_arg,
+    out_dir,
+    seed_arg,
+    seeds_arg,
+)
 from eq_env.core.executors import Executor
 from eq_env.core.experiments import (
+    ENGINES,
     Condition,
     ResultsStore,
     aggregate,
@@ -59,8 +77,9 @@ from eq_env.core.experiments import (
 )
 from eq_env.core.policy import parse_policy_spec
 from eq_env.core.report import fmt_number, markdown_table, mean_std, plot_lines, write_csv
-from eq_env.exchange_audit import paper
-from eq_env.exchange_audit.config import REGIMES, ExchangeAuditConfig
+from eq_env.exchange_audit.config import PRESETS, REGIMES, ExchangeAuditConfig
+from eq_env.studies.exchange_audit import paper
+from eq_env.studies.exchange_audit.flags import audit_intensities, audit_intensity
 
 __all__ = ["BASE_VALIDATORS", "METRICS", "FreeTextOptions", "conditions", "free_text", "proposers"]
 
@@ -359,3 +378,66 @@ def _mimic_line(opts: FreeTextOptions, rows: Sequence[dict[str, Any]]) -> str:
 def _fine(row: dict[str, Any], L: float) -> float:
     failed = row["audit_fail_rate_mean"]
     return 0.0 if math.isnan(failed) else L * row["audit_rate_mean"] * failed
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+def _free_text_arguments(ft: argparse.ArgumentParser) -> None:
+    ft.add_argument("--out", type=out_dir, required=True, help="output directory (re-running resumes from it)")
+    ft.add_argument("--qs", type=audit_intensities, default="0,0.1,0.3,0.5,0.7,1",
+                    help="the q grid: distinct audit intensities in [0, 1] (default the paper's "
+                         "0,0.1,0.3,0.5,0.7,1)")  # fmt: skip
+    ft.add_argument(
+        "--q", type=audit_intensity, default=0.3, help="the q of the every-condition table, one of --qs (default 0.3)"
+    )
+    ft.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
+    ft.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
+    ft.add_argument("--episodes", type=episodes_arg, default=20_000, help="episodes per seed (default 20000)")
+    ft.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
+                    help="words of the honest and mimic proposers' texts (default 18, about GPT-4.1's "
+                         "average)")  # fmt: skip
+    ft.add_argument("--preset", choices=sorted(PRESETS), default="paper",
+                    help="game preset (default paper: claims and text both judged from the proposer's noisy "
+                         "observation, so they carry the same information)")  # fmt: skip
+    ft.add_argument("--validator", action="append", default=[], metavar="SPEC",
+                    help="another validator beside the rule and the text reader, e.g. 'llm:gate=none' (the LLM "
+                         "validator ungated); repeatable")  # fmt: skip
+    ft.add_argument("--engine", choices=ENGINES, default="auto",
+                    help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; auto: batch "
+                         "whenever possible")  # fmt: skip
+    ft.add_argument("--jobs", type=jobs_arg, help="worker processes (default 1); with --backend ray, the CPUs of "
+                    "the Ray instance started here")  # fmt: skip
+    add_backend_flags(ft)
+    add_flag_groups(ft, "OUT/llm_cache", ["validator"])
+
+
+def _free_text(args: argparse.Namespace) -> int:
+    validators = tuple(fill_spec(spec, args) for spec in args.validator)
+    executor = executor_of(args, default_jobs=1)
+    opts = FreeTextOptions(qs=tuple(args.qs), q=args.q, seeds=args.seeds, first_seed=args.first_seed,
+                           episodes=args.episodes, words=args.words, preset=args.preset, validators=validators,
+                           engine=args.engine, concurrency=getattr(args, "concurrency", 8))  # fmt: skip
+    if getattr(args, "dry_run", False):
+        return dry_run(ExchangeAuditConfig.from_preset(args.preset).replace(regime="text_only"),
+                       {"validator": list(validators)})  # fmt: skip
+    configure_flag_groups(args, args.out / "llm_cache")
+    result = free_text(args.out, opts, progress=None, executor=executor)
+    print((args.out / "free_text.md").read_text())
+    print(f"wrote {', '.join(result['files'])} to {args.out} in {result['seconds']:.1f} s")
+    return failures(args.command, result["failed"], getattr(args, "cache", None))
+
+
+COMMAND = Command(
+    "free-text",
+    "the cheap-talk collapse: artifacts vs text only vs action only, across q",
+    _free_text_arguments,
+    _free_text,
+    "The same proposers (honest, silent, and a strategic mimic whose lies carry the honest text) under three "
+    "regimes — typed claims and text, text only (claims withheld: audits are inconclusive), action only — "
+    "against the rule validator, a scripted text reader and any --validator given: approval, bad approval, "
+    "welfare and ambiguous approval across --qs, and the honest proposer's gain from artifacts split into "
+    "information and structure. Writes free_text.csv, free_text.md, free_text.png, results.jsonl and "
+    "summary.md into --out. Re-running resumes.",
+    "finished runs (and LLM episodes) are saved in --out; run the same command to resume",
+)

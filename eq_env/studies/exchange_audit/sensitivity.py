@@ -44,6 +44,7 @@ Writes ``sensitivity_conditions.csv`` (every model, variant, regime and q), ``se
 
 from __future__ import annotations
 
+import argparse
 import math
 import shlex
 import time
@@ -53,6 +54,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from eq_env.agents.exchange_audit.dry_run import dry_run
+from eq_env.core.cli import (
+    Command,
+    configure_flag_groups,
+    episodes_arg,
+    failures,
+    fill_spec,
+    list_of,
+    model_names,
+    out_dir,
+    seed_arg,
+    seeds_arg,
+    shown,
+)
 from eq_env.core.experiments import (
     Condition,
     ResultsStore,
@@ -65,8 +80,9 @@ from eq_env.core.experiments import (
 from eq_env.core.policy import format_policy_spec, parse_policy_spec
 from eq_env.core.report import fmt_number, from_json_number, markdown_table, plot_lines, write_csv
 from eq_env.core.stats import blocked_anova, mean_interval
-from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.reproduce import REGIMES, _llm_paragraph
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
+from eq_env.studies.exchange_audit.flags import audit_intensities
+from eq_env.studies.exchange_audit.reproduce import REGIMES, _llm_paragraph
 
 __all__ = [
     "DEFAULT_QS",
@@ -554,3 +570,91 @@ def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequen
         "`--cache read --cache-dir DIR/llm_cache` replays the recorded answers without a request."
     )
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+def _variant(text: str) -> str:
+    known = prompt_variants()
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"no prompt variant {shown(text)}; available: {', '.join(known)}")
+    return text
+
+
+def _regime(text: str) -> str:
+    from eq_env.studies.exchange_audit.reproduce import REGIMES
+
+    if text not in REGIMES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(REGIMES)}, got {shown(text)}")
+    return text
+
+
+def _sensitivity_arguments(se: argparse.ArgumentParser) -> None:
+    from eq_env.agents.cli import LLM_FLAGS  # (the command runs the LLM proposer: its flags, --model repeatable)
+
+    se.add_argument("--out", type=out_dir, required=True, help="output directory")
+    se.add_argument("--demo", action="store_true", help="serve scripted models from a local server (no key, "
+                    "no network): a behaviour per prompt variant, and a second model behind a hostile "
+                    "transport")  # fmt: skip
+    se.add_argument("--variants", type=list_of(_variant, "prompt variants", distinct=True),
+                    help="prompt variants to compare (default: every proposer_<variant>.txt template)")  # fmt: skip
+    se.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in DEFAULT_QS),
+                    help="the q grid (default %(default)s)")  # fmt: skip
+    se.add_argument("--regimes", type=list_of(_regime, "regimes", distinct=True), default="artifacts,action_only",
+                    help="artifacts (claims and text), action_only (the same reply stripped), or both "
+                         "(default %(default)s)")  # fmt: skip
+    se.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
+    se.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
+    se.add_argument("--episodes", type=episodes_arg, default=50, help="episodes per seed (default 50)")
+    se.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
+                    help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
+    se.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine); an "
+                    "'llm' validator is played by the model under test")  # fmt: skip
+    LLM_FLAGS.add(se, "OUT/llm_cache", ["proposer", "validator"], many_models=True)
+
+
+def _sensitivity(args: argparse.Namespace) -> int:
+    from eq_env.agents.exchange_audit.demo import DEMO_MODELS
+
+    models: list[str | None] = [*model_names(args, DEMO_MODELS)]
+    proposers, validators = [], []
+    for model in models or [None]:  # (no --model: $EQ_ENV_MODEL, else gpt-4.1, as every LLM command)
+        one = argparse.Namespace(**{**vars(args), "model": model})
+        proposers.append(fill_spec("llm", one))
+        validators.append(fill_spec(args.validator, one))
+    opts = SensitivityOptions(
+        proposers=tuple(proposers), variants=tuple(args.variants or ()), qs=tuple(args.qs),
+        regimes=tuple(args.regimes), seeds=args.seeds, first_seed=args.first_seed, episodes=args.episodes,
+        preset=args.preset, validators=tuple(validators), concurrency=args.concurrency, demo=args.demo,
+    )  # fmt: skip
+    if args.dry_run:  # one prompt per variant (of the first model): what would be sent
+        return dry_run(ExchangeAuditConfig.from_preset(args.preset),
+                       {"proposer": [variant_spec(proposers[0], v, "artifacts") for v in opts.variants],
+                        "validator": [validators[0]]})  # fmt: skip
+    configure_flag_groups(args, args.out / "llm_cache")
+    result = sensitivity(args.out, opts, progress=None)
+    print((args.out / "sensitivity.md").read_text())
+    wrote = sorted(p.name for p in args.out.iterdir() if not p.name.startswith("."))  # (not the results' lock)
+    print(f"wrote {', '.join(wrote)} to {args.out} in {result['seconds']:.1f} s")
+    code = failures(args.command, result["failed"], args.cache)
+    if args.demo and code:  # (the advice to run again cannot help here: the outage is part of the script)
+        print("(--demo: demo-hostile's outage is scripted, so these episodes fail again on every run; the status "
+              "3 shows how a real run reports failures)")  # fmt: skip
+    return code
+
+
+COMMAND = Command(
+    "sensitivity",
+    "the LLM proposer over prompt variants and models: each metric's spread across variants",
+    _sensitivity_arguments,
+    _sensitivity,
+    "For each model (--model, repeatable) and prompt variant (--variants): the reproduction's artifacts and "
+    "action-only regimes across --qs, recorded, resumable and replayable (--cache read). Writes per-variant "
+    "means with 95% intervals, the spread across variants and an F-test of variants against seed noise: "
+    "sensitivity_conditions.csv, sensitivity_variants.csv, sensitivity_spread.csv, sensitivity.md, "
+    "sensitivity.png, llm_costs.csv and summary.md into --out. --demo runs scripted models on a local server. "
+    "Every run has an LLM proposer, and LLM runs stay in this process (the two regimes of a state share one "
+    "answer): it takes no --backend.",
+    "finished runs and LLM episodes are saved in --out, the answers in its llm_cache; run the same command to resume",
+)

@@ -2,7 +2,7 @@
 one-shot game, and an audit policy sets each round's audit intensity from the public record.
 
 Nothing here knows PettingZoo. A round *is* a one-shot episode, played by the one-shot rules
-(:class:`~eq_env.exchange_audit.game.ExchangeAuditGame`: ``sample_state``, ``observe_state``, ``run_audit``,
+(:class:`~eq_env.exchange_audit.rules.ExchangeAuditGame`: ``sample_state``, ``observe_state``, ``run_audit``,
 ``payoffs``); this module adds what lies between rounds:
 
 * **the horizon**: after each round the game goes on with probability δ (``continuation``), for at most T
@@ -46,7 +46,7 @@ import numpy as np
 
 from eq_env.core.config import GameConfig, UnknownParameterError, choice, flag, number
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.exchange_audit.game import (
+from eq_env.exchange_audit.rules import (
     AuditOutcome,
     AuditRecord,
     Decision,

@@ -1,11 +1,11 @@
 """The repeated game's hooks for the generic ``eq-env`` commands (its experiment, ``eq-env repeated``, is one of the
-exchange–audit game's commands: :mod:`eq_env.exchange_audit.cli`)."""
+exchange–audit game's commands: :mod:`eq_env.studies.exchange_audit.repeated.experiment`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from eq_env.exchange_audit.repeated.game import RepeatedConfig
+from eq_env.exchange_audit.repeated.rules import RepeatedConfig
 
 __all__ = ["COMMANDS", "describe_config", "dry_run"]
 
@@ -28,6 +28,6 @@ def describe_config(config: RepeatedConfig) -> str:
 def dry_run(config: RepeatedConfig, policies: Mapping[str, Sequence[str]]) -> int:
     """``--dry-run``: what the LLM policies would be sent in round 0, the stage game's prompts (every round is
     prompted as a one-shot round, with that round's q_t)."""
-    from eq_env.exchange_audit.cli import dry_run as stage_dry_run
+    from eq_env.agents.exchange_audit.dry_run import dry_run as stage_dry_run
 
     return stage_dry_run(config.stage, policies)

@@ -44,6 +44,7 @@ not resumable: run it again to redo it.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,15 +52,26 @@ from typing import Any
 
 import numpy as np
 
+from eq_env.core.cli import (
+    MAX_EPISODES,
+    Command,
+    int_in,
+    list_of,
+    non_negative_float,
+    number_type,
+    out_dir,
+    seed_arg,
+)
 from eq_env.core.report import markdown_table, plot_lines, write_csv
 from eq_env.exchange_audit.batch import claim_columns, draw_nature, proposer_batch, simulate
-from eq_env.exchange_audit.config import ExchangeAuditConfig
+from eq_env.exchange_audit.config import PRESETS, ExchangeAuditConfig
 from eq_env.exchange_audit.env import SEED_STREAMS
 from eq_env.exchange_audit.equilibrium import detection_given_audit, game_threshold, proposer_best_responses
 from eq_env.exchange_audit.features import all_artifacts
-from eq_env.exchange_audit.frontier import _fmt_q, _frontier_q
-from eq_env.exchange_audit.game import DrawStream
+from eq_env.exchange_audit.rules import DrawStream
 from eq_env.exchange_audit.schema import get_schema
+from eq_env.studies.exchange_audit.flags import audit_intensities, audit_intensity
+from eq_env.studies.exchange_audit.frontier import _fmt_q, _frontier_q
 
 __all__ = ["DEFAULT_BUDGETS", "DEFAULT_QS", "DEFAULT_SCHEMAS", "claim_schemas", "lie_counts"]
 
@@ -281,3 +293,88 @@ def _summary(path: Path, table: str, summary: Sequence[dict[str, Any]], preset: 
         "",
     ]
     path.write_text("\n".join(text))
+
+
+# ---------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------
+def _schema_name(text: str) -> str:
+    """A registered claim schema's name."""
+    from eq_env.exchange_audit.schema import schema_names
+
+    if text not in schema_names():
+        raise argparse.ArgumentTypeError(f"expected a claim schema ({', '.join(schema_names())}), got {text!r}")
+    return text
+
+
+def _budget_arg(text: str) -> int | None:
+    """An audit budget B: a non-negative integer, or ``all``."""
+    if text.lower() == "all":
+        return None
+    return number_type(int, "an audit budget (a non-negative integer, or all)", lambda v: v >= 0)(text)
+
+
+def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
+    cs.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    cs.add_argument(
+        "--schemas",
+        type=list_of(_schema_name, "claim schema names", distinct=True),
+        default=",".join(DEFAULT_SCHEMAS),
+        help="the claim schemas compared (default %(default)s)",
+    )
+    cs.add_argument(
+        "--budgets",
+        type=list_of(_budget_arg, "audit budgets B (integers >= 0, or all)", distinct=True),
+        default=",".join("all" if b is None else str(b) for b in DEFAULT_BUDGETS),
+        help="the audit budgets B, each checking B claims of the schema's pool (default %(default)s)",
+    )
+    cs.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in DEFAULT_QS),
+        help="the q grid of the frontiers (default 0 to 1 in steps of 0.05)",
+    )
+    cs.add_argument(
+        "--q", type=audit_intensity, default=0.3, help="the q of detection, welfare and bad approvals (default 0.3)"
+    )
+    cs.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
+    cs.add_argument("--L", type=non_negative_float, default=4.0, help="the penalty L of a failed audit (default 4)")
+    cs.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
+    cs.add_argument(
+        "--episodes", type=int_in(4, MAX_EPISODES), default=20_000, help="episodes per simulation (default 20000)"
+    )
+    cs.add_argument(
+        "--br-episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="episodes per best-response search, half to choose, half to measure (default 20000)",
+    )
+    cs.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
+
+
+def _claim_schemas(args: argparse.Namespace) -> int:
+    claim_schemas(args.out, schemas=args.schemas, budgets=args.budgets, qs=args.qs, preset=args.preset, V=args.V,
+                  L=args.L, q=args.q, episodes=args.episodes, br_episodes=args.br_episodes, seed=args.seed,
+                  progress=None)  # fmt: skip
+    print((args.out / "claim_schemas.md").read_text())
+    print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
+          f"to {args.out}")  # fmt: skip
+    return 0
+
+
+COMMAND = Command(
+    "claim-schemas",
+    "claim schemas: a richer schema against the paper's under a strategic proposer",
+    _claim_schemas_arguments,
+    _claim_schemas,
+    "For each claim schema of --schemas and audit budget of --budgets: detection per audited lie, bad "
+    "approvals and welfare at --q with the rule validator, and the q from which a strategic proposer and the "
+    "best response stop misreporting, over --qs. Writes claim_schemas.csv, claim_schemas_summary.csv, "
+    "claim_schemas.md, claim_schemas.png and summary.md into --out. Computed in this process (vectorised "
+    "best-response searches, not a grid of runs through the runner): it takes no --backend.",
+)

@@ -12,7 +12,7 @@
 **The batteries.** ``bench-v1`` plays, with the model in the LLM roles (the tasks' manuals are their
 modules' docstrings):
 
-* the exchange–audit game (:mod:`eq_env.exchange_audit.bench`): the model as proposer — artifacts vs
+* the exchange–audit game (:mod:`eq_env.studies.exchange_audit.bench`): the model as proposer — artifacts vs
   action only, over the paper's q grid and in the temptation scenario — and as validator, gated and
   ungated, against scripted honest, strategic and text-injecting proposers;
 * the collaborative Einstein puzzle (:mod:`eq_env.einstein_puzzle.bench`): the frozen suite's puzzles with
@@ -75,7 +75,7 @@ def batteries() -> dict[str, Battery]:
     """The batteries by name (the games' task modules are imported on first use)."""
     from eq_env.belief_coordination.bench import TASKS as BELIEF
     from eq_env.einstein_puzzle.bench import TASKS as EINSTEIN
-    from eq_env.exchange_audit.bench import TASKS as EXCHANGE
+    from eq_env.studies.exchange_audit.bench import TASKS as EXCHANGE
 
     tasks = (*EXCHANGE, *EINSTEIN, *BELIEF)
     return {

@@ -1,5 +1,0 @@
-"""Moved to :mod:`eq_env.exchange_audit.paper`; this name stays for the code and documentation that import it
-from here."""
-
-from eq_env.exchange_audit.paper import *  # noqa: F403
-from eq_env.exchange_audit.paper import __all__ as __all__
