@@ -32,14 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from eq_env.core.numeric import NumericAdapter, NumericAECEnv
+from eq_env.core.numeric import NumericAdapter, NumericAECEnv, numeric_adapter
 
 __all__ = ["EVAL_SEEDS", "RLlibNumericEnv", "RLlibPolicy", "RLlibResult", "adapter", "rllib_keys", "rllib_missing",
            "rllib_policy_for", "train", "training_seeds"]  # fmt: skip
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training plays the seeds of training_seeds(seed, ...), refused here
-NUMERIC = {"exchange-audit": "eq_env.exchange_audit.numeric", "einstein-puzzle": "eq_env.einstein_puzzle.numeric",
-           "belief-coordination": "eq_env.belief_coordination.numeric"}  # fmt: skip
 RLLIB_ENV = "eq_env_numeric"
 # RLlib's action-masking modules read a masked observation's features under "observations"; the games' adapters
 # (and PettingZoo) say "observation": the key is renamed here, on RLlib's side only.
@@ -106,13 +104,9 @@ def _installed(module: str) -> bool:
 
 
 def adapter(env: Any) -> NumericAdapter:
-    """The numeric adapter of the game ``env`` (an id, short name or spec)."""
-    from eq_env.core.spec import env_spec
-
-    spec = env_spec(env)
-    if spec.name not in NUMERIC:
-        raise ValueError(f"{spec.name} has no numeric adapter for RLlib yet; games with one: {', '.join(NUMERIC)}")
-    return importlib.import_module(NUMERIC[spec.name]).ADAPTER  # type: ignore[no-any-return]
+    """The numeric adapter of the game ``env`` (an id, short name or spec), as its spec names it
+    (``EnvSpec.numeric``: :func:`eq_env.core.numeric.numeric_adapter`)."""
+    return numeric_adapter(env)
 
 
 def training_seeds(seed: int, env_runners: int, envs_per_runner: int) -> range:

@@ -44,6 +44,7 @@ __all__ = [
     "NumericModeParallelEnv",
     "NumericSpaces",
     "check_observation_mode",
+    "numeric_adapter",
     "with_observation_mode",
 ]
 
@@ -266,11 +267,12 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _adapter_of(env_id: str) -> NumericAdapter:
-    """The numeric adapter of the game ``env_id`` (its spec's ``numeric`` module)."""
+def numeric_adapter(env: Any) -> NumericAdapter:
+    """The numeric adapter of the game ``env`` (an id, short name or spec): its spec's ``numeric`` module's
+    ``ADAPTER``, what the numeric observation mode and the RLlib baselines play the game through."""
     from eq_env.core.spec import env_spec
 
-    spec = env_spec(env_id)
+    spec = env_spec(env)
     if not spec.numeric:
         raise ValueError(f"{spec.name} has no numeric observation mode (its spec names no numeric adapter)")
     return importlib.import_module(spec.numeric).ADAPTER  # type: ignore[no-any-return]
@@ -294,7 +296,7 @@ class NumericModeEnv(AECEnv):  # type: ignore[misc]
         self.render_mode = getattr(text_env, "render_mode", None)
         self.possible_agents = list(text_env.possible_agents)
         self.agents: list[str] = []
-        self.numbers = NumericSpaces(_adapter_of(env_id), self.config, env_spec(env_id).agent_roles(self.config))
+        self.numbers = NumericSpaces(numeric_adapter(env_id), self.config, env_spec(env_id).agent_roles(self.config))
         self.state_space = text_env.state_space
 
     def observation_space(self, agent: str) -> spaces.Space[Any]:
@@ -371,7 +373,7 @@ class NumericModeParallelEnv(ParallelEnv):  # type: ignore[misc]
         self.render_mode = getattr(text_env, "render_mode", None)
         self.possible_agents = list(text_env.possible_agents)
         self.agents: list[str] = []
-        self.numbers = NumericSpaces(_adapter_of(env_id), self.config, env_spec(env_id).agent_roles(self.config))
+        self.numbers = NumericSpaces(numeric_adapter(env_id), self.config, env_spec(env_id).agent_roles(self.config))
         self.state_space = text_env.state_space
         self._seen: dict[str, Any] = {}
 
