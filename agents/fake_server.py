@@ -59,7 +59,7 @@ server). With ``api_key`` set, a request without ``Authorization: Bearer
 <api_key>`` gets 401. It binds to 127.0.0.1, on a free port or the one given.
 
 **A game's stand-in.** A game registers a :class:`eq_env.agents.stand_in.StandIn` under its name, from the
-package that registers its LLM policies (one of its ``EnvSpec.policy_modules``): the roles it answers, how
+package that registers its LLM policies (one of its ``eq_env.policies`` entry points): the roles it answers, how
 to tell a request's role from its prompt, and its script for each model. This module knows no game.
 """
 

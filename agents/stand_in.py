@@ -2,7 +2,7 @@
 
 ``python -m eq_env.agents.fake_server`` serves :class:`StandInScript` (its docstring there is the
 command's manual). A game registers its :class:`StandIn` with :func:`register_stand_in` from the package
-that registers its LLM policies (one of its ``EnvSpec.policy_modules``), usually by name
+that registers its LLM policies (one of its ``eq_env.policies`` entry points), usually by name
 (``"eq_env.agents.einstein_puzzle.scripts:STAND_IN"``), imported when first served; an installed package's
 game registers the same way. This module knows no game, and imports no server until it answers.
 

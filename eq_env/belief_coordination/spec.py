@@ -53,7 +53,6 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("accuracy", "reward", "tokens", "alignment"),
         default_policies={"executor": "fixed", "coordinator": "majority"},
-        policy_modules=("eq_env.baselines.belief_coordination", "eq_env.agents.belief_coordination"),
         conformance=CONFORMANCE,
         views={
             "eq_env/BeliefCoordinationExecutor-v0": "eq_env.belief_coordination.views:BeliefCoordinationExecutorEnv"

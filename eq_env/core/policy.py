@@ -35,10 +35,10 @@ its agent's turn comes.
 Policies are also made from short specs, ``"name"`` or
 ``"name:key=value,key=value"`` (``"planner:depth=3,guess=true"``),
 by :func:`make_policy`. The registry is keyed by (game, name, role), so
-``random`` or ``llm`` can exist in several games: a game's own modules
-register its policies (``EnvSpec.policy_modules``), and any installed package
-adds its own through the ``eq_env.policies`` entry point group (each entry
-point names a module that calls :func:`register_policy` when imported).
+``random`` or ``llm`` can exist in several games. Every package's policies, this one's included, come
+through the ``eq_env.policies`` entry point group: each entry point names a module that calls
+:func:`register_policy` when imported, and all are imported on the first lookup (this package's, in its
+``pyproject.toml``: ``eq_env.baselines.<game>`` and ``eq_env.agents.<game>``).
 
 A spec may also name a class (or any factory) by its import path, as Gymnasium's entry points do:
 ``"module:Class"`` or ``"pkg.module:Class,key=value,..."`` (the parameters after a comma, since the
@@ -234,7 +234,6 @@ class PolicyEntry:
 
 # Keyed by (game id, name, role): one name may serve several roles (e.g. "llm") and several games.
 _REGISTRY: dict[tuple[str, str, Role], PolicyEntry] = {}
-_loaded: set[str] = set()  # games whose policy modules are imported
 _entry_points_loaded = False
 ENTRY_POINTS = "eq_env.policies"
 
@@ -263,14 +262,9 @@ def _first_sentence(doc: str) -> str:
 
 
 def _load_providers(env_id: str) -> None:
-    """Import the modules that register the game's policies, and the installed entry points, once."""
+    """Import the modules the ``eq_env.policies`` entry points name (every installed package's, this one's
+    too), once."""
     global _entry_points_loaded
-    if env_id not in _loaded:
-        _loaded.add(env_id)
-        from eq_env.core.spec import env_spec
-
-        for module in env_spec(env_id).policy_modules:
-            importlib.import_module(module)
     if not _entry_points_loaded:
         _entry_points_loaded = True
         from eq_env.core.spec import load_entry_points

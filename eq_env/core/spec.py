@@ -100,8 +100,6 @@ class EnvSpec:
             from records, or from a batch engine's columns.
         plot_metrics: the metrics sweeps tabulate and plot by default.
         default_policies: role → the policy spec ``eq-env play`` uses when none is given.
-        policy_modules: modules that register the game's policies when imported (loaded on first
-            lookup; third-party packages use the ``eq_env.policies`` entry point group).
         conformance: name → environment keywords: the configurations the conformance battery runs.
         views: Gymnasium id → ``"module:Class"``: single-agent views of a role, for RL libraries.
         batch: the game's :class:`BatchEngine`, if it has one.
@@ -128,7 +126,6 @@ class EnvSpec:
     compute_metrics: Callable[[Any], dict[str, float]]
     plot_metrics: tuple[str, ...] = ()
     default_policies: Mapping[str, str] = field(default_factory=dict)
-    policy_modules: tuple[str, ...] = ()
     conformance: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
     views: Mapping[str, str] = field(default_factory=dict)
     batch: BatchEngine | None = None

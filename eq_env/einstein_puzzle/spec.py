@@ -50,7 +50,6 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("success_rate", "steps", "partial_success", "rule_inconsistent"),
         default_policies={"player_0": "planner", "player_1": "planner"},
-        policy_modules=("eq_env.baselines.einstein_puzzle", "eq_env.agents.einstein_puzzle"),
         conformance=CONFORMANCE,
         numeric="eq_env.einstein_puzzle.numeric",
         views={"eq_env/EinsteinPuzzle-v0": "eq_env.einstein_puzzle.views:EinsteinPuzzleEnv"},

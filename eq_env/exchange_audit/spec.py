@@ -72,7 +72,6 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("ambiguous_welfare", "ambiguous_approval_rate", "bad_approval_rate", "welfare"),
         default_policies={"proposer": "honest", "validator": "rule"},
-        policy_modules=("eq_env.baselines.exchange_audit", "eq_env.agents.exchange_audit"),
         conformance=CONFORMANCE,
         numeric="eq_env.exchange_audit.numeric",
         views={

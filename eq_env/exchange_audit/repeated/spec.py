@@ -53,7 +53,6 @@ SPEC = register_env(
         compute_metrics=compute_metrics,
         plot_metrics=("welfare", "bad_approval_rate", "mean_q", "misreport_rate"),
         default_policies={"proposer": "honest", "validator": "rule"},
-        policy_modules=("eq_env.baselines.exchange_audit.repeated", "eq_env.agents.exchange_audit"),
         conformance=CONFORMANCE,
         numeric="eq_env.exchange_audit.repeated.numeric",
         cli="eq_env.studies.exchange_audit.repeated",
