@@ -117,10 +117,10 @@ before `reset()` — is refused with one clear error naming it, before anything 
 ## Version history
 
 * v0: first version.
-* v0, unchanged results (issue 24): `render_mode="human"` prints the round and returns None (it returned the
+* v0, unchanged results: `render_mode="human"` prints the round and returns None (it returned the
   text and printed nothing); `render_mode="rgb_array"`; an unknown keyword is a `TypeError` (also a
   `ValueError`, as before).
-* v0, issue 24: `state_space` (the coordinator's features and the round); the numeric observation mode,
+* v0: `state_space` (the coordinator's features and the round); the numeric observation mode,
   `observation_mode="numeric"` (grid configurations): `Dict(observation, action_mask int8)` and `Discrete`
   actions, an idle agent allowed only its no-op, 0 (`eq_env.belief_coordination.numeric`).
 """

@@ -474,7 +474,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
         }, indent=2, allow_nan=False))  # fmt: skip
         return status
     preset = game.config.PRESETS[args.preset].to_dict()
-    # (a field a game keys only when set, e.g. exchange-audit's issue-14 options, is absent from the preset's dict)
+    # (a field a game keys only when set, e.g. exchange-audit's noisy-audit options, is absent from the preset's dict)
     changed = {k: v for k, v in config.to_dict().items() if k not in preset or v != preset[k]}
     width = max(9, *(len(r) for r in game.roles))
     for role, shown_policy in ev.policies.items():

@@ -875,7 +875,7 @@ def fuzz_api(env: Any, kwargs: Mapping[str, Any] | None = None, *, calls: int = 
 
 # -- Gymnasium and SB3 conventions ----------------------------------------------------------------------
 #
-# What the libraries around the environments take for granted (issue 24, item 2): every render mode, frames of
+# What the libraries around the environments take for granted: every render mode, frames of
 # one shape, an unknown keyword refused as Python refuses one (TypeError), pickling, Gymnasium's and SB3's own
 # wrappers and vectorisation on the single-agent views. CONVENTION_CHECKS take a game and a configuration, as
 # CHECKS do; VIEW_CHECKS take a registered Gymnasium id (``eq_env.GYM_IDS``) and keywords for ``gymnasium.make``.

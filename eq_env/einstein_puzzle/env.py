@@ -207,14 +207,14 @@ paper says (each has a test):
 ## Version history
 
 * v0: first version (eq_env 0.1.0).
-* v0, issue 24: the mask of the player not to act (and of both after the end) allows `pass` only, not
+* v0: the mask of the player not to act (and of both after the end) allows `pass` only, not
   nothing; play is unchanged (that player's action was and is ignored).
-* v0, issue 24: the numeric observation mode, `observation_mode="numeric"`: `Dict(observation, action_mask
+* v0: the numeric observation mode, `observation_mode="numeric"`: `Dict(observation, action_mask
   int8)` and `Discrete(48·n + 1)`, the player not to act (or both, once the game is over) allowed only `pass`,
   numeric infos of fixed keys (`eq_env.einstein_puzzle.numeric`); text mode is unchanged.
-* v0, issue 16: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
+* v0: `suite_stride` (default 0: unchanged), so that seeds can play disjoint slices of the frozen
   suite (`eq-env bench`).
-* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the board as a picture, one shape for every
+* v0, unchanged results: `render_mode="rgb_array"` (the board as a picture, one shape for every
   frame); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 

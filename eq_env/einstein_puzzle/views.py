@@ -37,7 +37,7 @@ default, a thread per core, contends on small networks: on 2 cores
 Version history:
 
 * v0: first version (eq_env 0.1.0).
-* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; the view
+* v0, before its first release: ``render_mode`` takes ``"human"`` and ``"rgb_array"``; the view
   pickles (its partner's per-seat class could not be found by name); an unknown keyword is a ``TypeError``.
 """
 

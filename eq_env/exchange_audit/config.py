@@ -22,7 +22,7 @@ Presets:
     As ``"paper"`` with ``reveal_compliance=True``: the information the
     paper's scripted trader had.
 
-Fields added by issue 14 (noisy audits; the free-text ``regime``) are left out
+Fields added after the first results were keyed (noisy audits; the free-text ``regime``) are left out
 of :meth:`ExchangeAuditConfig.to_dict` at their defaults, so a configuration
 that does not use them keys its results as before they existed.
 """
@@ -40,7 +40,7 @@ from eq_env.exchange_audit.schema import SCHEMA_NAMES, get_schema
 __all__ = ["COST_MODELS", "PRESETS", "REGIMES", "ExchangeAuditConfig", "FieldRange"]
 
 COST_MODELS = ("words", "tokens")
-# What of the proposer's artifact reaches the validator and the audit (issue 14, item 3; game.withhold).
+# What of the proposer's artifact reaches the validator and the audit (rules.withhold).
 REGIMES = ("artifacts", "text_only", "action_only")
 
 
@@ -90,7 +90,7 @@ class ExchangeAuditConfig(GameConfig):
         "the proposer also observes whether its true risk and net delta are within the limits "
         "(the paper's scripted trader read this from the state)",
     )
-    # Noisy audits (issue 14, item 2): a checked claim's verdict is flipped with these probabilities, per
+    # Noisy audits: a checked claim's verdict is flipped with these probabilities, per
     # claim type: a true claim fails at its false-fail rate (epsilon_1), a lie passes at its miss rate
     # (epsilon_0); the audit's reading of a limit whose claim it checked flips with the verdict.
     false_fail_intent: float = _param(0.0, 0.0, 1.0, "noisy audits: P(a checked true intent claim fails)")
@@ -114,14 +114,14 @@ class ExchangeAuditConfig(GameConfig):
         "the audit's result arrives after the decision: the validator decides as if unaudited; "
         "the audit's cost and the penalty L on a failed audit still apply",
     )
-    # The free-text regime (issue 14, item 3): which part of the artifact is sent (game.withhold).
+    # The free-text regime: which part of the artifact is sent (rules.withhold).
     regime: str = choice(
         "artifacts", REGIMES,
         "what of the artifact reaches the validator and the audit: 'artifacts' (typed claims and text, the "
         "paper), 'text_only' (the typed claims are withheld: an audit is then inconclusive) or 'action_only' "
         "(nothing: neither sent nor charged)",
     )  # fmt: skip
-    # Claim schemas (issue 14, item 4): the registered schema whose claim types the proposer may state, the
+    # Claim schemas: the registered schema whose claim types the proposer may state, the
     # audit checks and the rule engine requires (eq_env.exchange_audit.schema). Its choices are the live
     # registry, so a schema registered in Python is accepted too.
     claim_schema: str = field(
@@ -177,14 +177,14 @@ class ExchangeAuditConfig(GameConfig):
 
 
 _NOISY_CLAIMS = ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
-# The fields that make audits noisy or delayed (issue 14, item 2).
+# The fields that make audits noisy or delayed.
 AUDIT_OPTIONS = (
     *(f"false_fail_{name}" for name in _NOISY_CLAIMS),
     *(f"miss_{name}" for name in _NOISY_CLAIMS),
     "audit_delayed",
     "claim_schema",
 )
-# Fields added after results were first keyed by their configuration (issue 14): left out of to_dict at default.
+# Fields added after results were first keyed by their configuration: left out of to_dict at default.
 KEYED_ONLY_IF_SET = (*AUDIT_OPTIONS, "regime")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ExchangeAuditConfig)}
 

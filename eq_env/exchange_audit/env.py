@@ -202,26 +202,26 @@ first.
 ## Version history
 
 * v0: first release (eq_env 0.1.0).
-* v0, unchanged results (issue 13): the AEC loop is about twice as fast. The
+* v0, unchanged results: the AEC loop is about twice as fast. The
   action and observation spaces are subclasses of Gymnasium's (`FastDiscrete`,
   `FastMultiDiscrete`, `FastDict` in `eq_env.exchange_audit.spaces`) whose
   `sample` draws exactly what Gymnasium's draws, masked or not; every
   observation, reward, info and sampled action of a seed is what it was.
-* v0, unchanged at the defaults (issue 14): noisy audits. `false_fail_<claim>`
+* v0, unchanged at the defaults: noisy audits. `false_fail_<claim>`
   (ε₁: a checked true claim fails) and `miss_<claim>` (ε₀: a checked lie
   passes) per checkable claim, and `audit_delayed` (the validator decides
   before the audit's result; its cost and the penalty still apply). Their
   uniforms come from a fourth generator of the seed, read only when a rate is
   above 0: every draw of the paper's game is where it was.
-* v0, unchanged at the default (issue 14): the free-text regime. `regime`
+* v0, unchanged at the default: the free-text regime. `regime`
   (`"artifacts"`, `"text_only"`, `"action_only"`) withholds the typed claims,
   or the whole artifact, from the validator and the audit; it draws no random
   number, so every episode's position, noise and audit coin are as before.
-* v0, issue 24: the validator's APPROVE after a NO_TRADE ends the episode with −1 to
+* v0: the validator's APPROVE after a NO_TRADE ends the episode with −1 to
   the validator (`illegal_actions="terminate"`, the new default) instead of raising
   `ActionError` (`illegal_actions="raise"`); runner results are unchanged. The
   numeric observation mode (`observation_mode="numeric"`).
-* v0, unchanged at the defaults (issue 14): pluggable claim schemas.
+* v0, unchanged at the defaults: pluggable claim schemas.
   `claim_schema` names a registered schema (`"paper"`, the default; `"rich"`,
   which adds a conditional hedge-cover claim and a required risk interval;
   your own, `eq_env.exchange_audit.schema.register_schema`). A schema other
@@ -229,7 +229,7 @@ first.
   `audit_checked`/`audit_failed` over its audit pool and adds a
   `claim_schema` text entry to both observations; a pool beyond four claims
   takes its sampling keys from a fifth generator of the seed, read only then.
-* v0, unchanged results (issue 24): `render_mode="rgb_array"` (the text rendering as a picture, one shape
+* v0, unchanged results: `render_mode="rgb_array"` (the text rendering as a picture, one shape
   for every frame of a configuration); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
 """
 

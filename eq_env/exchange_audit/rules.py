@@ -124,7 +124,7 @@ N_AUDIT_UNIFORMS = 5  # audited, then one sort key per checkable claim
 N_CHECK_UNIFORMS = 4
 CHECK_STREAM = 3  # the spawn key of that generator
 # Claim schemas whose audit pool exceeds four claims only: the sampling keys of the fifth claim on, from a fifth
-# generator read only for such a schema (issue 14, item 4; eq_env.exchange_audit.schema).
+# generator read only for such a schema (eq_env.exchange_audit.schema).
 CLAIM_KEY_STREAM = 4
 
 

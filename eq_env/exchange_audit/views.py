@@ -75,7 +75,7 @@ episodes at once.
 Version history (both views):
 
 * v0: first version (eq_env 0.1.0).
-* v0, before its first release (issue 24): the game's episode index moved from ``info["episode"]`` to
+* v0, before its first release: the game's episode index moved from ``info["episode"]`` to
   ``info["episode_index"]`` (the repeated view's name), which broke ``RecordEpisodeStatistics`` and SB3 without
   ``Monitor``; ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown keyword is a ``TypeError``.
   A view under ``"ansi"`` (and ``"rgb_array"``) keeps its fast path, rendering by replay: the same results and
@@ -166,7 +166,7 @@ def exact_partner(policy: Any, role: str) -> bool:
 
 
 def audit_options(config: ExchangeAuditConfig) -> list[str]:
-    """The fields of ``config`` that make its audits noisy or delayed (issue 14, item 2), those not at their
+    """The fields of ``config`` that make its audits noisy or delayed, those not at their
     defaults; the views play such a configuration through the AEC environment, the vectorised ones refuse it."""
     from eq_env.exchange_audit.config import AUDIT_OPTIONS
 
@@ -505,7 +505,7 @@ class _View(gymnasium.Env):
         self._other_role = "validator" if role == "proposer" else "proposer"
         self.other = make_policy(other, self._other_role)  # type: ignore[arg-type]
         #: the episodes are worked out in bulk (a scripted partner, exact audits), not through the AEC env; noisy or
-        #: delayed audits and other claim schemas (issue 14) are played by the AEC environment only. "human" prints
+        #: delayed audits and other claim schemas are played by the AEC environment only. "human" prints
         #: every step (the AEC environment's own render), so it drives the AEC environment anyway
         self.fast = render_mode != "human" and not audit_options(base) and exact_partner(self.other, self._other_role)
         self._aec: list[Any] | None = None

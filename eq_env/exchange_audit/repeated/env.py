@@ -105,10 +105,10 @@ stage game (`q`, `B`, `V`, `L`, …). Invalid values raise `ValueError` naming t
 
 ## Version history
 
-* v0: first release (issue 14, item 1).
-* v0, unchanged results (issue 24): `render_mode="rgb_array"`; `"human"` prints before the first `reset()`
+* v0: first release.
+* v0, unchanged results: `render_mode="rgb_array"`; `"human"` prints before the first `reset()`
   too (it returned its text); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
-* v0, issue 24: an illegal approval ends the repeated game (`illegal_actions`, as in the one-shot game's
+* v0: an illegal approval ends the repeated game (`illegal_actions`, as in the one-shot game's
   manual); the numeric observation mode (`observation_mode="numeric"`: the one-shot game's features and the
   record's, `eq_env.exchange_audit.repeated.numeric`).
 """

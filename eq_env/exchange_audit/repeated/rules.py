@@ -78,7 +78,8 @@ __all__ = [
 AUDIT_POLICIES = ("fixed", "decay", "trigger")
 MAX_ROUNDS = 100_000
 FOREVER = -1  # Reputation.punish_left of a grim trigger's punishment
-# Spawn keys of the seed's streams beyond the one-shot game's (which uses 0-3): "issue 14, item 1", 1 and 2.
+# Spawn keys of the seed's streams beyond the one-shot game's (which uses 0-3): arbitrary but fixed, since
+# changing them changes every repeated-game result.
 LATER_ROUNDS_KEY = (14, 1, 1)
 CONTINUATION_KEY = (14, 1, 2)
 

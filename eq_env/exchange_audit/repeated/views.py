@@ -31,8 +31,8 @@ Train with one torch thread on a small machine (``torch.set_num_threads(1)`` bef
 
 Version history:
 
-* v0: first version (issue 14).
-* v0, before its first release (issue 24): ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown
+* v0: first version.
+* v0, before its first release: ``render_mode`` takes ``"human"`` and ``"rgb_array"``; an unknown
   keyword is a ``TypeError``.
 """
 

@@ -1,4 +1,4 @@
-"""``eq-env claim-schemas``: does a richer claim schema deter a strategic proposer? (issue 14, item 4).
+"""``eq-env claim-schemas``: does a richer claim schema deter a strategic proposer?
 
 The same game is played under several claim schemas (:mod:`eq_env.exchange_audit.schema`; by default the
 paper's and the ``"rich"`` one, which adds a conditional hedge-cover claim and a required risk interval)

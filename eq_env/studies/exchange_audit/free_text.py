@@ -1,4 +1,4 @@
-"""``eq-env free-text``: the cheap-talk collapse measured — artifacts vs text only vs action only (issue 14, item 3).
+"""``eq-env free-text``: the cheap-talk collapse measured — artifacts vs text only vs action only.
 
 The paper compares a proposer that attaches a reasoning artifact (typed claims c and a free text t) with one that
 sends its action alone, and names the missing baseline itself: no pure free-text regime. The configuration field

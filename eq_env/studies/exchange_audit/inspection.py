@@ -1,4 +1,4 @@
-"""``eq-env inspection``: the validator as a strategic auditor (issue 14, item 6).
+"""``eq-env inspection``: the validator as a strategic auditor.
 
 The paper fixes the audit intensity q and the budget B. Here the validator chooses them itself, pays for
 its audits, and faces a proposer that best-responds: the exchange–audit game read as an *inspection game*.

@@ -1,4 +1,4 @@
-"""``eq-env noisy-audits``: what noisy detection does to the exchange–audit game (issue 14, item 2).
+"""``eq-env noisy-audits``: what noisy detection does to the exchange–audit game.
 
 **The threshold generalised to noisy detection.** Eq. 3 compares a lie (one false claim) with an honest
 request that is blocked: the lie pays V unless an audit detects it (probability q·π, π = B/4 the chance its

@@ -1,4 +1,4 @@
-"""``eq-env sensitivity``: how much the LLM proposer's results depend on its prompt and its model (issue 14, item 5).
+"""``eq-env sensitivity``: how much the LLM proposer's results depend on its prompt and its model.
 
 The paper ran one model (GPT-4.1) with one prompt. This command runs the LLM proposer with every prompt
 variant (the versioned templates ``agents/exchange_audit/prompts/proposer_<variant>.txt``: ``v1``, the

@@ -1,4 +1,4 @@
-"""``eq-env repeated``: does a reputation hold a proposer honest at a lower audit intensity? (issue 14, item 1)
+"""``eq-env repeated``: does a reputation hold a proposer honest at a lower audit intensity?
 
 **The model.** The proposer and the validator (the paper's rule engine) play the repeated exchange–audit game
 (:mod:`.env`): rounds of the one-shot game, each going on to the next with probability δ (a geometric horizon,
@@ -519,7 +519,7 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
 
 
 def _noise(ctx: dict) -> str:
-    """The audits' noise, when there is some (issue 14, item 2)."""
+    """The audits' noise, when there is some."""
     if not (ctx["miss"] or ctx["false_fail"]):
         return ""
     return f", noisy audits (every claim: missed lies ε₀ = {ctx['miss']:g}, false fails ε₁ = {ctx['false_fail']:g})"
