@@ -367,7 +367,7 @@ class _Rules:
         self.V, self.L, self.alpha, self.cost = c.V, c.L, c.alpha, c.audit_cost
         self.ntp, self.bad = c.no_trade_payoff, c.bad_approval_loss
         self.tokens = c.cost_model == "tokens"
-        self.regime = c.regime  # what of the artifact is sent (game.withhold)
+        self.regime = c.regime  # what of the artifact is sent (rules.withhold)
         self.validator = validator  # "rule", "approve" or "block"
 
     def play(self, index: int, row: tuple[Any, ...], choices: Sequence[int]) -> tuple[float, float, dict[str, Any]]:
@@ -390,7 +390,7 @@ class _Rules:
                 f"{PROPOSER} action['token_count'] must be an integer in [0, {self.max_tokens}], "
                 f"got {np.int64(tokens)!r}"
             )
-        if self.regime != "artifacts":  # game.withhold: the claims are not sent; action only, nor the text
+        if self.regime != "artifacts":  # rules.withhold: the claims are not sent; action only, nor the text
             claim_intent = claim_risk = claim_delta = None
             if self.regime == "action_only":
                 words = tokens = 0
@@ -416,7 +416,7 @@ class _Rules:
             outcome = _FAIL if failed else _PASS
             revealed = compliant
         audited = outcome != _SKIPPED
-        # the partner (game.rule_decision, or always approve / block)
+        # the partner (rules.rule_decision, or always approve / block)
         request = act == 1
         if not request or self.validator == "block":
             decision = 0
