@@ -5,7 +5,7 @@ game's metrics), ``sweep`` (any grid), ``rerun`` (one recorded run again),
 ``policies`` and ``envs`` — take ``--env`` (default: the default game) and get
 their flags from the game's spec: a ``--<role>`` flag per role, a flag per
 configuration field (``--q 0.3``), ``--preset``. Each game adds its own
-subcommands (``EnvSpec.cli``), which take ``--env`` too; without ``--env`` the
+subcommands (``EnvSpec.commands()``), which take ``--env`` too; without ``--env`` the
 default game's and every other game's are there, and with it a command the game
 has not is refused in one line naming the games that have it (never another
 game's run on that game). Flag groups (:class:`FlagGroup`; the LLM flags
@@ -491,11 +491,12 @@ def _cmd_play(args: argparse.Namespace) -> int:
 
 
 def _game_cli_attr(game: EnvSpec, name: str) -> Any:
-    if not game.cli:
+    module = game.cli_module()
+    if not module:
         return None
     import importlib
 
-    return getattr(importlib.import_module(game.cli), name, None)
+    return getattr(importlib.import_module(module), name, None)
 
 
 _LLM_COUNTS = (

@@ -35,6 +35,7 @@ The contract an environment's module (``EnvSpec.entry``) keeps:
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,7 +106,8 @@ class EnvSpec:
         batch: the game's :class:`BatchEngine`, if it has one.
         numeric: the module of the game's :class:`~eq_env.core.numeric.NumericAdapter` (its ``ADAPTER``): what
             ``observation_mode="numeric"`` observes and acts with ("" if the game has no numeric mode).
-        cli: the module of the game's command-line parts (imported by the CLI only): ``COMMANDS``, a
+        cli: the module of the game's command-line parts (imported by the CLI only; "": the module the
+            ``eq_env.commands`` entry point named after the game names, as this package's games do): ``COMMANDS``, a
             sequence of :class:`Command` (the subcommands the game contributes), and two optional hooks,
             ``describe_config(config) -> str`` (the parameters ``eq-env play`` shows beside the preset)
             and ``dry_run(config, {role: [specs]}) -> int`` (``--dry-run``: what LLM policies would be
@@ -141,9 +143,15 @@ class EnvSpec:
         """A raw AEC environment of this game under ``config``."""
         return self.module().raw_env(config=config, render_mode=render_mode)
 
+    def cli_module(self) -> str:
+        """The module of the game's commands and hooks: ``cli``, else the ``eq_env.commands`` entry point named
+        after the game ("" when there is neither)."""
+        return self.cli or _command_modules().get(self.name, "")
+
     def commands(self) -> tuple[Command, ...]:
         """The CLI subcommands the game contributes."""
-        return tuple(importlib.import_module(self.cli).COMMANDS) if self.cli else ()
+        module = self.cli_module()
+        return tuple(importlib.import_module(module).COMMANDS) if module else ()
 
     def agent_roles(self, config: Any) -> dict[str, str]:
         """agent → role under ``config``."""
@@ -205,6 +213,18 @@ def _ensure_loaded() -> None:
         return
     _entry_points_loaded = True
     load_entry_points(ENTRY_POINTS)
+
+
+COMMAND_ENTRY_POINTS = "eq_env.commands"
+
+
+@functools.cache
+def _command_modules() -> dict[str, str]:
+    """Game name → the module its ``eq_env.commands`` entry point names (read once: the commands layer sits
+    above the games, so a game names its commands nowhere in its own code)."""
+    from importlib.metadata import entry_points
+
+    return {point.name: point.value for point in entry_points(group=COMMAND_ENTRY_POINTS)}
 
 
 def load_entry_points(group: str) -> None:

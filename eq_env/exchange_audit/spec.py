@@ -79,7 +79,6 @@ SPEC = register_env(
             "eq_env/ExchangeAuditValidator-v0": "eq_env.exchange_audit.views:ExchangeAuditValidatorEnv",
         },
         batch=_Batch(),
-        cli="eq_env.studies.exchange_audit",
         key_env=False,
     )
 )

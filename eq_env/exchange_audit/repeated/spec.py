@@ -55,7 +55,6 @@ SPEC = register_env(
         default_policies={"proposer": "honest", "validator": "rule"},
         conformance=CONFORMANCE,
         numeric="eq_env.exchange_audit.repeated.numeric",
-        cli="eq_env.studies.exchange_audit.repeated",
         views={
             "eq_env/ExchangeAuditRepeatedProposer-v0": "eq_env.exchange_audit.repeated.views:RepeatedProposerEnv",
         },
