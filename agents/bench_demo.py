@@ -51,8 +51,15 @@ class BenchDemoScript:
     def __call__(self, request: dict[str, Any], n: int) -> Reply:
         quality = quality_of(str(request.get("model")))
         if quality is None:
-            return Reply(status=404, body={"error": {"message": f"model {request.get('model')!r} is not served "
-                                                     f"here; the demo serves {', '.join(DEMO_MODELS)}"}})  # fmt: skip
+            return Reply(
+                status=404,
+                body={
+                    "error": {
+                        "message": f"model {request.get('model')!r} is not served "
+                        f"here; the demo serves {', '.join(DEMO_MODELS)}"
+                    }
+                },
+            )
         for module in GAME_SCRIPTS:
             if importlib.import_module(module).bench_request(request):
                 reply: Reply = _script(module, quality)(request, n)

@@ -80,11 +80,17 @@ def cache_mode_default(cache_default: str) -> str:
 
 
 def add_cache_flags(group: Any, cache_default: str, mode_default: str) -> None:
-    why = {"write": "; readwrite or read to answer from recordings made by earlier runs",
-           "readwrite": ": a rerun resumes from this run's recordings"}.get(mode_default, "")  # fmt: skip
-    group.add_argument("--cache", choices=("off", "read", "write", "readwrite"), default=mode_default,
-                       help="record and replay: read = replay only (no request is made), write = always ask and "
-                       f"record, readwrite = replay hits and record misses (default {mode_default}{why})")  # fmt: skip
+    why = {
+        "write": "; readwrite or read to answer from recordings made by earlier runs",
+        "readwrite": ": a rerun resumes from this run's recordings",
+    }.get(mode_default, "")
+    group.add_argument(
+        "--cache",
+        choices=("off", "read", "write", "readwrite"),
+        default=mode_default,
+        help="record and replay: read = replay only (no request is made), write = always ask and "
+        f"record, readwrite = replay hits and record misses (default {mode_default}{why})",
+    )
     group.add_argument("--cache-dir", type=path_arg, help=f"where answers are recorded (default: {cache_default})")
 
 
@@ -108,10 +114,14 @@ def replay_notice(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, st
         else:
             return None
     if cache == "read":
-        return (f"eq-env: replaying the LLM answers recorded in {cache_dir} (--cache read): no request is made; "
-                "pass --cache write to ask the endpoint instead")  # fmt: skip
-    return (f"eq-env: answering LLM requests from the recordings in {cache_dir} where they exist (--cache readwrite), "
-            "asking the endpoint only for the rest; pass --cache write to ask it for every answer")  # fmt: skip
+        return (
+            f"eq-env: replaying the LLM answers recorded in {cache_dir} (--cache read): no request is made; "
+            "pass --cache write to ask the endpoint instead"
+        )
+    return (
+        f"eq-env: answering LLM requests from the recordings in {cache_dir} where they exist (--cache readwrite), "
+        "asking the endpoint only for the rest; pass --cache write to ask it for every answer"
+    )
 
 
 def _announce(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] = ()) -> None:
@@ -123,49 +133,91 @@ def _announce(cache: str, cache_dir: Path, endpoints: Sequence[tuple[str, str]] 
 class LLMFlags:
     """The flags of ``llm`` policies (see the module docstring)."""
 
-    def add(self, parser: argparse.ArgumentParser, cache_default: str, roles: Sequence[str] = (), *,
-            many_models: bool = False) -> None:  # fmt: skip
+    def add(
+        self,
+        parser: argparse.ArgumentParser,
+        cache_default: str,
+        roles: Sequence[str] = (),
+        *,
+        many_models: bool = False,
+    ) -> None:
         """The flags; with ``many_models``, ``--model`` may be repeated (``args.model`` is then a list or None)."""
         which = " or ".join(roles) if roles else "policy"
         group = parser.add_argument_group(
             "LLM policies", f"for a {which} spec 'llm' (flags fill what the spec does not say)"
         )
         if many_models:
-            group.add_argument("--model", type=_model_name, action="append", help="model name, sent as is; repeat "
-                               "the flag for several models (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
+            group.add_argument(
+                "--model",
+                type=_model_name,
+                action="append",
+                help="model name, sent as is; repeat "
+                "the flag for several models (default: $EQ_ENV_MODEL, else gpt-4.1)",
+            )
         else:
-            group.add_argument("--model", type=_model_name,
-                               help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)")  # fmt: skip
-        group.add_argument("--base-url", type=url_arg, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
-                           "else OpenAI's); credentials in it are used, never recorded")  # fmt: skip
+            group.add_argument(
+                "--model", type=_model_name, help="model name, sent as is (default: $EQ_ENV_MODEL, else gpt-4.1)"
+            )
+        group.add_argument(
+            "--base-url",
+            type=url_arg,
+            help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
+            "else OpenAI's); credentials in it are used, never recorded",
+        )
         group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
-        group.add_argument("--temperature", type=number_type(float, "a number in [0, 2]", lambda v: 0 <= v <= 2),
-                           help="sampling temperature (default 0)")  # fmt: skip
+        group.add_argument(
+            "--temperature",
+            type=number_type(float, "a number in [0, 2]", lambda v: 0 <= v <= 2),
+            help="sampling temperature (default 0)",
+        )
         group.add_argument("--max-tokens", type=int_in(1, 10_000_000), help="completion token limit per request")
         group.add_argument("--llm-seed", type=seed_arg, help="the 'seed' sampling parameter sent with requests")
-        group.add_argument("--max-reasks", type=count,
-                           help="invalid replies sent back with the error before the fallback (default 2)")  # fmt: skip
-        group.add_argument("--concurrency", type=int_in(1, 4096), default=8,
-                           help="episodes in flight at once (default 8)")  # fmt: skip
+        group.add_argument(
+            "--max-reasks", type=count, help="invalid replies sent back with the error before the fallback (default 2)"
+        )
+        group.add_argument(
+            "--concurrency", type=int_in(1, 4096), default=8, help="episodes in flight at once (default 8)"
+        )
         add_cache_flags(group, cache_default, cache_mode_default(cache_default))
-        group.add_argument("--max-reply-bytes", type=int_in(MIN_REPLY_BYTES, MAX_REPLY_BYTES), default=DEFAULT_REPLY,
-                           help="the most bytes of a reply read per sample (or 64 per token of --max-tokens, when "
-                           "more); a longer one is an invalid reply, billed but not read, quoted back or cached "
-                           f"(default {DEFAULT_REPLY})")  # fmt: skip
-        group.add_argument("--max-retries", type=int_in(0, 100), default=5,
-                           help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)")  # fmt: skip
-        group.add_argument("--backoff", type=non_negative_float, default=0.5, help="first retry delay in seconds, "
-                           "doubled per retry, with jitter (default 0.5)")  # fmt: skip
+        group.add_argument(
+            "--max-reply-bytes",
+            type=int_in(MIN_REPLY_BYTES, MAX_REPLY_BYTES),
+            default=DEFAULT_REPLY,
+            help="the most bytes of a reply read per sample (or 64 per token of --max-tokens, when "
+            "more); a longer one is an invalid reply, billed but not read, quoted back or cached "
+            f"(default {DEFAULT_REPLY})",
+        )
+        group.add_argument(
+            "--max-retries",
+            type=int_in(0, 100),
+            default=5,
+            help="retries after 429/408/409/5xx/timeouts/connection errors (default 5)",
+        )
+        group.add_argument(
+            "--backoff",
+            type=non_negative_float,
+            default=0.5,
+            help="first retry delay in seconds, doubled per retry, with jitter (default 0.5)",
+        )
         group.add_argument("--timeout", type=positive_float, default=60.0, help="seconds per request (default 60)")
-        group.add_argument("--price-prompt", type=non_negative_float, default=0.0,
-                           help="dollars per million prompt tokens")  # fmt: skip
-        group.add_argument("--price-completion", type=non_negative_float, default=0.0,
-                           help="dollars per million completion tokens")  # fmt: skip
-        group.add_argument("--no-endpoint-check", dest="endpoint_check", action="store_false",
-                           help="do not check, before the first request, that the endpoint answers, accepts the key "
-                           "and lists the model (for endpoints that serve models they do not list)")  # fmt: skip
-        group.add_argument("--dry-run", action="store_true", help="print one rendered prompt per LLM role and the "
-                           "reply schema; call nothing")  # fmt: skip
+        group.add_argument(
+            "--price-prompt", type=non_negative_float, default=0.0, help="dollars per million prompt tokens"
+        )
+        group.add_argument(
+            "--price-completion", type=non_negative_float, default=0.0, help="dollars per million completion tokens"
+        )
+        group.add_argument(
+            "--no-endpoint-check",
+            dest="endpoint_check",
+            action="store_false",
+            help="do not check, before the first request, that the endpoint answers, accepts the key "
+            "and lists the model (for endpoints that serve models they do not list)",
+        )
+        group.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print one rendered prompt per LLM role and the reply schema; call nothing",
+        )
 
     def fill(self, spec: str, args: argparse.Namespace) -> str:
         """An ``llm`` spec with the model, endpoint and sampling flags filled in (they key the results);
@@ -201,10 +253,18 @@ class LLMFlags:
         """The LLM client's runtime settings, from the flags."""
         from eq_env.agents.client import configure
 
-        s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir, max_retries=args.max_retries,
-                      backoff=args.backoff, timeout=args.timeout, api_key=args.api_key,
-                      price_prompt=args.price_prompt, price_completion=args.price_completion,
-                      check_endpoint=args.endpoint_check, max_reply_bytes=args.max_reply_bytes)  # fmt: skip
+        s = configure(
+            cache=args.cache,
+            cache_dir=args.cache_dir or cache_dir,
+            max_retries=args.max_retries,
+            backoff=args.backoff,
+            timeout=args.timeout,
+            api_key=args.api_key,
+            price_prompt=args.price_prompt,
+            price_completion=args.price_completion,
+            check_endpoint=args.endpoint_check,
+            max_reply_bytes=args.max_reply_bytes,
+        )
         _announce(s.cache, s.cache_dir, [self._endpoint(args)])
 
     @staticmethod
@@ -224,9 +284,12 @@ class LLMFlags:
     def add_rerun(self, parser: argparse.ArgumentParser, cache_default: str) -> None:
         group = parser.add_argument_group("LLM policies")
         add_cache_flags(group, cache_default, "read")
-        group.add_argument("--base-url", type=url_arg,
-                           help="the record's endpoint with its credentials, which records hold masked "
-                           "(http://***@host/v1); needed to ask it again (--cache readwrite or write)")  # fmt: skip
+        group.add_argument(
+            "--base-url",
+            type=url_arg,
+            help="the record's endpoint with its credentials, which records hold masked "
+            "(http://***@host/v1); needed to ask it again (--cache readwrite or write)",
+        )
         group.add_argument("--api-key", help="API key (default: $OPENAI_API_KEY); never stored or cached")
 
     def configure_rerun(self, policies: Mapping[str, str], args: argparse.Namespace, cache_dir: Path) -> None:
@@ -235,8 +298,11 @@ class LLMFlags:
         from eq_env.agents.client import configure
 
         rerun_endpoints(policies, args)
-        s = configure(cache=args.cache, cache_dir=args.cache_dir or cache_dir,
-                      **({"api_key": args.api_key} if args.api_key is not None else {}))  # fmt: skip
+        s = configure(
+            cache=args.cache,
+            cache_dir=args.cache_dir or cache_dir,
+            **({"api_key": args.api_key} if args.api_key is not None else {}),
+        )
         _announce(s.cache, s.cache_dir, _spec_endpoints(policies))
 
 
@@ -278,14 +344,17 @@ def rerun_endpoints(policies: Mapping[str, str], args: argparse.Namespace) -> No
         if not endpoints:
             raise ValueError(f"--base-url: record {args.key!r} has no LLM policy, so no endpoint to give")
         if given not in endpoints:
-            raise ValueError(f"--base-url {given} does not match the record's endpoint {' or '.join(endpoints)} "
-                             "(credentials masked)")  # fmt: skip
+            raise ValueError(
+                f"--base-url {given} does not match the record's endpoint {' or '.join(endpoints)} (credentials masked)"
+            )
         register_endpoint(url)
     if args.cache != "read":
         masked = [e for e in endpoints if e != given and _has_masked_credentials(e)]
         if masked:
-            raise ValueError(f"the record's endpoint {masked[0]} has masked credentials; give them with "
-                             "--base-url (the full URL), or replay with --cache read")  # fmt: skip
+            raise ValueError(
+                f"the record's endpoint {masked[0]} has masked credentials; give them with "
+                "--base-url (the full URL), or replay with --cache read"
+            )
 
 
 def _has_masked_credentials(url: str) -> bool:

@@ -102,8 +102,15 @@ class LLMUnavailableError(RuntimeError):
     (:meth:`LLMClient.complete_many`): their costs are the caller's too.
     """
 
-    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None,
-                 answers: list[Completion] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        message: str,
+        *,
+        requests: int = 0,
+        retries: int = 0,
+        errors: list[str] | None = None,
+        answers: list[Completion] | None = None,
+    ) -> None:
         super().__init__(message)
         self.requests = requests
         self.retries = retries
@@ -119,8 +126,7 @@ class ChoicesUnsupportedError(Exception):
     """The endpoint rejected ``n > 1`` (several samples in one request). ``requests``, ``retries`` and
     ``errors``: what asking cost, as for :class:`LLMUnavailableError` (the requests were made)."""
 
-    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None
-                 ) -> None:  # fmt: skip
+    def __init__(self, message: str, *, requests: int = 0, retries: int = 0, errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.requests = requests
         self.retries = retries
@@ -180,8 +186,9 @@ class LLMSettings:
             raise ValueError(f"max_retries must be an integer, got {self.max_retries!r}")
         limit = self.max_reply_bytes
         if isinstance(limit, bool) or not isinstance(limit, int) or not MIN_REPLY_BYTES <= limit <= MAX_REPLY_BYTES:
-            raise ValueError(f"max_reply_bytes must be an integer in [{MIN_REPLY_BYTES}, {MAX_REPLY_BYTES}], "
-                             f"got {limit!r}")  # fmt: skip
+            raise ValueError(
+                f"max_reply_bytes must be an integer in [{MIN_REPLY_BYTES}, {MAX_REPLY_BYTES}], got {limit!r}"
+            )
         if self.timeout <= 0:
             raise ValueError(f"timeout must be positive (seconds per request), got {self.timeout!r}")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
@@ -247,8 +254,10 @@ class Completion:
         """Why an oversize reply is invalid, as the policies tell the model (None: within the limit)."""
         if not self.oversize:
             return None
-        return (f"the reply was {self.oversize['bytes']:,} bytes long, over the limit of {self.oversize['limit']:,} "
-                "bytes, and was not read; answer briefly")  # fmt: skip
+        return (
+            f"the reply was {self.oversize['bytes']:,} bytes long, over the limit of {self.oversize['limit']:,} "
+            "bytes, and was not read; answer briefly"
+        )
 
     @property
     def billed(self) -> bool:
@@ -267,10 +276,16 @@ class Completion:
         oversize = record.get("oversize")
         if not (isinstance(oversize, dict) and all(_count(oversize.get(k)) for k in ("bytes", "limit"))):
             oversize = None
-        return cls(record["content"], record["prompt_tokens"], record["completion_tokens"], cached=True,
-                   mode=record.get("mode", ""), usage_estimated=bool(record.get("usage_estimated")),
-                   choices=[c for c in record.get("choices") or [] if isinstance(c, str)],
-                   oversize=oversize)  # fmt: skip
+        return cls(
+            record["content"],
+            record["prompt_tokens"],
+            record["completion_tokens"],
+            cached=True,
+            mode=record.get("mode", ""),
+            usage_estimated=bool(record.get("usage_estimated")),
+            choices=[c for c in record.get("choices") or [] if isinstance(c, str)],
+            oversize=oversize,
+        )
 
 
 class UnreadableCacheEntryError(ValueError):
@@ -483,9 +498,14 @@ class _Pools:
         limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=None, max_keepalive_connections=None)
         s = settings()
         url, query = split_query(self.url)  # the SDK appends paths to the URL: its query goes apart
-        return AsyncOpenAI(api_key=s.key() or "not-needed", base_url=url, default_query=query or None,
-                           max_retries=0, timeout=s.timeout,
-                           http_client=DefaultAsyncHttpxClient(limits=limits, timeout=s.timeout))  # fmt: skip
+        return AsyncOpenAI(
+            api_key=s.key() or "not-needed",
+            base_url=url,
+            default_query=query or None,
+            max_retries=0,
+            timeout=s.timeout,
+            http_client=DefaultAsyncHttpxClient(limits=limits, timeout=s.timeout),
+        )
 
     def pick(self) -> tuple[int, Any]:
         """(index, client) of the least busy pool, opening one when all are full."""
@@ -685,8 +705,10 @@ class LLMClient:
                 raise LLMUnavailableError(stored["error"])
             return Completion.from_record(stored)
         if s.cache == "read":
-            self._check_once(("holds", str(s.cache_dir), self.model, self.base_url),
-                             lambda: cache.check_holds(self.model, self.base_url))  # fmt: skip
+            self._check_once(
+                ("holds", str(s.cache_dir), self.model, self.base_url),
+                lambda: cache.check_holds(self.model, self.base_url),
+            )
             raise NotRecordedError(f"replay (cache=read): no recorded answer for this request in {s.cache_dir}")
 
         loop = asyncio.get_running_loop()
@@ -699,10 +721,18 @@ class LLMClient:
             if kind == "error":
                 raise LLMUnavailableError(value)
             # the first asker was cancelled before any answer: ask ourselves
-            return await self.complete(messages, schema_name=schema_name, schema=schema,
-                                       prompt_version=prompt_version, temperature=temperature,
-                                       max_tokens=max_tokens, seed=seed, n=n, sample=sample,
-                                       extra=extra)  # fmt: skip
+            return await self.complete(
+                messages,
+                schema_name=schema_name,
+                schema=schema,
+                prompt_version=prompt_version,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                n=n,
+                sample=sample,
+                extra=extra,
+            )
         future: asyncio.Future[tuple[str, Any]] = loop.create_future()
         self._inflight[slot] = future
 
@@ -727,9 +757,14 @@ class LLMClient:
         except BaseException:  # cancelled, a setup error (or a bug): whoever waits asks for itself
             settle(("retry", None))
             raise
-        record = {"content": completion.content, "prompt_tokens": completion.prompt_tokens,
-                  "completion_tokens": completion.completion_tokens, "mode": completion.mode,
-                  "usage_estimated": completion.usage_estimated, "request": _describe(identity)}  # fmt: skip
+        record = {
+            "content": completion.content,
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+            "mode": completion.mode,
+            "usage_estimated": completion.usage_estimated,
+            "request": _describe(identity),
+        }
         if completion.choices:
             record["choices"] = completion.choices
         if completion.oversize:
@@ -773,9 +808,15 @@ class LLMClient:
         be answered; for the latter, once all ``k`` are settled, with the requests and retries of every
         failed one and, in ``answers``, what was obtained (the caller's costs too).
         """
-        ask: dict[str, Any] = {"schema_name": schema_name, "schema": schema, "prompt_version": prompt_version,
-                               "temperature": temperature, "max_tokens": max_tokens, "seed": seed,
-                               "extra": extra}  # fmt: skip
+        ask: dict[str, Any] = {
+            "schema_name": schema_name,
+            "schema": schema,
+            "prompt_version": prompt_version,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "extra": extra,
+        }
         if k == 1:
             return [await self.complete(messages, **ask)]
         paid: list[Completion] = []  # requests that gave no sample
@@ -784,8 +825,15 @@ class LLMClient:
                 many = await self.complete(messages, n=k, **ask)
             except ChoicesUnsupportedError as err:
                 self._n_supported = False
-                paid.append(Completion("", requests=err.requests, retries=err.retries, sample=False,
-                                       errors=[*err.errors[:-1], f"n={k} rejected: {err}"]))  # fmt: skip
+                paid.append(
+                    Completion(
+                        "",
+                        requests=err.requests,
+                        retries=err.retries,
+                        sample=False,
+                        errors=[*err.errors[:-1], f"n={k} rejected: {err}"],
+                    )
+                )
             except NotRecordedError:
                 pass  # a replay of a run that made k requests
             else:
@@ -800,8 +848,9 @@ class LLMClient:
         def asked(i: int) -> dict[str, Any]:
             return {**ask, "seed": i if seed is None else seed + i} if i else ask
 
-        settled = await asyncio.gather(*(self.complete(messages, sample=i, **asked(i)) for i in range(k)),
-                                       return_exceptions=True)  # fmt: skip
+        settled = await asyncio.gather(
+            *(self.complete(messages, sample=i, **asked(i)) for i in range(k)), return_exceptions=True
+        )
         got = [r for r in settled if isinstance(r, Completion)]
         failed = [r for r in settled if not isinstance(r, Completion)]
         if failed:
@@ -810,9 +859,13 @@ class LLMClient:
                 raise other
             lost = [e for e in failed if isinstance(e, LLMUnavailableError)]
             kind = NotRecordedError if any(isinstance(e, NotRecordedError) for e in lost) else LLMUnavailableError
-            raise kind(f"{lost[0]} ({len(lost)} of {k} samples failed)", requests=sum(e.requests for e in lost),
-                       retries=sum(e.retries for e in lost), errors=[m for e in lost for m in e.errors],
-                       answers=[*paid, *got])  # fmt: skip
+            raise kind(
+                f"{lost[0]} ({len(lost)} of {k} samples failed)",
+                requests=sum(e.requests for e in lost),
+                retries=sum(e.retries for e in lost),
+                errors=[m for e in lost for m in e.errors],
+                answers=[*paid, *got],
+            )
         return [*paid, *got]
 
     @classmethod
@@ -836,8 +889,12 @@ class LLMClient:
         except OSError as err:
             if str(cache.directory) not in cls._warned:  # once a run: a full disk fails every write
                 cls._warned.add(str(cache.directory))
-                log.warning("eq_env: could not record an answer in %s (%s); the run goes on, but a replay will "
-                            "miss what is not recorded", cache.directory, err)  # fmt: skip
+                log.warning(
+                    "eq_env: could not record an answer in %s (%s); the run goes on, but a replay will "
+                    "miss what is not recorded",
+                    cache.directory,
+                    err,
+                )
 
     @classmethod
     def _check_once(cls, what: tuple[str, ...], check: Any) -> None:
@@ -862,8 +919,10 @@ class LLMClient:
         if s.cache == "read":  # a replay asks nothing: there must be a recording of this model and endpoint
             cache = ResponseCache(s.cache_dir)
             self._check_once(("read", str(s.cache_dir)), cache.check_readable)
-            self._check_once(("holds", str(s.cache_dir), self.model, self.base_url),
-                             lambda: cache.check_holds(self.model, self.base_url))  # fmt: skip
+            self._check_once(
+                ("holds", str(s.cache_dir), self.model, self.base_url),
+                lambda: cache.check_holds(self.model, self.base_url),
+            )
             return
         if s.check_endpoint:  # first: a run that cannot be served leaves nothing behind, not even a directory
             what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
@@ -883,8 +942,10 @@ class LLMClient:
 
     def _rejected(self, status: int) -> str:
         if "@" in urlsplit(self._url).netloc:  # an HTTP client sends userinfo as Basic auth, not the key
-            return (f"the endpoint {self.base_url} rejected the credentials in the URL ({status}; they are sent as "
-                    "HTTP Basic auth, in place of the API key)")  # fmt: skip
+            return (
+                f"the endpoint {self.base_url} rejected the credentials in the URL ({status}; they are sent as "
+                "HTTP Basic auth, in place of the API key)"
+            )
         return f"the endpoint {self.base_url} rejected the API key ({status}): set OPENAI_API_KEY or pass --api-key"
 
     async def _check_endpoint(self) -> str | None:
@@ -899,8 +960,9 @@ class LLMClient:
             raw = await self._client().get("/models", cast_to=_raw(), options={"timeout": min(s.timeout, 10.0)})
         except (openai.APITimeoutError, openai.APIConnectionError) as err:
             offline = "; to replay a recording without it, pass --cache read" if s.cache != "off" else ""
-            return (f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the "
-                    f"network{offline}")  # fmt: skip
+            return (
+                f"cannot reach {where} ({_short(err)}); check --base-url (or $OPENAI_BASE_URL) and the network{offline}"
+            )
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 return self._rejected(err.status_code)
@@ -911,8 +973,10 @@ class LLMClient:
             return None  # an answer, but not a model list we can read
         if listed and self.model not in listed and f"{self.model}:latest" not in listed:
             shown = ", ".join(sorted(listed)[:12]) + (", ..." if len(listed) > 12 else "")
-            return (f"{where} does not serve the model {self.model!r} (it lists: {shown}); check --model, "
-                    "or pass --no-endpoint-check if it serves models it does not list")  # fmt: skip
+            return (
+                f"{where} does not serve the model {self.model!r} (it lists: {shown}); check --model, "
+                "or pass --no-endpoint-check if it serves models it does not list"
+            )
         return None
 
     async def _request(
@@ -934,8 +998,12 @@ class LLMClient:
         started = time.perf_counter()
         while True:
             mode = "text" if schema is None else _MODES[self._mode_index]
-            kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": temperature,
-                                      "max_tokens": max_tokens}  # fmt: skip
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": messages,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+            }
             if seed is not None:
                 kwargs["seed"] = seed
             if n != 1:
@@ -943,8 +1011,10 @@ class LLMClient:
             if extra:
                 kwargs.update(extra)
             if mode == "json_schema" and schema is not None:
-                kwargs["response_format"] = {"type": "json_schema",
-                                             "json_schema": {"name": schema_name, "schema": schema}}  # fmt: skip
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": schema_name, "schema": schema},
+                }
             elif mode == "json_object":
                 kwargs["response_format"] = {"type": "json_object"}
             requests += 1
@@ -962,12 +1032,14 @@ class LLMClient:
                     if n == 1:
                         raise
                     # (some servers answer 422, not 400, to a parameter they do not take)
-                    raise ChoicesUnsupportedError(_short(err), requests=requests, retries=retries,
-                                                  errors=[*errors, _short(err)]) from None  # fmt: skip
+                    raise ChoicesUnsupportedError(
+                        _short(err), requests=requests, retries=retries, errors=[*errors, _short(err)]
+                    ) from None
                 if raw.over:  # an invalid reply, billed: nothing of its text is kept
                     if b'"choices"' not in raw.data:  # (a proxy's page, not a completion: retried, never cached)
-                        raise UnreadableResponseError(f"{raw.size:,} bytes, over the reply limit, and not a chat "
-                                                      f"completion: {raw.data[:120]!r}")  # fmt: skip
+                        raise UnreadableResponseError(
+                            f"{raw.size:,} bytes, over the reply limit, and not a chat completion: {raw.data[:120]!r}"
+                        )
                     usage = oversize_usage(raw)
                     choices, oversize = [""], {"bytes": raw.size, "limit": reply_limit(max_tokens, n)}
                 else:
@@ -975,15 +1047,20 @@ class LLMClient:
                 content = choices[0]
             except openai.BadRequestError as err:
                 if n != 1 and not _about_response_format(err):  # (whatever else it says: asked without n, it may pass)
-                    raise ChoicesUnsupportedError(_short(err), requests=requests, retries=retries,
-                                                  errors=[*errors, _short(err)]) from None  # fmt: skip
+                    raise ChoicesUnsupportedError(
+                        _short(err), requests=requests, retries=retries, errors=[*errors, _short(err)]
+                    ) from None
                 if mode != "text" and _about_response_format(err):
                     errors.append(f"{mode} rejected: {_short(err)}")
                     # concurrent requests may all be rejected: move past this mode once, never further
                     self._mode_index = max(self._mode_index, _MODES.index(mode) + 1)
                     continue
-                raise LLMUnavailableError(f"request rejected (400): {_short(err)}", requests=requests,
-                                          retries=retries, errors=[*errors, _short(err)]) from None  # fmt: skip
+                raise LLMUnavailableError(
+                    f"request rejected (400): {_short(err)}",
+                    requests=requests,
+                    retries=retries,
+                    errors=[*errors, _short(err)],
+                ) from None
             except (openai.APITimeoutError, openai.APIConnectionError, BrokenBodyError, UnreadableResponseError) as err:
                 errors.append(_short(err))
                 retryable = err
@@ -991,13 +1068,18 @@ class LLMClient:
                 if err.status_code in (401, 403):  # no request of this run can succeed: stop it
                     raise LLMSetupError(f"{self._rejected(err.status_code)}: {_short(err)}") from None
                 if err.status_code == 404:
-                    raise LLMSetupError(f"the endpoint {self.base_url} does not serve this request "
-                                        f"(404: {_short(err)}); check --model and --base-url") from None  # fmt: skip
+                    raise LLMSetupError(
+                        f"the endpoint {self.base_url} does not serve this request "
+                        f"(404: {_short(err)}); check --model and --base-url"
+                    ) from None
                 if err.status_code not in RETRY_STATUSES and err.status_code < 500:
                     # 422...: asking again will not help
-                    raise LLMUnavailableError(f"request failed ({err.status_code}): {_short(err)}",
-                                              requests=requests, retries=retries,
-                                              errors=[*errors, _short(err)]) from None  # fmt: skip
+                    raise LLMUnavailableError(
+                        f"request failed ({err.status_code}): {_short(err)}",
+                        requests=requests,
+                        retries=retries,
+                        errors=[*errors, _short(err)],
+                    ) from None
                 errors.append(_short(err))
                 retryable = err
             if retryable is not None:
@@ -1014,8 +1096,10 @@ class LLMClient:
             estimated = usage is None
             if usage is None:
                 generated = raw.size // 4 if oversize else sum(estimate_tokens(c) for c in choices)
-                usage = {"prompt_tokens": estimate_tokens("".join(m["content"] for m in messages)),
-                         "completion_tokens": generated}  # fmt: skip
+                usage = {
+                    "prompt_tokens": estimate_tokens("".join(m["content"] for m in messages)),
+                    "completion_tokens": generated,
+                }
             # what the policy, the records and the cache see: a secret the endpoint echoed is masked here,
             # once, so that a replay reads exactly what this run read
             return Completion(
@@ -1099,8 +1183,9 @@ def parse_chat_choices(body: bytes) -> tuple[list[str], dict[str, int] | None]:
             raise UnreadableResponseError(f"no message in {body[:120]!r}")
         content = message.get("content")
         if isinstance(content, list):  # content parts: keep the text ones
-            content = "".join(p.get("text", "") for p in content
-                              if isinstance(p, dict) and isinstance(p.get("text"), str))  # fmt: skip
+            content = "".join(
+                p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
         texts.append(content if isinstance(content, str) else "")
     usage = data.get("usage")
     counts: dict[str, int] | None = None

@@ -100,8 +100,15 @@ class ChaosScript:
     exchange–audit game's :func:`~eq_env.agents.exchange_audit.scripts.honest_script`).
     """
 
-    FATES = ("down", "malformed_once", "schema_once", "rate_limited_once", "error_once", "slow_once",
-             "always_malformed")  # fmt: skip
+    FATES = (
+        "down",
+        "malformed_once",
+        "schema_once",
+        "rate_limited_once",
+        "error_once",
+        "slow_once",
+        "always_malformed",
+    )
 
     def __init__(self, delay: float = 1.0, *, answer: Script) -> None:
         self.delay = delay
@@ -145,11 +152,16 @@ def _completion(request: dict[str, Any], n: int, contents: list[str]) -> dict[st
     usage = {"prompt_tokens": _tokens(prompt), "completion_tokens": sum(_tokens(c) for c in contents)}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     return {
-        "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": 0, "model": request.get("model", "fake"),
-        "choices": [{"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop",
-                     "logprobs": None} for i, c in enumerate(contents)],
+        "id": f"chatcmpl-fake-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model", "fake"),
+        "choices": [
+            {"index": i, "message": {"role": "assistant", "content": c}, "finish_reason": "stop", "logprobs": None}
+            for i, c in enumerate(contents)
+        ],
         "usage": usage,
-    }  # fmt: skip
+    }
 
 
 def _http(status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) -> bytes:
@@ -205,8 +217,15 @@ class _Server:
     """HTTP/1.1 with keep-alive on an asyncio loop: a slow answer is an ``asyncio.sleep``, so a
     hundred requests in flight cost no threads and no lock contention."""
 
-    def __init__(self, script: Script, latency: float, models: Sequence[str] | None, api_key: str | None,
-                 n_supported: bool = True, port: int = 0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        script: Script,
+        latency: float,
+        models: Sequence[str] | None,
+        api_key: str | None,
+        n_supported: bool = True,
+        port: int = 0,
+    ) -> None:
         self.script = script
         self.n_supported = n_supported
         self.latency = latency
@@ -311,8 +330,10 @@ class _Server:
             body = reply.body or {"error": {"message": f"scripted status {reply.status}", "type": "scripted"}}
             return _dropped(_http(reply.status, body, reply.headers), reply.cut)
         contents = reply.choices if reply.choices is not None and samples != 1 else [reply.content or ""] * samples
-        return _dropped(_http(200, reply.body if reply.body is not None else _completion(request, n, contents),
-                     reply.headers), reply.cut)  # fmt: skip
+        return _dropped(
+            _http(200, reply.body if reply.body is not None else _completion(request, n, contents), reply.headers),
+            reply.cut,
+        )
 
     def serve_forever(self) -> None:
         asyncio.set_event_loop(self.loop)

@@ -49,8 +49,10 @@ def template(directory: Path, role: str, version: str) -> Template:
     """The prompt template ``<directory>/<role>_<version>.txt``; a ValueError lists the versions there are."""
     path = directory / f"{role}_{version}.txt"
     if not isinstance(version, str) or "/" in version or not path.is_file():
-        raise ValueError(f"no prompt template {role}_{version}.txt; prompt_version must be one of: "
-                         f"{', '.join(template_versions(directory, role))}")  # fmt: skip
+        raise ValueError(
+            f"no prompt template {role}_{version}.txt; prompt_version must be one of: "
+            f"{', '.join(template_versions(directory, role))}"
+        )
     return Template(path.read_text())
 
 
@@ -68,8 +70,15 @@ def template_digest(directory: Path, role: str, version: str) -> str:
 
 def new_transport() -> dict[str, Any]:
     """How answers were obtained: it varies from run to run (a replay makes no request, bills nothing)."""
-    return {"latency": 0.0, "requests": 0, "retries": 0, "cached": 0, "billed_prompt_tokens": 0,
-            "billed_completion_tokens": 0, "errors": []}  # fmt: skip
+    return {
+        "latency": 0.0,
+        "requests": 0,
+        "retries": 0,
+        "cached": 0,
+        "billed_prompt_tokens": 0,
+        "billed_completion_tokens": 0,
+        "errors": [],
+    }
 
 
 JSON_REASK = (
@@ -79,9 +88,17 @@ JSON_REASK = (
 
 def new_info(model: str) -> dict[str, Any]:
     """A decision's info before anything is asked (see :meth:`LLMPolicy._ask`)."""
-    return {"model": model, "attempts": 0, "prompt_tokens": 0, "completion_tokens": 0, "usage_estimated": False,
-            "fallback": False, "fallback_reason": None, "invalid_replies": [],
-            "transport": new_transport()}  # fmt: skip
+    return {
+        "model": model,
+        "attempts": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "usage_estimated": False,
+        "fallback": False,
+        "fallback_reason": None,
+        "invalid_replies": [],
+        "transport": new_transport(),
+    }
 
 
 def account(info: dict[str, Any], c: Completion) -> None:
@@ -190,8 +207,14 @@ class LLMPolicy(BasePolicy):
         """Before a run's first episode: can this policy be served at all? (See :meth:`LLMClient.check`.)"""
         await self.client.check()
 
-    async def _ask(self, messages: list[dict[str, str]], schema_name: str, schema: dict[str, Any] | None, parse: Any,
-                   reask: str = JSON_REASK) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    async def _ask(
+        self,
+        messages: list[dict[str, str]],
+        schema_name: str,
+        schema: dict[str, Any] | None,
+        parse: Any,
+        reask: str = JSON_REASK,
+    ) -> tuple[Any, dict[str, Any]]:
         """Ask, re-asking with the validation error; (parsed value or None, info).
 
         ``parse(completion)`` raises :class:`ReplyError` for an invalid reply, which is sent back in the
@@ -204,9 +227,14 @@ class LLMPolicy(BasePolicy):
         for attempt in range(self.max_reasks + 1):
             try:
                 c = await self.client.complete(
-                    messages, schema_name=schema_name, schema=schema, prompt_version=self.prompt_version,
-                    temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-                )  # fmt: skip
+                    messages,
+                    schema_name=schema_name,
+                    schema=schema,
+                    prompt_version=self.prompt_version,
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    seed=self.seed,
+                )
             except LLMUnavailableError as err:
                 unavailable(info, err)
                 raise PolicyError(f"{self.name}: {err}", info=info) from None
@@ -219,8 +247,11 @@ class LLMPolicy(BasePolicy):
             except ReplyError as err:
                 info["invalid_replies"].append(str(err))
                 said = c.content if c.oversize is None else f"(a reply of {c.oversize['bytes']:,} bytes, not shown)"
-                messages = [*messages, {"role": "assistant", "content": said},
-                            {"role": "user", "content": reask.format(error=err)}]  # fmt: skip
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": said},
+                    {"role": "user", "content": reask.format(error=err)},
+                ]
             except Exception as err:  # a parser's bug, say: the decision fails, its costs stay recorded
                 raise PolicyError(
                     f"{self.name}: the reply could not be read ({type(err).__name__}: {str(err)[:200]})", info=info

@@ -34,8 +34,18 @@ import numpy as np
 
 from eq_env.core.numeric import NumericAdapter, NumericAECEnv, numeric_adapter
 
-__all__ = ["EVAL_SEEDS", "RLlibNumericEnv", "RLlibPolicy", "RLlibResult", "adapter", "rllib_keys", "rllib_missing",
-           "rllib_policy_for", "train", "training_seeds"]  # fmt: skip
+__all__ = [
+    "EVAL_SEEDS",
+    "RLlibNumericEnv",
+    "RLlibPolicy",
+    "RLlibResult",
+    "adapter",
+    "rllib_keys",
+    "rllib_missing",
+    "rllib_policy_for",
+    "train",
+    "training_seeds",
+]
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training plays the seeds of training_seeds(seed, ...), refused here
 RLLIB_ENV = "eq_env_numeric"
@@ -79,8 +89,10 @@ def rllib_missing() -> str | None:
     """What to install for RLlib training, one line, or None (looked up without importing Ray)."""
     for module in RLLIB_MODULES:
         if not _installed(module):
-            return ("--backend rllib needs RLlib, which is not installed (no module "
-                    f"{module!r}): pip install 'eq-env[rllib]'")  # fmt: skip
+            return (
+                "--backend rllib needs RLlib, which is not installed (no module "
+                f"{module!r}): pip install 'eq-env[rllib]'"
+            )
     return None
 
 
@@ -133,16 +145,20 @@ def _check_held_out(seed: int, env_runners: int, envs_per_runner: int, eval_seed
     trained = training_seeds(seed, env_runners, envs_per_runner)
     shared = sorted(s for s in set(eval_seeds) if s in trained)
     if shared:
-        raise ValueError(f"--eval-seeds {','.join(map(str, shared))} would evaluate on training episodes: --seed "
-                         f"{seed} with {max(env_runners, 1)} x {envs_per_runner} environments trains on seeds "
-                         f"{trained.start}-{trained.stop - 1}; choose held-out seeds outside them")  # fmt: skip
+        raise ValueError(
+            f"--eval-seeds {','.join(map(str, shared))} would evaluate on training episodes: --seed "
+            f"{seed} with {max(env_runners, 1)} x {envs_per_runner} environments trains on seeds "
+            f"{trained.start}-{trained.stop - 1}; choose held-out seeds outside them"
+        )
 
 
 def _check_cpus(env_runners: int, cpus: float) -> None:
     """Each env runner takes a CPU of its own: more runners than the cluster's CPUs would wait for ever."""
     if env_runners > cpus:
-        raise ValueError(f"--env-runners {env_runners} needs {env_runners} CPUs (one per runner), the Ray cluster has "
-                         f"{cpus:g}: at most {int(cpus)}")  # fmt: skip
+        raise ValueError(
+            f"--env-runners {env_runners} needs {env_runners} CPUs (one per runner), the Ray cluster has "
+            f"{cpus:g}: at most {int(cpus)}"
+        )
 
 
 @functools.cache
@@ -169,8 +185,12 @@ def _make_env(env_config: Mapping[str, Any]) -> Any:
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env_config["env"])
-    stream = functools.partial(_stream_seed, seed=env_config["seed"], worker=getattr(env_config, "worker_index", 0),
-                               envs_per_runner=env_config["envs_per_runner"])  # fmt: skip
+    stream = functools.partial(
+        _stream_seed,
+        seed=env_config["seed"],
+        worker=getattr(env_config, "worker_index", 0),
+        envs_per_runner=env_config["envs_per_runner"],
+    )
     return _seeded_env_class()(RLlibNumericEnv(adapter(spec.id), spec.config.from_dict(env_config["config"])), stream)
 
 
@@ -194,8 +214,16 @@ class RLlibResult:
         return no_negative_zeros(format_metrics_table(self.evaluation))
 
 
-def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: int, env_runners: int,
-                envs_per_runner: int, batch: int) -> Any:  # fmt: skip
+def _ppo_config(
+    spec: Any,
+    config: Any,
+    agent_modules: dict[str, str],
+    *,
+    seed: int,
+    env_runners: int,
+    envs_per_runner: int,
+    batch: int,
+) -> Any:
     from ray.rllib.algorithms.ppo import PPOConfig  # type: ignore[import-not-found]
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec  # type: ignore[import-not-found]
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec  # type: ignore[import-not-found]
@@ -207,8 +235,9 @@ def _ppo_config(spec: Any, config: Any, agent_modules: dict[str, str], *, seed: 
     specs = {}
     for role, module in numeric.modules.items():
         masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observation"}
-        specs[module] = RLModuleSpec(module_class=ActionMaskingTorchRLModule if masked else None,
-                                     model_config={"fcnet_hiddens": [64, 64]})  # fmt: skip
+        specs[module] = RLModuleSpec(
+            module_class=ActionMaskingTorchRLModule if masked else None, model_config={"fcnet_hiddens": [64, 64]}
+        )
     env_config = {"env": spec.id, "config": config.to_dict(), "seed": seed, "envs_per_runner": envs_per_runner}
     return (
         PPOConfig()
@@ -254,8 +283,11 @@ def _build(ppo: Any, logs: Path) -> Any:
 def _curve_row(iteration: int, result: Mapping[str, Any], seconds: float, modules: Sequence[str]) -> dict[str, float]:
     runners = result.get("env_runners", {})
     returns = runners.get("module_episode_returns_mean", {})
-    row = {"iteration": float(iteration), "env_steps": float(runners.get("num_env_steps_sampled_lifetime", np.nan)),
-           "seconds": round(seconds, 3)}  # fmt: skip
+    row = {
+        "iteration": float(iteration),
+        "env_steps": float(runners.get("num_env_steps_sampled_lifetime", np.nan)),
+        "seconds": round(seconds, 3),
+    }
     for module in modules:
         row[f"return_{module}"] = float(returns.get(module, np.nan))
     return row
@@ -267,8 +299,15 @@ def _write_curve(out: Path, curve: list[dict[str, float]], modules: Sequence[str
     columns = ["iteration", "env_steps", "seconds", *(f"return_{m}" for m in modules)]
     write_csv(out / "learning_curve.csv", curve, columns)
     if curve:
-        series = [{"label": m, "x": [r["iteration"] for r in curve], "y": [r[f"return_{m}"] for r in curve],
-                   "style": {"fmt": "-o"}} for m in modules]  # fmt: skip
+        series = [
+            {
+                "label": m,
+                "x": [r["iteration"] for r in curve],
+                "y": [r[f"return_{m}"] for r in curve],
+                "style": {"fmt": "-o"},
+            }
+            for m in modules
+        ]
         panel = {"ylabel": "mean episode return", "series": series}
         plot_lines(out / "learning_curve.png", [panel], xlabel="iteration", title=title)
 
@@ -313,8 +352,15 @@ def train(
         from ray.tune.registry import register_env  # type: ignore[import-not-found]
 
         register_env(RLLIB_ENV, _make_env)
-        ppo = _ppo_config(spec, config, agent_modules, seed=seed, env_runners=env_runners,
-                          envs_per_runner=envs_per_runner, batch=batch)  # fmt: skip
+        ppo = _ppo_config(
+            spec,
+            config,
+            agent_modules,
+            seed=seed,
+            env_runners=env_runners,
+            envs_per_runner=envs_per_runner,
+            batch=batch,
+        )
         algo = _build(ppo, out / "ray_logs")
         started = time.perf_counter()
         try:
@@ -327,16 +373,25 @@ def train(
             algo.save_to_path(str(out / "checkpoint"))
         finally:
             algo.stop()
-    meta = {"env": spec.id, "config": config.to_dict(), "modules": dict(numeric.modules), "seed": seed,
-            "iterations": iterations, "seconds": seconds, "algo": "ppo", "library": "rllib"}  # fmt: skip
+    meta = {
+        "env": spec.id,
+        "config": config.to_dict(),
+        "modules": dict(numeric.modules),
+        "seed": seed,
+        "iterations": iterations,
+        "seconds": seconds,
+        "algo": "ppo",
+        "library": "rllib",
+    }
     (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
     _write_curve(out, curve, modules, f"{spec.name}: RLlib PPO, seed {seed}")
     summary = evaluate(out, eval_seeds=eval_seeds, eval_episodes=eval_episodes, progress=progress)
     return RLlibResult(out, spec.id, iterations, seconds, curve, summary)
 
 
-def evaluate(out: Path, *, eval_seeds: Sequence[int] = EVAL_SEEDS, eval_episodes: int = 500,
-             progress: bool | None = None) -> dict[str, tuple[float, float]]:  # fmt: skip
+def evaluate(
+    out: Path, *, eval_seeds: Sequence[int] = EVAL_SEEDS, eval_episodes: int = 500, progress: bool | None = None
+) -> dict[str, tuple[float, float]]:
     """The runner's metrics on held-out seeds with every role played by its trained module; ``eval.json``."""
     from eq_env.core.report import json_number
     from eq_env.core.runner import evaluate as run_evaluation
@@ -348,10 +403,17 @@ def evaluate(out: Path, *, eval_seeds: Sequence[int] = EVAL_SEEDS, eval_episodes
     policies = {role: RLlibPolicy(out, role) for role in spec.roles}
     ev = run_evaluation(spec.id, config, policies, episodes=eval_episodes, seeds=list(eval_seeds), progress=progress)
     summary = ev.summary
-    (out / "eval.json").write_text(json.dumps({
-        "seeds": list(eval_seeds), "episodes": eval_episodes,
-        "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
-    }, indent=2) + "\n")  # fmt: skip
+    (out / "eval.json").write_text(
+        json.dumps(
+            {
+                "seeds": list(eval_seeds),
+                "episodes": eval_episodes,
+                "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     return summary
 
 
@@ -373,8 +435,9 @@ class RLlibPolicy:
         self.module_id = self.meta["modules"][role]
         where = self.path / "checkpoint" / "learner_group" / "learner" / "rl_module" / self.module_id
         if not where.is_dir():
-            raise ValueError(f"{self.path} has no checkpoint of module {self.module_id!r} ({where} is missing): "
-                             "train it again")  # fmt: skip
+            raise ValueError(
+                f"{self.path} has no checkpoint of module {self.module_id!r} ({where} is missing): train it again"
+            )
         missing = rllib_missing()
         if missing:
             raise ValueError(missing.replace("--backend rllib", "an rllib policy"))
@@ -402,9 +465,11 @@ class RLlibPolicy:
 
         numeric = self.adapter.observe(self.role, observation)
         if _shapes(numeric) != self._shapes:
-            raise ValueError(f"rllib:path={self.path} was trained on another configuration of the game ({self.role}'s "
-                             f"observation {_shapes(numeric)}, trained on {self._shapes}; its policy.json has the "
-                             "configuration): train it on this one")  # fmt: skip
+            raise ValueError(
+                f"rllib:path={self.path} was trained on another configuration of the game ({self.role}'s "
+                f"observation {_shapes(numeric)}, trained on {self._shapes}; its policy.json has the "
+                "configuration): train it on this one"
+            )
         if isinstance(numeric, Mapping):
             obs: Any = {k: torch.from_numpy(np.array(v, np.float32))[None] for k, v in rllib_keys(numeric).items()}
         else:
@@ -423,8 +488,9 @@ def _training_meta(path: Path) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as err:
         raise ValueError(f"{meta_path} is not valid JSON ({err}): train again into {path}") from None
     if not isinstance(meta, dict) or meta.get("library") != "rllib" or not isinstance(meta.get("modules"), dict):
-        raise ValueError(f"{path} is not an RLlib training: no policy.json of one (train one with "
-                         "eq-env train --backend rllib)")  # fmt: skip
+        raise ValueError(
+            f"{path} is not an RLlib training: no policy.json of one (train one with eq-env train --backend rllib)"
+        )
     return meta
 
 
@@ -469,13 +535,25 @@ def add_rllib_flags(parser: Any, *, unset: bool = False) -> None:
     group.add_argument(
         "--iterations", type=int_in(1, 100_000), default=default["iterations"], help="PPO iterations (default 15)"
     )
-    group.add_argument("--env-runners", type=int_in(0, 1024), default=default["env_runners"],
-                       help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)")  # fmt: skip
-    group.add_argument("--envs-per-runner", type=int_in(1, 4096), default=default["envs_per_runner"],
-                       help="environments each runner steps together (default 32)")  # fmt: skip
-    group.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
-                       help="join the Ray cluster at HOST:PORT (its head), or auto; default: a Ray instance on "
-                            "this machine for the command")  # fmt: skip
+    group.add_argument(
+        "--env-runners",
+        type=int_in(0, 1024),
+        default=default["env_runners"],
+        help="Ray actors stepping environments, a CPU each (default 1; 0: in the driver)",
+    )
+    group.add_argument(
+        "--envs-per-runner",
+        type=int_in(1, 4096),
+        default=default["envs_per_runner"],
+        help="environments each runner steps together (default 32)",
+    )
+    group.add_argument(
+        "--ray-address",
+        type=ray_address_arg,
+        metavar="ADDR",
+        help="join the Ray cluster at HOST:PORT (its head), or auto; default: a Ray instance on "
+        "this machine for the command",
+    )
 
 
 def fill_rllib_defaults(args: Any) -> None:
@@ -490,12 +568,24 @@ def run_from_args(env: str, args: Any, config: Any) -> int:
     missing = rllib_missing()
     if missing:
         raise ValueError(missing)
-    result = train(env, args.out, iterations=args.iterations, seed=args.seed, config=config,
-                   ray_address=args.ray_address, env_runners=args.env_runners, envs_per_runner=args.envs_per_runner,
-                   eval_seeds=args.eval_seeds, eval_episodes=args.eval_episodes, progress=None)  # fmt: skip
+    result = train(
+        env,
+        args.out,
+        iterations=args.iterations,
+        seed=args.seed,
+        config=config,
+        ray_address=args.ray_address,
+        env_runners=args.env_runners,
+        envs_per_runner=args.envs_per_runner,
+        eval_seeds=args.eval_seeds,
+        eval_episodes=args.eval_episodes,
+        progress=None,
+    )
     meta = json.loads((result.path / "policy.json").read_text())
-    print(f"trained {', '.join(meta['modules'])} with RLlib PPO for {result.iterations} iterations in "
-          f"{result.seconds:.1f} s; saved to {result.path} (learning_curve.csv/.png, eval.json)")  # fmt: skip
+    print(
+        f"trained {', '.join(meta['modules'])} with RLlib PPO for {result.iterations} iterations in "
+        f"{result.seconds:.1f} s; saved to {result.path} (learning_curve.csv/.png, eval.json)"
+    )
     from eq_env.core.spec import env_spec
 
     spec = env_spec(env)
@@ -503,9 +593,10 @@ def run_from_args(env: str, args: Any, config: Any) -> int:
     defaults = spec.config().to_dict()
     flags = [f"--{k.replace('_', '-')} {v}" for k, v in meta["config"].items() if defaults.get(k) != v]
     roles = " ".join(f"--{role} rllib:path={result.path}" for role in meta["modules"])
-    print(f"use it anywhere a policy goes, on the configuration it was trained on, e.g. eq-env play --env "
-          f"{spec.name} {' '.join(flags)}{' ' if flags else ''}{roles}")  # fmt: skip
-    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes "
-          "each:\n")  # fmt: skip
+    print(
+        f"use it anywhere a policy goes, on the configuration it was trained on, e.g. eq-env play --env "
+        f"{spec.name} {' '.join(flags)}{' ' if flags else ''}{roles}"
+    )
+    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes each:\n")
     print(result.table())
     return 0

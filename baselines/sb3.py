@@ -100,8 +100,12 @@ def learn(
         def __init__(self) -> None:
             super().__init__()
             # SB3 collects whole rollouts, so it runs past ``timesteps`` to the end of the last one
-            self.bar = tqdm(total=steps_run(timesteps, hyperparameters, n_envs), desc=desc, unit="step",
-                            disable=None if progress is None else not progress)  # fmt: skip
+            self.bar = tqdm(
+                total=steps_run(timesteps, hyperparameters, n_envs),
+                desc=desc,
+                unit="step",
+                disable=None if progress is None else not progress,
+            )
 
         def _on_step(self) -> bool:
             self.bar.update(self.model.n_envs)
@@ -125,13 +129,22 @@ def write_curve(out: Path, curve: list[tuple[int, float]], title: str) -> None:
     """``learning_curve.csv`` and ``learning_curve.png`` in ``out``."""
     from eq_env.core.report import plot_lines, write_csv
 
-    write_csv(out / "learning_curve.csv", [{"timesteps": t, "mean_reward": r} for t, r in curve],
-              ["timesteps", "mean_reward"])  # fmt: skip
+    write_csv(
+        out / "learning_curve.csv", [{"timesteps": t, "mean_reward": r} for t, r in curve], ["timesteps", "mean_reward"]
+    )
     if curve:
-        plot_lines(out / "learning_curve.png",
-                   [{"ylabel": "mean episode reward", "series": [{"label": title, "x": [t for t, _ in curve],
-                                                                 "y": [r for _, r in curve], "style": {"fmt": "-"}}]}],
-                   xlabel="timesteps")  # fmt: skip
+        plot_lines(
+            out / "learning_curve.png",
+            [
+                {
+                    "ylabel": "mean episode reward",
+                    "series": [
+                        {"label": title, "x": [t for t, _ in curve], "y": [r for _, r in curve], "style": {"fmt": "-"}}
+                    ],
+                }
+            ],
+            xlabel="timesteps",
+        )
 
 
 # ---------------------------------------------------------------------------

@@ -56,8 +56,13 @@ __all__ = [
 
 DEMO_ENDPOINT = "http://eq-env-demo.localhost/v1"  # the demo server's name in keys and records (its port varies)
 DEMO_MODELS = ("demo-steady", "demo-hostile")
-BEHAVIOURS = {"v1": "honest", "terse_v1": "terse", "compliance_v1": "verbose", "payoff_v1": "misreports",
-              "roleplay_v1": "refuses"}  # fmt: skip
+BEHAVIOURS = {
+    "v1": "honest",
+    "terse_v1": "terse",
+    "compliance_v1": "verbose",
+    "payoff_v1": "misreports",
+    "roleplay_v1": "refuses",
+}
 SHADE = 0.06  # how far inside each limit the misreporting model puts its reported numbers
 REFUSE_ONE_IN = 5
 TEXTS = {

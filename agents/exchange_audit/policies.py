@@ -97,13 +97,17 @@ def render_proposer_prompt(view: ProposerView, version: str = "v1") -> list[dict
     observation = {
         "role": "proposer",
         "intent": view.intent.name,
-        "observed": {"risk": view.observed_risk, "net_delta": view.observed_net_delta,
-                     "hedge_size": view.observed_hedge_size},
+        "observed": {
+            "risk": view.observed_risk,
+            "net_delta": view.observed_net_delta,
+            "hedge_size": view.observed_hedge_size,
+        },
         "limits": {"risk_limit": pub.risk_limit, "delta_limit": pub.delta_limit},
-        "known_compliance": None if not known else {"risk_within_limit": view.known_risk_within_limit,
-                                                    "net_delta_bounded": view.known_net_delta_bounded},
+        "known_compliance": None
+        if not known
+        else {"risk_within_limit": view.known_risk_within_limit, "net_delta_bounded": view.known_net_delta_bounded},
         "public": _public_dict(pub),
-    }  # fmt: skip
+    }
     user = _template("proposer", version).substitute(
         intent=view.intent.name,
         observed_risk=f"{view.observed_risk:.4f}",
@@ -138,8 +142,9 @@ def _claims_dict(claims: Claims, claim_schema: str = "paper") -> dict[str, Any]:
         out["intent"] = claims.intent.name
     if claim_schema != "paper":  # a claim schema's own claims, null where not made
         made = dict(claims.extra)
-        out.update({c.name: None if c.name not in made else c.to_json(made[c.name])
-                    for c in get_schema(claim_schema).extra})  # fmt: skip
+        out.update(
+            {c.name: None if c.name not in made else c.to_json(made[c.name]) for c in get_schema(claim_schema).extra}
+        )
     return out
 
 
@@ -182,10 +187,14 @@ def render_validator_prompt(view: ValidatorView, version: str = "v1") -> list[di
             "tokens": sub.artifact.tokens,
             # the text is not repeated here: it appears once, fenced as untrusted data
         },
-        "audit": {"outcome": view.audit.outcome.name, "checked": list(view.audit.checked),
-                  "failed": list(view.audit.failed), "revealed_compliant": view.audit.revealed_compliant},
+        "audit": {
+            "outcome": view.audit.outcome.name,
+            "checked": list(view.audit.checked),
+            "failed": list(view.audit.failed),
+            "revealed_compliant": view.audit.revealed_compliant,
+        },
         "public": _public_dict(pub),
-    }  # fmt: skip
+    }
     user = _template("validator", version).substitute(
         action=sub.action.name,
         reported_intent=p.intent.name,
@@ -285,11 +294,13 @@ class LLMProposer(_ExchangeAuditLLM):
         def parse(c: Any) -> Submission:
             # the artifact costs its completion tokens, capped by what the action space admits
             tokens = min(c.completion_tokens, pub.max_artifact_tokens)
-            return parse_proposer_reply(c.content, pub.max_words, pub.max_text_chars, tokens=tokens,
-                                        claim_schema=pub.claim_schema)  # fmt: skip
+            return parse_proposer_reply(
+                c.content, pub.max_words, pub.max_text_chars, tokens=tokens, claim_schema=pub.claim_schema
+            )
 
-        sub, info = await self._ask(render_proposer_prompt(view, self.prompt_version), "proposal",
-                                    proposer_schema(pub.claim_schema), parse)  # fmt: skip
+        sub, info = await self._ask(
+            render_proposer_prompt(view, self.prompt_version), "proposal", proposer_schema(pub.claim_schema), parse
+        )
         if sub is None:  # the documented fallback
             sub = Submission(ProposerAction.NO_TRADE, view.observed_proposal, Artifact())
         if self.strip:
@@ -336,15 +347,20 @@ class LLMValidator(_ExchangeAuditLLM):
         return f"{self.name}(model={self.model!r}, base_url={self.client.base_url!r}, gate={self.gate!r})"
 
     async def decide(self, view: ValidatorView) -> tuple[Decision, dict[str, Any]]:
-        result, info = await self._ask(render_validator_prompt(view, self.prompt_version), "decision",
-                                       VALIDATOR_SCHEMA, lambda c: parse_validator_reply(c.content))  # fmt: skip
+        result, info = await self._ask(
+            render_validator_prompt(view, self.prompt_version),
+            "decision",
+            VALIDATOR_SCHEMA,
+            lambda c: parse_validator_reply(c.content),
+        )
         llm_decision, reason = result if result is not None else (Decision.BLOCK, None)
         rule = rule_decision(view)
         decision = llm_decision
         if self.gate == "rule" and rule is Decision.BLOCK:
             decision = Decision.BLOCK  # text and claims the rule rejects never buy an approval
-        info.update(llm_decision=llm_decision.name, rule_decision=rule.name, reason=reason,
-                    gated=decision is not llm_decision)  # fmt: skip
+        info.update(
+            llm_decision=llm_decision.name, rule_decision=rule.name, reason=reason, gated=decision is not llm_decision
+        )
         return decision, info
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -94,8 +94,12 @@ def honest_script(request: dict[str, Any], n: int) -> Reply:
     if obs is None:
         return Reply(status=400, body={"error": {"message": "no <observation> in the prompt"}})
     if obs.get("role") == "validator":
-        return reply_json({"decision": rule_decision(view_from_observation(obs, text_in(request))).name,
-                           "reason": "follows the audit and the typed claims"})  # fmt: skip
+        return reply_json(
+            {
+                "decision": rule_decision(view_from_observation(obs, text_in(request))).name,
+                "reason": "follows the audit and the typed claims",
+            }
+        )
     seen = obs["observed"]
     limits = obs["limits"]
     risk_ok = seen["risk"] <= limits["risk_limit"]
@@ -104,14 +108,25 @@ def honest_script(request: dict[str, Any], n: int) -> Reply:
     risk_ok = known.get("risk_within_limit", risk_ok)
     delta_ok = known.get("net_delta_bounded", delta_ok)
     ok = bool(risk_ok and delta_ok)
-    return reply_json({
-        "action": "REQUEST_APPROVAL" if ok else "NO_TRADE",
-        "proposal": {"intent": obs["intent"], "risk": seen["risk"], "net_delta": seen["net_delta"],
-                     "hedge_size": seen["hedge_size"]},
-        "claims": {"intent": obs["intent"], "risk_within_limit": bool(risk_ok), "net_delta_bounded": bool(delta_ok),
-                   "risk_metric": seen["risk"], "confidence": 0.9},
-        "text": "Position reported as observed; both limit checks stated plainly for the auditor to verify.",
-    })  # fmt: skip
+    return reply_json(
+        {
+            "action": "REQUEST_APPROVAL" if ok else "NO_TRADE",
+            "proposal": {
+                "intent": obs["intent"],
+                "risk": seen["risk"],
+                "net_delta": seen["net_delta"],
+                "hedge_size": seen["hedge_size"],
+            },
+            "claims": {
+                "intent": obs["intent"],
+                "risk_within_limit": bool(risk_ok),
+                "net_delta_bounded": bool(delta_ok),
+                "risk_metric": seen["risk"],
+                "confidence": 0.9,
+            },
+            "text": "Position reported as observed; both limit checks stated plainly for the auditor to verify.",
+        }
+    )
 
 
 def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
@@ -125,8 +140,9 @@ def view_from_observation(obs: dict[str, Any], text: str = "") -> ValidatorView:
         Proposal(Intent[p["intent"]], p["risk"], p["net_delta"], p["hedge_size"]),
         Artifact(claims, text, sub["words"], sub["tokens"]),
     )
-    record = AuditRecord(AuditOutcome[audit["outcome"]], tuple(audit["checked"]), tuple(audit["failed"]),
-                         audit["revealed_compliant"])  # fmt: skip
+    record = AuditRecord(
+        AuditOutcome[audit["outcome"]], tuple(audit["checked"]), tuple(audit["failed"]), audit["revealed_compliant"]
+    )
     return ValidatorView(submission, record, PublicInfo(**obs["public"]), obs["ambiguous"])
 
 
@@ -194,12 +210,21 @@ def _believed(obs: dict[str, Any]) -> tuple[bool, bool]:
 
 def _observed_proposal(obs: dict[str, Any]) -> dict[str, Any]:
     seen = obs["observed"]
-    return {"intent": obs["intent"], "risk": seen["risk"], "net_delta": seen["net_delta"],
-            "hedge_size": seen["hedge_size"]}  # fmt: skip
+    return {
+        "intent": obs["intent"],
+        "risk": seen["risk"],
+        "net_delta": seen["net_delta"],
+        "hedge_size": seen["hedge_size"],
+    }
 
 
-_NO_CLAIMS = {"intent": None, "risk_within_limit": None, "net_delta_bounded": None, "risk_metric": None,
-              "confidence": None}  # fmt: skip
+_NO_CLAIMS = {
+    "intent": None,
+    "risk_within_limit": None,
+    "net_delta_bounded": None,
+    "risk_metric": None,
+    "confidence": None,
+}
 
 
 def _good(obs: dict[str, Any], text: str) -> dict[str, Any]:
@@ -232,10 +257,15 @@ def _request(obs: dict[str, Any], confidence: float, text: str) -> dict[str, Any
     return {
         "action": "REQUEST_APPROVAL",
         "proposal": _observed_proposal(obs),
-        "claims": {"intent": obs["intent"], "risk_within_limit": True, "net_delta_bounded": True,
-                   "risk_metric": min(obs["observed"]["risk"], 4.0), "confidence": confidence},
+        "claims": {
+            "intent": obs["intent"],
+            "risk_within_limit": True,
+            "net_delta_bounded": True,
+            "risk_metric": min(obs["observed"]["risk"], 4.0),
+            "confidence": confidence,
+        },
         "text": text,
-    }  # fmt: skip
+    }
 
 
 def _credulous(view: ValidatorView) -> str:

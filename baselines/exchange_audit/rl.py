@@ -224,10 +224,24 @@ def _hyperparameters(algo: str, timesteps: int, n_envs: int) -> dict[str, Any]:
         n_steps = max(8, rollout // n_envs)
         size = n_steps * n_envs
         batch = max(d for d in range(1, min(256, size) + 1) if size % d == 0)  # divides the rollout: no ragged batch
-        return {"n_steps": n_steps, "batch_size": batch, "learning_rate": 1e-3, "n_epochs": 5,
-                "ent_coef": 0.01, "gamma": 0.0, "gae_lambda": 1.0}  # fmt: skip
-    return {"learning_rate": 5e-4, "buffer_size": 50_000, "learning_starts": min(1000, timesteps // 10),
-            "exploration_fraction": 0.5, "gamma": 0.0, "train_freq": 4, "target_update_interval": 500}  # fmt: skip
+        return {
+            "n_steps": n_steps,
+            "batch_size": batch,
+            "learning_rate": 1e-3,
+            "n_epochs": 5,
+            "ent_coef": 0.01,
+            "gamma": 0.0,
+            "gae_lambda": 1.0,
+        }
+    return {
+        "learning_rate": 5e-4,
+        "buffer_size": 50_000,
+        "learning_starts": min(1000, timesteps // 10),
+        "exploration_fraction": 0.5,
+        "gamma": 0.0,
+        "train_freq": 4,
+        "target_update_interval": 500,
+    }
 
 
 def _steps_run(algo: str, timesteps: int, n_envs: int) -> int:
@@ -244,22 +258,41 @@ def _opponent_label(opponent: Any) -> str:
     return opponent if isinstance(opponent, str) else repr(opponent)
 
 
-def make_view(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
-              audit_intensities: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
+def make_view(
+    role: Role,
+    opponent: Any,
+    config: ExchangeAuditConfig,
+    reward_mode: str,
+    *,
+    audit_intensities: Sequence[float] | None = None,
+    algo: str = "ppo",
+) -> Any:
     from eq_env.exchange_audit.views import ExchangeAuditProposerEnv, ExchangeAuditValidatorEnv
 
     if role == "proposer":
-        return ExchangeAuditProposerEnv(opponent, config=config, reward_mode=reward_mode,
-                                        action_encoding=_action_encoding(role, algo),
-                                        audit_intensities=audit_intensities)  # fmt: skip
+        return ExchangeAuditProposerEnv(
+            opponent,
+            config=config,
+            reward_mode=reward_mode,
+            action_encoding=_action_encoding(role, algo),
+            audit_intensities=audit_intensities,
+        )
     if role == "validator":
-        return ExchangeAuditValidatorEnv(opponent, config=config, reward_mode=reward_mode,
-                                         audit_intensities=audit_intensities)  # fmt: skip
+        return ExchangeAuditValidatorEnv(
+            opponent, config=config, reward_mode=reward_mode, audit_intensities=audit_intensities
+        )
     raise ValueError(f"role must be 'proposer' or 'validator', got {role!r}")
 
 
-def make_vec(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode: str, *,
-             audit_intensities: Sequence[float] | None = None, algo: str = "ppo") -> Any:  # fmt: skip
+def make_vec(
+    role: Role,
+    opponent: Any,
+    config: ExchangeAuditConfig,
+    reward_mode: str,
+    *,
+    audit_intensities: Sequence[float] | None = None,
+    algo: str = "ppo",
+) -> Any:
     """A builder ``n -> VecEnv`` of the native vectorised environment for this training, or None when it
     cannot play it (an opponent that cannot act in bulk; a proposer across several audit intensities; noisy
     or delayed audits, which the views play through the AEC environment)."""
@@ -276,11 +309,17 @@ def make_vec(role: Role, opponent: Any, config: ExchangeAuditConfig, reward_mode
     if role == "proposer":
         if audit_intensities is not None and len(audit_intensities) > 1:
             return None
-        return lambda n: ProposerVecEnv(n, opponent, config=config, reward_mode=reward_mode,
-                                        action_encoding=_action_encoding(role, algo),
-                                        audit_intensities=audit_intensities)  # fmt: skip
-    return lambda n: ValidatorVecEnv(n, opponent, config=config, reward_mode=reward_mode,
-                                     audit_intensities=audit_intensities)  # fmt: skip
+        return lambda n: ProposerVecEnv(
+            n,
+            opponent,
+            config=config,
+            reward_mode=reward_mode,
+            action_encoding=_action_encoding(role, algo),
+            audit_intensities=audit_intensities,
+        )
+    return lambda n: ValidatorVecEnv(
+        n, opponent, config=config, reward_mode=reward_mode, audit_intensities=audit_intensities
+    )
 
 
 def train(
@@ -332,26 +371,39 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
         raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
-    vec = make_vec(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo) \
-        if vectorised else None  # fmt: skip
+    vec = (
+        make_vec(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo)
+        if vectorised
+        else None
+    )
     try:
         model, curve, seconds = learn(
             lambda: make_view(role, opponent, config, reward_mode, audit_intensities=audit_intensities, algo=algo),
             algo=algo,
-            timesteps=timesteps, seed=seed, hyperparameters=_hyperparameters(algo, timesteps, n_envs), n_envs=n_envs,
-            progress=progress, desc=f"train {role} ({algo})", make_vec_env=vec,
-        )  # fmt: skip
+            timesteps=timesteps,
+            seed=seed,
+            hyperparameters=_hyperparameters(algo, timesteps, n_envs),
+            n_envs=n_envs,
+            progress=progress,
+            desc=f"train {role} ({algo})",
+            make_vec_env=vec,
+        )
     except NothingToLearnError:
         raise NothingToLearnError(f"{opponent} never asks for approval") from None
     model.save(out / "model.zip")
     meta = {
-        "role": role, "algo": algo, "features_version": FEATURES_VERSION,
+        "role": role,
+        "algo": algo,
+        "features_version": FEATURES_VERSION,
         "action_encoding": _action_encoding(role, algo),
         "config": config.to_dict(),
         "audit_intensities": list(audit_intensities) if audit_intensities is not None else None,
-        "opponent": _opponent_label(opponent), "reward_mode": reward_mode,
-        "timesteps": timesteps, "seed": seed, "seconds": seconds,
-    }  # fmt: skip
+        "opponent": _opponent_label(opponent),
+        "reward_mode": reward_mode,
+        "timesteps": timesteps,
+        "seed": seed,
+        "seconds": seconds,
+    }
     (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
     write_curve(out, curve, f"{role} ({algo}) vs {meta['opponent']}")
 
@@ -361,17 +413,31 @@ def train(
     # the held-out evaluation plays every episode through the environment: seconds, so it has its own bars
     ev = evaluate(config, proposer, validator, episodes=eval_episodes, seeds=list(eval_seeds), progress=progress)
     summary = ev.summary
-    (out / "eval.json").write_text(json.dumps({
-        "seeds": list(eval_seeds), "episodes": eval_episodes,
-        "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
-    }, indent=2) + "\n")  # fmt: skip
+    (out / "eval.json").write_text(
+        json.dumps(
+            {
+                "seeds": list(eval_seeds),
+                "episodes": eval_episodes,
+                "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     run = int(model.num_timesteps)
     return TrainResult(out, role, algo, timesteps, seconds, run / seconds, curve, summary, run)
 
 
 SELFPLAY_OPPONENTS = ("latest", "all")
-SELFPLAY_COLUMNS = ("round", "trained", "approval_rate", "bad_approval_rate", "welfare", "proposer_payoff",
-                    "validator_payoff")  # fmt: skip
+SELFPLAY_COLUMNS = (
+    "round",
+    "trained",
+    "approval_rate",
+    "bad_approval_rate",
+    "welfare",
+    "proposer_payoff",
+    "validator_payoff",
+)
 
 
 def selfplay(
@@ -424,9 +490,17 @@ def selfplay(
             try:
                 evaluation = _finished(path, role, algo, timesteps, step_seed, config, opponent, eval_episodes)
                 if evaluation is None:
-                    evaluation = train(role, path, algo=algo, timesteps=timesteps, seed=step_seed, config=config,
-                                       opponent=opponent, eval_episodes=eval_episodes,
-                                       progress=progress).evaluation  # fmt: skip
+                    evaluation = train(
+                        role,
+                        path,
+                        algo=algo,
+                        timesteps=timesteps,
+                        seed=step_seed,
+                        config=config,
+                        opponent=opponent,
+                        eval_episodes=eval_episodes,
+                        progress=progress,
+                    ).evaluation
             except NothingToLearnError as err:
                 from eq_env.exchange_audit.runner import evaluate
 
@@ -441,25 +515,50 @@ def selfplay(
                 if isinstance(opponent, MixturePolicy):  # (train measured it against the mixture it faced)
                     from eq_env.exchange_audit.runner import evaluate
 
-                    evaluation = evaluate(config, current["proposer"], current["validator"], episodes=eval_episodes,
-                                          seeds=list(EVAL_SEEDS)).summary  # fmt: skip
-            history.append({"round": r, "trained": trained, "proposer": str(current["proposer"]),
-                            "validator": str(current["validator"]),
-                            **{k: v[0] for k, v in evaluation.items()}})  # fmt: skip
+                    evaluation = evaluate(
+                        config,
+                        current["proposer"],
+                        current["validator"],
+                        episodes=eval_episodes,
+                        seeds=list(EVAL_SEEDS),
+                    ).summary
+            history.append(
+                {
+                    "round": r,
+                    "trained": trained,
+                    "proposer": str(current["proposer"]),
+                    "validator": str(current["validator"]),
+                    **{k: v[0] for k, v in evaluation.items()},
+                }
+            )
             _write_selfplay(out, history)
     return history
 
 
-def _finished(path: Path, role: str, algo: str, timesteps: int, seed: int, config: ExchangeAuditConfig,
-              opponent: Any, eval_episodes: int) -> dict[str, tuple[float, float]] | None:  # fmt: skip
+def _finished(
+    path: Path,
+    role: str,
+    algo: str,
+    timesteps: int,
+    seed: int,
+    config: ExchangeAuditConfig,
+    opponent: Any,
+    eval_episodes: int,
+) -> dict[str, tuple[float, float]] | None:
     """The evaluation of a training already saved in ``path`` with these very settings, else None."""
     try:
         meta = json.loads((path / "policy.json").read_text())
         saved = json.loads((path / "eval.json").read_text())
     except (OSError, ValueError):
         return None
-    wanted = {"role": role, "algo": algo, "timesteps": timesteps, "seed": seed, "config": config.to_dict(),
-              "opponent": _opponent_label(opponent)}  # fmt: skip
+    wanted = {
+        "role": role,
+        "algo": algo,
+        "timesteps": timesteps,
+        "seed": seed,
+        "config": config.to_dict(),
+        "opponent": _opponent_label(opponent),
+    }
     if any(meta.get(k) != v for k, v in wanted.items()):
         return None
     if saved.get("episodes") != eval_episodes or saved.get("seeds") != list(EVAL_SEEDS):
@@ -472,13 +571,24 @@ def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "selfplay.csv", history, [*SELFPLAY_COLUMNS, "proposer", "validator"])
-    (out / "selfplay.md").write_text(markdown_table(list(SELFPLAY_COLUMNS),
-                                                    [[h[c] for c in SELFPLAY_COLUMNS] for h in history]))  # fmt: skip
+    (out / "selfplay.md").write_text(
+        markdown_table(list(SELFPLAY_COLUMNS), [[h[c] for c in SELFPLAY_COLUMNS] for h in history])
+    )
     x = list(range(len(history)))
     labels = [f"{h['round']}: {h['trained'].split(' ')[0]}" for h in history]
-    panels = [{"ylabel": "rate", "series": [{"label": m, "x": x, "y": [h[m] for h in history]}
-                                            for m in ("approval_rate", "bad_approval_rate")]},
-              {"ylabel": "payoff per episode", "series": [{"label": m, "x": x, "y": [h[m] for h in history]}
-                                                          for m in ("welfare", "proposer_payoff",
-                                                                    "validator_payoff")]}]  # fmt: skip
+    panels = [
+        {
+            "ylabel": "rate",
+            "series": [
+                {"label": m, "x": x, "y": [h[m] for h in history]} for m in ("approval_rate", "bad_approval_rate")
+            ],
+        },
+        {
+            "ylabel": "payoff per episode",
+            "series": [
+                {"label": m, "x": x, "y": [h[m] for h in history]}
+                for m in ("welfare", "proposer_payoff", "validator_payoff")
+            ],
+        },
+    ]
     plot_lines(out / "selfplay.png", panels, xlabel="round: role just trained", xticklabels=labels)

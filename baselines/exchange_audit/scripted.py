@@ -123,12 +123,28 @@ _FILLER = (
 def explanation_text(view: ProposerView, proposal: Proposal, compliant: bool, words: int) -> str:
     """A plain explanation of ``proposal`` of exactly ``words`` words."""
     pub = view.public
-    return _explanation(proposal.intent, proposal.risk, pub.risk_limit, proposal.net_delta, pub.delta_limit,
-                        proposal.hedge_size, compliant, words)  # fmt: skip
+    return _explanation(
+        proposal.intent,
+        proposal.risk,
+        pub.risk_limit,
+        proposal.net_delta,
+        pub.delta_limit,
+        proposal.hedge_size,
+        compliant,
+        words,
+    )
 
 
-def _explanation(intent: int, risk: float, risk_limit: float, net_delta: float, delta_limit: float,
-                 hedge_size: float, compliant: bool, words: int) -> str:  # fmt: skip
+def _explanation(
+    intent: int,
+    risk: float,
+    risk_limit: float,
+    net_delta: float,
+    delta_limit: float,
+    hedge_size: float,
+    compliant: bool,
+    words: int,
+) -> str:
     if words <= 0:
         return ""
     base = (
@@ -180,14 +196,27 @@ def _fitting(text: str, view: ProposerView) -> str:
     return text if len(text) <= view.public.max_text_chars else ""
 
 
-def _explanations(v: ProposerBatch, intent: np.ndarray, risk: np.ndarray, net_delta: np.ndarray,
-                  compliant: np.ndarray, words: np.ndarray) -> list[str]:  # fmt: skip
+def _explanations(
+    v: ProposerBatch,
+    intent: np.ndarray,
+    risk: np.ndarray,
+    net_delta: np.ndarray,
+    compliant: np.ndarray,
+    words: np.ndarray,
+) -> list[str]:
     """:func:`explanation_text` (as :func:`_fitting` sends it) per episode, for the batch engine's texts."""
     limit, dl = v.config.max_text_chars, float(v.delta_limit)
     texts = []
-    for it, r, rl, d, h, c, w in zip(intent.tolist(), risk.tolist(), v.risk_limit.tolist(), net_delta.tolist(),
-                                     v.observed_hedge_size.tolist(), compliant.tolist(), words.tolist(),
-                                     strict=True):  # fmt: skip
+    for it, r, rl, d, h, c, w in zip(
+        intent.tolist(),
+        risk.tolist(),
+        v.risk_limit.tolist(),
+        net_delta.tolist(),
+        v.observed_hedge_size.tolist(),
+        compliant.tolist(),
+        words.tolist(),
+        strict=True,
+    ):
         text = _explanation(it, r, rl, d, dl, h, c, w)
         texts.append(text if len(text) <= limit else "")
     return texts
@@ -275,9 +304,10 @@ class HonestProposer(BasePolicy):
             net_delta_bounded=delta_ok,
             risk_metric=min(view.observed_risk, 4.0),
             confidence=self.confidence(view, risk_ok, delta_ok),
-            extra=() if view.public.claim_schema == "paper" else
-            get_schema(view.public.claim_schema).sincere_claims(observed_position(view)),
-        )  # fmt: skip
+            extra=()
+            if view.public.claim_schema == "paper"
+            else get_schema(view.public.claim_schema).sincere_claims(observed_position(view)),
+        )
         words = min(self.words, view.public.max_words)
         text = _fitting(explanation_text(view, proposal, believed, words), view)
         artifact = Artifact(claims, text, words, estimated_tokens(words))
@@ -304,12 +334,16 @@ class HonestProposer(BasePolicy):
         explain = request | self.explain_no_trade
         absent = np.int8(ABSENT)
         words = np.where(explain, min(self.words, v.config.max_words), 0).astype(np.int64)
-        texts = (_explanations(v, v.intent, v.observed_risk, v.observed_net_delta, risk_ok & delta_ok, words)
-                 if v.with_texts else None)  # fmt: skip
+        texts = (
+            _explanations(v, v.intent, v.observed_risk, v.observed_net_delta, risk_ok & delta_ok, words)
+            if v.with_texts
+            else None
+        )
         extra: dict[str, np.ndarray] = {}
         if v.config.claim_schema != "paper":
-            position = Position(v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit,
-                                v.delta_limit)  # fmt: skip
+            position = Position(
+                v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit, v.delta_limit
+            )
             for claim in get_schema(v.config.claim_schema).stated:
                 assert claim.sincere is not None
                 values = claim.policy_value(np.broadcast_to(claim.sincere(position), (v.n,)))
@@ -421,8 +455,16 @@ class StrategicProposer(HonestProposer):
         lies = int(view.intent is not Intent.HEDGE) + int(not risk_ok) + int(not delta_ok)
         if view.public.claim_schema != "paper":
             pub = view.public
-            believed = _Believed(view.intent, pub.risk_limit, pub.delta_limit, view.observed_risk,
-                                 view.observed_net_delta, view.observed_hedge_size, risk_ok, delta_ok)  # fmt: skip
+            believed = _Believed(
+                view.intent,
+                pub.risk_limit,
+                pub.delta_limit,
+                view.observed_risk,
+                view.observed_net_delta,
+                view.observed_hedge_size,
+                risk_ok,
+                delta_ok,
+            )
             lie = self.lie(view).artifact.claims
             lies += _schema_lies(get_schema(pub.claim_schema), believed, dict(lie.extra))
         return lies
@@ -444,15 +486,27 @@ class StrategicProposer(HonestProposer):
     def lie(self, view: ProposerView, honest: Submission | None = None) -> Submission:
         """The lie for this observation (``honest``: its honest submission, if already made)."""
         pub = view.public
-        risk, delta = shaded_numbers(view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit,
-                                     pub.safe_margin)  # fmt: skip
+        risk, delta = shaded_numbers(
+            view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit, pub.safe_margin
+        )
         proposal = Proposal(Intent.HEDGE, float(risk), float(delta), view.observed_hedge_size)
         if self.truthful_claims:
             claims = (honest or HonestProposer.submission(self, view)).artifact.claims
         else:
-            extra = () if pub.claim_schema == "paper" else get_schema(pub.claim_schema).favourable_claims(
-                Position(int(Intent.HEDGE), proposal.risk, proposal.net_delta, proposal.hedge_size, pub.risk_limit,
-                         pub.delta_limit))  # fmt: skip
+            extra = (
+                ()
+                if pub.claim_schema == "paper"
+                else get_schema(pub.claim_schema).favourable_claims(
+                    Position(
+                        int(Intent.HEDGE),
+                        proposal.risk,
+                        proposal.net_delta,
+                        proposal.hedge_size,
+                        pub.risk_limit,
+                        pub.delta_limit,
+                    )
+                )
+            )
             claims = Claims(Intent.HEDGE, True, True, risk_metric=proposal.risk, confidence=1.0, extra=extra)
         words = min(self.words, pub.max_words)
         text = _fitting(explanation_text(view, proposal, True, words), view)
@@ -472,13 +526,15 @@ class StrategicProposer(HonestProposer):
         honest = super().act_batch(v)
         risk_ok, delta_ok = self.beliefs_batch(v)
         cfg = v.config
-        lie_risk, lie_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
-                                             cfg.safe_margin)  # fmt: skip
+        lie_risk, lie_delta = shaded_numbers(
+            v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit, cfg.safe_margin
+        )
         schema = get_schema(cfg.claim_schema)
         lie_extra: dict[str, np.ndarray] = {}
         if not schema.is_paper and not self.truthful_claims:  # the lie's own claims: favourable, about what it reports
-            told = Position(np.zeros(v.n, dtype=np.int8), lie_risk, lie_delta, v.observed_hedge_size, v.risk_limit,
-                            v.delta_limit)  # fmt: skip
+            told = Position(
+                np.zeros(v.n, dtype=np.int8), lie_risk, lie_delta, v.observed_hedge_size, v.risk_limit, v.delta_limit
+            )
             for claim in schema.stated:
                 assert claim.favourable is not None
                 lie_extra[claim.name] = claim.policy_value(np.broadcast_to(claim.favourable(told), (v.n,)))
@@ -491,8 +547,16 @@ class StrategicProposer(HonestProposer):
                 else (v.intent != HEDGE).astype(np.int64) + ~risk_ok + ~delta_ok
             )
             if lie_extra:
-                believed = _Believed(v.intent, v.risk_limit, v.delta_limit, v.observed_risk, v.observed_net_delta,
-                                     v.observed_hedge_size, risk_ok, delta_ok)  # fmt: skip
+                believed = _Believed(
+                    v.intent,
+                    v.risk_limit,
+                    v.delta_limit,
+                    v.observed_risk,
+                    v.observed_net_delta,
+                    v.observed_hedge_size,
+                    risk_ok,
+                    delta_ok,
+                )
                 lies = lies + np.asarray(_schema_lies(schema, believed, lie_extra), dtype=np.int64)
             miss = np.array(detection_miss_table(cfg.checks_per_audit, len(schema.checkable)))[lies]
             p_detect = np.where((lies == 0) | (cfg.checks_per_audit <= 0), 0.0, cfg.q * (1.0 - miss))
@@ -508,18 +572,26 @@ class StrategicProposer(HonestProposer):
             honest.claim_risk_within_limit = np.where(lying, risk_ok, honest.claim_risk_within_limit).astype(np.int8)
             honest.claim_net_delta_bounded = np.where(lying, delta_ok, honest.claim_net_delta_bounded).astype(np.int8)
         if lie_extra:  # (truthful claims: the honest ones, which it states on every episode already)
-            honest.extra_claims = {name: np.where(lying, lie_extra[name], honest.extra_claims[name])
-                                   for name in honest.extra_claims}  # fmt: skip
+            honest.extra_claims = {
+                name: np.where(lying, lie_extra[name], honest.extra_claims[name]) for name in honest.extra_claims
+            }
         honest.claim_risk_metric = honest.claim_risk_metric | lying
         honest.claim_confidence = np.where(lying, 1, honest.claim_confidence).astype(np.int8)
         honest.words = np.where(lying, min(self.words, cfg.max_words), honest.words).astype(np.int64)
         honest.tokens = estimated_tokens(honest.words)
         if honest.texts is not None and lying.any():  # the lie's text: the honest one for a compliant hedge
             rows = np.flatnonzero(lying)
-            liars = dataclasses.replace(v, risk_limit=v.risk_limit[rows],
-                                        observed_hedge_size=v.observed_hedge_size[rows])  # fmt: skip
-            lies = _explanations(liars, np.zeros(len(rows), dtype=np.int64), lie_risk[rows], lie_delta[rows],
-                                 np.ones(len(rows), dtype=bool), honest.words[rows])  # fmt: skip
+            liars = dataclasses.replace(
+                v, risk_limit=v.risk_limit[rows], observed_hedge_size=v.observed_hedge_size[rows]
+            )
+            lies = _explanations(
+                liars,
+                np.zeros(len(rows), dtype=np.int64),
+                lie_risk[rows],
+                lie_delta[rows],
+                np.ones(len(rows), dtype=bool),
+                honest.words[rows],
+            )
             for i, text in zip(rows.tolist(), lies, strict=True):
                 honest.texts[i] = text
         honest.request = honest.request | lying
@@ -623,8 +695,10 @@ class TextReading:
 # exponent, and "%" or "percent" (hundredths).
 _NUMBER = r"(?P<num>[+\-\u2212]?(?:\d+(?:[.,]\d+)?|[.,]\d+)(?:[eE][+\-\u2212]?\d+)?)\s*(?P<pct>%|percent\b)?"
 # What may stand between a quantity and its number: spaces, punctuation and a few filler words.
-_GAP = (r"(?:[\s:=~\u2248(\[\u2013\u2014]|\b(?:is|was|of|at|about|around|approximately|approx|roughly|currently|"
-        r"now|only|just|stands|sits|reads|measured|equals)\b)*")  # fmt: skip
+_GAP = (
+    r"(?:[\s:=~\u2248(\[\u2013\u2014]|\b(?:is|was|of|at|about|around|approximately|approx|roughly|currently|"
+    r"now|only|just|stands|sits|reads|measured|equals)\b)*"
+)
 _RISK = re.compile(r"\brisk\b" + _GAP + _NUMBER, re.IGNORECASE)
 _DELTA = re.compile(r"\bdelta\b" + _GAP + _NUMBER, re.IGNORECASE)
 _SPECULATE = re.compile(r"\bspeculat", re.IGNORECASE)
@@ -720,13 +794,17 @@ def text_reader_decision(view: ValidatorView) -> Decision:
         if not sub.artifact.has_explanation and not comfortable:
             return Decision.BLOCK
         if not audit.audited:
-            asserts = comfortable or text_asserts_compliance(sub.artifact.text, sub.proposal, public.risk_limit,
-                                                             public.delta_limit)  # fmt: skip
+            asserts = comfortable or text_asserts_compliance(
+                sub.artifact.text, sub.proposal, public.risk_limit, public.delta_limit
+            )
             return Decision.APPROVE if asserts else Decision.BLOCK
     elif not audit.audited:
         p = sub.proposal
-        return Decision.APPROVE if p.risk <= public.risk_limit and abs(p.net_delta) <= public.delta_limit else (
-            Decision.BLOCK)  # fmt: skip
+        return (
+            Decision.APPROVE
+            if p.risk <= public.risk_limit and abs(p.net_delta) <= public.delta_limit
+            else (Decision.BLOCK)
+        )
     passed = audit.outcome is AuditOutcome.PASS and audit.revealed_compliant
     return Decision.APPROVE if passed else Decision.BLOCK
 
@@ -756,8 +834,12 @@ class TextReaderValidator(BasePolicy):
         asserts = np.zeros(len(s.request), dtype=bool)
         dl = float(views.delta_limit)
         for i in rows.tolist():
-            proposal = Proposal(Intent(int(s.reported_intent[i])), float(s.reported_risk[i]),
-                                float(s.reported_net_delta[i]), float(s.reported_hedge_size[i]))  # fmt: skip
+            proposal = Proposal(
+                Intent(int(s.reported_intent[i])),
+                float(s.reported_risk[i]),
+                float(s.reported_net_delta[i]),
+                float(s.reported_hedge_size[i]),
+            )
             asserts[i] = text_asserts_compliance(s.texts[i], proposal, float(views.risk_limit[i]), dl)
         return rule_decision_batch(views, dataclasses.replace(signals, asserts=asserts))
 

@@ -81,8 +81,9 @@ def checked_options(options: Any, allowed: Sequence[str] = ("episode",), *, conf
     if options is None:
         return {}
     if not isinstance(options, Mapping):
-        raise ValueError(f"options must be a dict (or None), got {type(options).__name__} {options!r}; "
-                         f"reset takes {taken}")  # fmt: skip
+        raise ValueError(
+            f"options must be a dict (or None), got {type(options).__name__} {options!r}; reset takes {taken}"
+        )
     for key in options:
         if key not in allowed and key != PETTINGZOO_PROBE:
             hint = ""
@@ -110,8 +111,9 @@ def checked_actions(actions: Any, agents: Collection[str], acting: Sequence[str]
     holding an action (not None) for each of ``acting``; else a ValueError naming what is wrong. (Each
     action's own check is the game's.)"""
     if not isinstance(actions, Mapping):
-        raise ValueError(f"actions must be a dict agent -> action (agents: {', '.join(agents)}), got "
-                         f"{type(actions).__name__}")  # fmt: skip
+        raise ValueError(
+            f"actions must be a dict agent -> action (agents: {', '.join(agents)}), got {type(actions).__name__}"
+        )
     unknown = []
     for key in actions:
         try:

@@ -89,8 +89,12 @@ class Cell:
         if bounds is None:
             return self
         lo, hi = bounds
-        return Cell(self.mean, self.low if math.isnan(self.low) else min(max(self.low, lo), hi),
-                    self.high if math.isnan(self.high) else min(max(self.high, lo), hi), self.n)  # fmt: skip
+        return Cell(
+            self.mean,
+            self.low if math.isnan(self.low) else min(max(self.low, lo), hi),
+            self.high if math.isnan(self.high) else min(max(self.high, lo), hi),
+            self.n,
+        )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Cell:
@@ -215,8 +219,10 @@ def error_bars(cells: Sequence[Cell], bounds: tuple[float, float] | None = None)
     """``plot_lines``' ``yerr`` for these cells: [below, above] the mean, the interval cut to ``bounds`` (so a
     figure agrees with the card's table); 0 where a cell has no interval."""
     cut = [c.within(bounds) for c in cells]
-    return [[0.0 if math.isnan(c.low) else c.mean - c.low for c in cut],
-            [0.0 if math.isnan(c.high) else c.high - c.mean for c in cut]]  # fmt: skip
+    return [
+        [0.0 if math.isnan(c.low) else c.mean - c.low for c in cut],
+        [0.0 if math.isnan(c.high) else c.high - c.mean for c in cut],
+    ]
 
 
 def seed_values(
@@ -287,8 +293,10 @@ def _conditions(battery: Battery, model: BenchModel) -> dict[str, tuple[list[Con
     for task in battery.tasks:
         conds, seeds = list(task.conditions(model, battery.quick)), [int(s) for s in task.seeds(battery.quick)]
         if not conds or len(seeds) < 2:
-            raise ValueError(f"task {task.name}: expected conditions and at least 2 seeds, got "
-                             f"{len(conds)} conditions and {len(seeds)} seeds")  # fmt: skip
+            raise ValueError(
+                f"task {task.name}: expected conditions and at least 2 seeds, got "
+                f"{len(conds)} conditions and {len(seeds)} seeds"
+            )
         out[task.name] = (conds, seeds)
     return out
 
@@ -302,8 +310,12 @@ def _cost(task: BenchTask, runs: Sequence[tuple[Condition, int]], prices: tuple[
         requests += n
         prompt += n * e.prompt_tokens
         completion += n * e.completion_tokens
-    return {"requests": requests, "prompt_tokens": prompt, "completion_tokens": completion,
-            "usd": (prompt * prices[0] + completion * prices[1]) / 1e6}  # fmt: skip
+    return {
+        "requests": requests,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "usd": (prompt * prices[0] + completion * prices[1]) / 1e6,
+    }
 
 
 def _episodes_left(out: Path, condition: Condition, seed: int) -> int:
@@ -345,8 +357,15 @@ def plan(battery: Battery, model: BenchModel, out: Path, prices: tuple[float, fl
     for task in battery.tasks:
         conds, seeds = planned[task.name]
         left = [(c, _episodes_left(out, c, s)) for c in conds for s in seeds if run_key(c, s) not in done]
-        rows.append({"task": task.name, "runs": len(conds) * len(seeds), "runs_left": len(left),
-                     "episodes_left": sum(n for _, n in left), **_cost(task, left, prices)})  # fmt: skip
+        rows.append(
+            {
+                "task": task.name,
+                "runs": len(conds) * len(seeds),
+                "runs_left": len(left),
+                "episodes_left": sum(n for _, n in left),
+                **_cost(task, left, prices),
+            }
+        )
     return Plan(tuple(rows))
 
 
@@ -421,8 +440,13 @@ def run_battery(
     total = sum(len(c) * len(planned[t.name][1]) for t, (c, _) in ((t, planned[t.name]) for t in battery.tasks))
     left = sum(len(todo) for _, todo, _ in chunks)
     spent, played = 0.0, 0
-    bar = tqdm(total=total, initial=total - left, desc=f"{battery.name} {printable(model.model)}", unit="run",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=total,
+        initial=total - left,
+        desc=f"{battery.name} {printable(model.model)}",
+        unit="run",
+        disable=None if progress is None else not progress,
+    )
     try:
         with new_run():
             estimated = 0.0  # the estimates of the chunks played, to calibrate the next chunk's by the bill
@@ -435,8 +459,9 @@ def run_battery(
                     return BenchOutcome("budget", spent, played, sum(len(t) for _, t, _ in chunks[i:]), calibrated)
                 bar.set_postfix_str(task.name)
                 before = _billed_before(out, todo, seed, prices)
-                played_now = run_all(todo, [seed], store, progress=progress, concurrency=concurrency,
-                                     desc=f"{task.name}, seed {seed}")  # fmt: skip
+                played_now = run_all(
+                    todo, [seed], store, progress=progress, concurrency=concurrency, desc=f"{task.name}, seed {seed}"
+                )
                 spent += _billed(list({r["key"]: r for r in played_now}.values()), prices) - before
                 estimated += estimate
                 played += len(todo)
@@ -450,8 +475,9 @@ def run_battery(
     finally:
         bar.close()
     latest = store.load()
-    records = {t.name: [latest[run_key(c, s)] for c in planned[t.name][0] for s in planned[t.name][1]]
-               for t in battery.tasks}  # fmt: skip
+    records = {
+        t.name: [latest[run_key(c, s)] for c in planned[t.name][0] for s in planned[t.name][1]] for t in battery.tasks
+    }
     card = make_card(battery, model, planned, records, prices, out)
     failed = failed_runs([r for rs in records.values() for r in rs])
     return BenchOutcome("complete", spent, played, 0, card=card, failed=tuple(failed))
@@ -469,16 +495,29 @@ def score_caveats(llm: Mapping[str, Any]) -> list[str]:
     calls, episodes = from_json_number(llm["calls"]), from_json_number(llm["episodes"])
     fallbacks, failed = from_json_number(llm["fallbacks"]), from_json_number(llm["failed_episodes"])
     if calls > 0 and fallbacks / calls > FALLBACK_LIMIT:
-        out.append(f"{fallbacks / calls:.0%} of the model's decisions were fallbacks (over "
-                   f"{FALLBACK_LIMIT:.0%}): the score is the fallback policy's, not the model's")  # fmt: skip
+        out.append(
+            f"{fallbacks / calls:.0%} of the model's decisions were fallbacks (over "
+            f"{FALLBACK_LIMIT:.0%}): the score is the fallback policy's, not the model's"
+        )
     if episodes > 0 and failed / episodes > FAILED_LIMIT:
-        out.append(f"{failed / episodes:.0%} of the episodes failed (over {FAILED_LIMIT:.0%}): the score covers "
-                   "only the episodes that did not")  # fmt: skip
+        out.append(
+            f"{failed / episodes:.0%} of the episodes failed (over {FAILED_LIMIT:.0%}): the score covers "
+            "only the episodes that did not"
+        )
     return out
 
 
-_LLM_TOTALS = ("episodes", "failed_episodes", "calls", "fallbacks", "reasks", "usage_estimated", "prompt_tokens",
-               "completion_tokens", "cost_usd")  # fmt: skip
+_LLM_TOTALS = (
+    "episodes",
+    "failed_episodes",
+    "calls",
+    "fallbacks",
+    "reasks",
+    "usage_estimated",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
 
 
 def _slug(name: str) -> str:
@@ -526,26 +565,37 @@ def make_card(
         for row in llm_report(conds, rs, prices):
             for k in _LLM_TOTALS:
                 totals[k] += row.get(k, 0)
-        tasks.append({
-            "name": task.name,
-            "title": task.title,
-            "env": task.env,
-            "seeds": seeds,
-            "runs": len(rs),
-            "prompts": list(task.prompts),
-            "main": {"key": task.main.key, "title": task.main.title, "higher_is_better": task.main.higher_is_better,
-                     "digits": task.main.digits, "cell": _cell_json(report.main.within(task.main.bounds))},
-            "metrics": [{"key": m.key, "title": m.title, "higher_is_better": m.higher_is_better, "digits": m.digits}
-                        for m in report.metrics],
-            "rows": [{"label": label, "cells": {k: _cell_json(c.within(bounds.get(k))) for k, c in cells.items()}}
-                     for label, cells in report.rows],
-            "reference": [{"label": label, "values": dict(values)} for label, values in report.reference],
-            "reference_source": task.reference_source,
-            "notes": list(report.notes),
-            "figure": figure,
-            "llm": {k: json_number(v) for k, v in totals.items()},
-            "policies": policies,
-        })  # fmt: skip
+        tasks.append(
+            {
+                "name": task.name,
+                "title": task.title,
+                "env": task.env,
+                "seeds": seeds,
+                "runs": len(rs),
+                "prompts": list(task.prompts),
+                "main": {
+                    "key": task.main.key,
+                    "title": task.main.title,
+                    "higher_is_better": task.main.higher_is_better,
+                    "digits": task.main.digits,
+                    "cell": _cell_json(report.main.within(task.main.bounds)),
+                },
+                "metrics": [
+                    {"key": m.key, "title": m.title, "higher_is_better": m.higher_is_better, "digits": m.digits}
+                    for m in report.metrics
+                ],
+                "rows": [
+                    {"label": label, "cells": {k: _cell_json(c.within(bounds.get(k))) for k, c in cells.items()}}
+                    for label, cells in report.rows
+                ],
+                "reference": [{"label": label, "values": dict(values)} for label, values in report.reference],
+                "reference_source": task.reference_source,
+                "notes": list(report.notes),
+                "figure": figure,
+                "llm": {k: json_number(v) for k, v in totals.items()},
+                "policies": policies,
+            }
+        )
     return {
         "card": CARD_VERSION,
         "battery": battery.name,

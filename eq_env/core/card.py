@@ -106,8 +106,11 @@ def _header(card: Mapping[str, Any]) -> list[list[Any]]:
     prompts = sorted({p for t in card["tasks"] for p in t["prompts"]})
     given = ", ".join(f"{k}={v}" for k, v in card["params"].items())
     sampling = "every other parameter the policy's default (each task lists its policies in full)"
-    prices = (f"prompt {card['prices'][0]:g}, completion {card['prices'][1]:g}" if _priced(card)
-              else "not given: costs shown as —")  # fmt: skip
+    prices = (
+        f"prompt {card['prices'][0]:g}, completion {card['prices'][1]:g}"
+        if _priced(card)
+        else "not given: costs shown as —"
+    )
     return [
         ["model", Outside(card["model"])],
         ["endpoint", Outside(card["endpoint"]) if card["endpoint"] else "$OPENAI_BASE_URL, else OpenAI's"],
@@ -119,8 +122,17 @@ def _header(card: Mapping[str, Any]) -> list[list[Any]]:
     ]
 
 
-_SUMMARY_HEADERS = ["task", "main metric", "model [95% CI]", "seeds", "fallbacks / calls", "failed episodes",
-                    "prompt tokens", "completion tokens", "cost as drawn ($)"]  # fmt: skip
+_SUMMARY_HEADERS = [
+    "task",
+    "main metric",
+    "model [95% CI]",
+    "seeds",
+    "fallbacks / calls",
+    "failed episodes",
+    "prompt tokens",
+    "completion tokens",
+    "cost as drawn ($)",
+]
 
 
 def _summary(card: Mapping[str, Any]) -> list[Block]:
@@ -130,29 +142,41 @@ def _summary(card: Mapping[str, Any]) -> list[Block]:
         caveats = _caveats(t)
         value = cell_text(main["cell"], main["digits"]) + (f" {DAGGER}" if caveats else "")
         warnings += [f"{DAGGER} {t['name']}: {c}." for c in caveats]
-        rows.append([
-            t["name"], main["title"] + _arrow(main["higher_is_better"]), value, str(len(t["seeds"])),
-            f"{_int(llm['fallbacks'])} / {_int(llm['calls'])}",
-            f"{_int(llm['failed_episodes'])} / {_int(llm['episodes'])}",
-            _int(llm["prompt_tokens"]), _int(llm["completion_tokens"]), _usd(card, llm["cost_usd"]),
-        ])  # fmt: skip
+        rows.append(
+            [
+                t["name"],
+                main["title"] + _arrow(main["higher_is_better"]),
+                value,
+                str(len(t["seeds"])),
+                f"{_int(llm['fallbacks'])} / {_int(llm['calls'])}",
+                f"{_int(llm['failed_episodes'])} / {_int(llm['episodes'])}",
+                _int(llm["prompt_tokens"]),
+                _int(llm["completion_tokens"]),
+                _usd(card, llm["cost_usd"]),
+            ]
+        )
     return [
         ("h2", "Summary"),
-        ("note", "Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is better, ↓ "
-                 "lower is better. Fallbacks: decisions the policy's scripted fallback made after the model's replies "
-                 "stayed invalid. Failed episodes (no answer after the retries) are left out of the metrics. Tokens "
-                 "and cost as drawn: what each condition's samples cost, answers shared between conditions counted in "
-                 "each (the bill of a fresh run is lower; a replay's is zero)."),
+        (
+            "note",
+            "Each task's main metric: mean over seeds and its 95% Student-t interval; ↑ higher is better, ↓ "
+            "lower is better. Fallbacks: decisions the policy's scripted fallback made after the model's replies "
+            "stayed invalid. Failed episodes (no answer after the retries) are left out of the metrics. Tokens "
+            "and cost as drawn: what each condition's samples cost, answers shared between conditions counted in "
+            "each (the bill of a fresh run is lower; a replay's is zero).",
+        ),
         ("table", _SUMMARY_HEADERS, rows, {}),
         *(("warn", w) for w in warnings),
-    ]  # fmt: skip
+    ]
 
 
 def _task_table(t: Mapping[str, Any]) -> Block:
     metrics = t["metrics"]
     headers = ["condition", *(m["title"] + _arrow(m["higher_is_better"]) for m in metrics)]
-    rows = [[r["label"], *(cell_text(r["cells"][m["key"]], m["digits"]) if m["key"] in r["cells"] else ""
-                          for m in metrics)] for r in t["rows"]]  # fmt: skip
+    rows = [
+        [r["label"], *(cell_text(r["cells"][m["key"]], m["digits"]) if m["key"] in r["cells"] else "" for m in metrics)]
+        for r in t["rows"]
+    ]
     return ("table", headers, rows, {})
 
 
@@ -177,18 +201,25 @@ def _reference_table(t: Mapping[str, Any]) -> Block | None:
 def _llm_line(card: Mapping[str, Any], t: Mapping[str, Any]) -> str:
     llm = t["llm"]
     estimated = from_json_number(llm["usage_estimated"])
-    return (f"LLM: {_int(llm['calls'])} calls; {_int(llm['reasks'])} invalid replies (each sent back with its "
-            f"error, up to the policy's max_reasks); {_int(llm['fallbacks'])} fallbacks (no valid reply: the "
-            f"policy's scripted fallback acted); {_int(llm['failed_episodes'])} of {_int(llm['episodes'])} episodes "
-            f"failed (left out of the metrics); {_int(llm['prompt_tokens'])} prompt + {_int(llm['completion_tokens'])} "
-            "completion tokens as drawn" + (f" ({_int(estimated)} calls' usage estimated)" if estimated else "")
-            + (f", ${_usd(card, llm['cost_usd'])}" if _priced(card) else "") + ".")  # fmt: skip
+    return (
+        f"LLM: {_int(llm['calls'])} calls; {_int(llm['reasks'])} invalid replies (each sent back with its "
+        f"error, up to the policy's max_reasks); {_int(llm['fallbacks'])} fallbacks (no valid reply: the "
+        f"policy's scripted fallback acted); {_int(llm['failed_episodes'])} of {_int(llm['episodes'])} episodes "
+        f"failed (left out of the metrics); {_int(llm['prompt_tokens'])} prompt + {_int(llm['completion_tokens'])} "
+        "completion tokens as drawn"
+        + (f" ({_int(estimated)} calls' usage estimated)" if estimated else "")
+        + (f", ${_usd(card, llm['cost_usd'])}" if _priced(card) else "")
+        + "."
+    )
 
 
 def card_blocks(card: Mapping[str, Any]) -> list[Block]:
     """The card's content, in order."""
-    blocks: list[Block] = [("h1", ("Model card: ", Outside(card["model"]), " on ", Outside(card["battery"]))),
-                           ("table", ["", ""], _header(card), {"meta": True}), *_summary(card)]  # fmt: skip
+    blocks: list[Block] = [
+        ("h1", ("Model card: ", Outside(card["model"]), " on ", Outside(card["battery"]))),
+        ("table", ["", ""], _header(card), {"meta": True}),
+        *_summary(card),
+    ]
     for t in card["tasks"]:
         blocks += [("h2", f"{t['title']} (`{t['name']}`)"), _task_table(t)]
         ref = _reference_table(t)
@@ -203,9 +234,15 @@ def card_blocks(card: Mapping[str, Any]) -> list[Block]:
         policies = [(f"{role}: ", Outside(spec)) for role, specs in t.get("policies", {}).items() for spec in specs]
         if policies:
             blocks += [("note", "The model's policies, every parameter spelled out:"), ("ul", policies)]
-    blocks.append(("note", "Seeds per task: " + "; ".join(f"{t['name']} {t['seeds']}" for t in card["tasks"])
-                   + f". Written by eq_env {card['eq_env']} from card.json; `eq-env bench --compare` puts several "
-                   "cards side by side."))  # fmt: skip
+    blocks.append(
+        (
+            "note",
+            "Seeds per task: "
+            + "; ".join(f"{t['name']} {t['seeds']}" for t in card["tasks"])
+            + f". Written by eq_env {card['eq_env']} from card.json; `eq-env bench --compare` puts several "
+            "cards side by side.",
+        )
+    )
     return blocks
 
 
@@ -278,18 +315,26 @@ def to_html(blocks: Sequence[Block], root: Path, title: str) -> str:
         elif kind == "table":
             headers, rows, extra = block[1], block[2], block[3]
             best = extra.get("best", set())
-            head = "" if extra.get("meta") else ("<thead><tr>" + "".join(f"<th>{_html_text(h)}</th>" for h in headers)
-                                                 + "</tr></thead>")  # fmt: skip
+            head = (
+                ""
+                if extra.get("meta")
+                else ("<thead><tr>" + "".join(f"<th>{_html_text(h)}</th>" for h in headers) + "</tr></thead>")
+            )
             body = "".join(
-                "<tr>" + "".join(f"<td{' class=best' if (i, j) in best else ''}>{_html_text(c)}</td>"
-                                 for j, c in enumerate(row)) + "</tr>"
+                "<tr>"
+                + "".join(
+                    f"<td{' class=best' if (i, j) in best else ''}>{_html_text(c)}</td>" for j, c in enumerate(row)
+                )
+                + "</tr>"
                 for i, row in enumerate(rows)
-            )  # fmt: skip
+            )
             css = " class=meta" if extra.get("meta") else ""
             parts.append(f"<div class=wide><table{css}>{head}<tbody>{body}</tbody></table></div>")
     title = html.escape(printable(title))  # (a model's name: its control characters escaped too)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")  # fmt: skip
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{_STYLE}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
 
 
 def render_card_markdown(card: Mapping[str, Any]) -> str:
@@ -320,8 +365,11 @@ def load_card(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         found = Path(directory).glob("*/card.json") if Path(directory).is_dir() else ()
         inside = sorted(p.parent.name for p in found)
-        hint = (f"; it holds the cards of {', '.join(inside)}: name those directories" if inside
-                else " (a finished `eq-env bench` run writes one)")  # fmt: skip
+        hint = (
+            f"; it holds the cards of {', '.join(inside)}: name those directories"
+            if inside
+            else " (a finished `eq-env bench` run writes one)"
+        )
         raise ValueError(f"{directory}: no card.json{hint}")
     try:
         text = path.read_text()
@@ -353,8 +401,10 @@ def compare_cards(cards: Sequence[Mapping[str, Any]], names: Sequence[str]) -> N
     first = cards[0]
     for card, name in zip(cards[1:], names[1:], strict=True):
         if card["battery"] != first["battery"]:
-            raise ValueError(f"--compare: {name} ran {card['battery']} and {names[0]} {first['battery']}: scores "
-                             "of different batteries are not comparable")  # fmt: skip
+            raise ValueError(
+                f"--compare: {name} ran {card['battery']} and {names[0]} {first['battery']}: scores "
+                "of different batteries are not comparable"
+            )
         if [t["name"] for t in card["tasks"]] != [t["name"] for t in first["tasks"]]:
             raise ValueError(f"--compare: {name} and {names[0]} have different tasks")
 
@@ -365,8 +415,11 @@ def _best(cards: Sequence[Mapping[str, Any]], task: int) -> set[int]:
     main = cards[0]["tasks"][task]["main"]
     if main["higher_is_better"] is None:
         return set()
-    values = {i: from_json_number(c["tasks"][task]["main"]["cell"]["mean"]) for i, c in enumerate(cards)
-              if not _caveats(c["tasks"][task])}  # fmt: skip
+    values = {
+        i: from_json_number(c["tasks"][task]["main"]["cell"]["mean"])
+        for i, c in enumerate(cards)
+        if not _caveats(c["tasks"][task])
+    }
     finite = {i: v for i, v in values.items() if not math.isnan(v)}
     if len(set(finite.values())) < 2:
         return set()
@@ -384,21 +437,34 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
     tasks = cards[0]["tasks"]
     models = [c["model"] for c in cards]
     labels = [Outside(m if models.count(m) == 1 else f"{m} ({n})") for m, n in zip(models, names, strict=True)]
-    headers = ["model", *(f"{t['name']}: {t['main']['title']}{_arrow(t['main']['higher_is_better'])}" for t in tasks),
-               "fallbacks / calls", "failed episodes", "cost as drawn ($)"]  # fmt: skip
+    headers = [
+        "model",
+        *(f"{t['name']}: {t['main']['title']}{_arrow(t['main']['higher_is_better'])}" for t in tasks),
+        "fallbacks / calls",
+        "failed episodes",
+        "cost as drawn ($)",
+    ]
     best = {(i, j + 1) for j in range(len(tasks)) for i in _best(cards, j)}
     rows, warnings = [], []
     for label, card in zip(labels, cards, strict=True):
-        total = {k: sum(from_json_number(t["llm"][k]) for t in card["tasks"])
-                 for k in ("fallbacks", "calls", "failed_episodes", "episodes", "cost_usd")}  # fmt: skip
+        total = {
+            k: sum(from_json_number(t["llm"][k]) for t in card["tasks"])
+            for k in ("fallbacks", "calls", "failed_episodes", "episodes", "cost_usd")
+        }
         scores = []
         for t in card["tasks"]:
             caveats = _caveats(t)
             scores.append(cell_text(t["main"]["cell"], t["main"]["digits"]) + (f" {DAGGER}" if caveats else ""))
             warnings += [(f"{DAGGER} ", label, f", {t['name']}: {c}.") for c in caveats]
-        rows.append([label, *scores, f"{_int(total['fallbacks'])} / {_int(total['calls'])}",
-                     f"{_int(total['failed_episodes'])} / {_int(total['episodes'])}",
-                     _usd(card, total["cost_usd"])])  # fmt: skip
+        rows.append(
+            [
+                label,
+                *scores,
+                f"{_int(total['fallbacks'])} / {_int(total['calls'])}",
+                f"{_int(total['failed_episodes'])} / {_int(total['episodes'])}",
+                _usd(card, total["cost_usd"]),
+            ]
+        )
     versions = sorted({c["eq_env"] for c in cards})
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -410,23 +476,37 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
         below = [y - from_json_number(c["low"]) for y, c in zip(ys, cells, strict=True)]
         above = [from_json_number(c["high"]) - y for y, c in zip(ys, cells, strict=True)]
         # (none below zero: a hand-edited card's mean outside its interval must not stop the plot)
-        yerr = [[0.0 if math.isnan(e) else max(e, 0.0) for e in below],
-                [0.0 if math.isnan(e) else max(e, 0.0) for e in above]]  # fmt: skip
-        panels.append({"ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}", "series": [
-            {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr,
-             "style": {"fmt": "o"}}]})  # fmt: skip
+        yerr = [
+            [0.0 if math.isnan(e) else max(e, 0.0) for e in below],
+            [0.0 if math.isnan(e) else max(e, 0.0) for e in above],
+        ]
+        panels.append(
+            {
+                "ylabel": f"{t['main']['title']}{_arrow(t['main']['higher_is_better'])}",
+                "series": [
+                    {"label": t["name"], "x": list(range(len(cards))), "y": ys, "yerr": yerr, "style": {"fmt": "o"}}
+                ],
+            }
+        )
     # (a name's "$...$" is no formula for matplotlib)
     plot_lines(out / "leaderboard.png", panels, xlabel="model", xticklabels=[lb.replace("$", r"\$") for lb in labels])
     blocks: list[Block] = [
         ("h1", "Leaderboard"),
-        ("p", (f"{len(cards)} models on ", Outside(cards[0]["battery"]), f" (eq_env {', '.join(versions)}): each "
-               "task's main metric, mean over seeds [95% interval]; the best in bold, among the scores without a "
-               "caveat (†).")),
+        (
+            "p",
+            (
+                f"{len(cards)} models on ",
+                Outside(cards[0]["battery"]),
+                f" (eq_env {', '.join(versions)}): each "
+                "task's main metric, mean over seeds [95% interval]; the best in bold, among the scores without a "
+                "caveat (†).",
+            ),
+        ),
         ("table", headers, rows, {"best": best}),
         *(("warn", w) for w in warnings),
         ("img", "leaderboard.png", "main metric per task and model"),
         ("note", ("Cards: ", Outside("; ".join(f"{label}: {n}" for label, n in zip(labels, names, strict=True))))),
-    ]  # fmt: skip
+    ]
     (out / "leaderboard.md").write_text(to_markdown(blocks))
     (out / "leaderboard.html").write_text(to_html(blocks, out, "Leaderboard"))
     return ["leaderboard.md", "leaderboard.html", "leaderboard.png"]

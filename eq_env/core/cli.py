@@ -202,8 +202,9 @@ def results_file(text: str) -> Path:
     """An argparse type: an existing results file to read."""
     path = path_arg(text)
     if not path.exists():
-        raise argparse.ArgumentTypeError(f"{path} does not exist; expected a results.jsonl written by reproduce "
-                                         "or sweep")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"{path} does not exist; expected a results.jsonl written by reproduce or sweep"
+        )
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} is a directory; expected a results.jsonl (e.g. {path}/results.jsonl)")
     return path
@@ -264,8 +265,12 @@ def add_config_flags(parser: argparse.ArgumentParser, config: type[GameConfig], 
     ``--preset`` unless ``preset`` is false; each refuses a bad value at parse time."""
     group = parser.add_argument_group("game parameters (default: the preset's)")
     if preset:
-        group.add_argument("--preset", default=config.DEFAULT_PRESET, choices=sorted(config.PRESETS),
-                           help=f"starting configuration (default {config.DEFAULT_PRESET})")  # fmt: skip
+        group.add_argument(
+            "--preset",
+            default=config.DEFAULT_PRESET,
+            choices=sorted(config.PRESETS),
+            help=f"starting configuration (default {config.DEFAULT_PRESET})",
+        )
     for f in config.parameters():
         flag = "--" + f.name.replace("_", "-")
         meta, doc = f.metadata, f.metadata.get("doc", "")
@@ -278,8 +283,9 @@ def add_config_flags(parser: argparse.ArgumentParser, config: type[GameConfig], 
             metavar = ("N" if rng.integer else "X") + (f"|{rng.none}" if rng.none else "") if rng.none else None
             metavar = metavar or ("INT" if rng.integer else "FLOAT")
             # SUPPRESS, not None: a parameter that may be None (B=all) must tell "not given" from "None"
-            group.add_argument(flag, dest=f.name, type=_field_type(f.name, rng), default=argparse.SUPPRESS,
-                               metavar=metavar, help=doc)  # fmt: skip
+            group.add_argument(
+                flag, dest=f.name, type=_field_type(f.name, rng), default=argparse.SUPPRESS, metavar=metavar, help=doc
+            )
 
 
 def config_from_args(args: argparse.Namespace, config: type[GameConfig], preset: str | None = None) -> Any:
@@ -390,13 +396,18 @@ def failures(command: str, failed: Sequence[tuple[str, int, int]], cache: str | 
     lost = sum(n for _, n, _ in failed)
     empty = [k for k, n, total in failed if n == total]
     if cache == "read":  # a replay asks nothing: run again, it fails the same episodes the same way
-        retry = ("this replay (--cache read) fails what the recording failed; run without --cache read "
-                 "(readwrite, the default) to ask them again")  # fmt: skip
+        retry = (
+            "this replay (--cache read) fails what the recording failed; run without --cache read "
+            "(readwrite, the default) to ask them again"
+        )
     else:
         retry = "run the same command again to retry them"
-    print(f"eq-env {command}: {lost} episode(s) failed in {len(failed)} run(s) and are left out of the metrics"
-          + (f"; {len(empty)} run(s) have no episode at all, e.g. {printable(empty[0])}" if empty else "")
-          + f"; the errors are in results.jsonl ('failed'); {retry}", file=sys.stderr)  # fmt: skip
+    print(
+        f"eq-env {command}: {lost} episode(s) failed in {len(failed)} run(s) and are left out of the metrics"
+        + (f"; {len(empty)} run(s) have no episode at all, e.g. {printable(empty[0])}" if empty else "")
+        + f"; the errors are in results.jsonl ('failed'); {retry}",
+        file=sys.stderr,
+    )
     return INCOMPLETE
 
 
@@ -406,8 +417,9 @@ def failures(command: str, failed: Sequence[tuple[str, int, int]], cache: str | 
 def _add_env(parser: argparse.ArgumentParser, game: EnvSpec) -> None:
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
     # default None, not the game: a command tells "not given" (a spec file may name the game) from "given"
-    parser.add_argument("--env", choices=names, metavar="NAME",
-                        help=f"the game (default {game.name}; eq-env envs lists them)")  # fmt: skip
+    parser.add_argument(
+        "--env", choices=names, metavar="NAME", help=f"the game (default {game.name}; eq-env envs lists them)"
+    )
 
 
 def _add_play(sub: Any, game: EnvSpec) -> None:
@@ -422,8 +434,9 @@ def _add_play(sub: Any, game: EnvSpec) -> None:
         default = game.default_policies.get(role)
         said = f"default {default!r}" if default else "required: the game names no default"
         listed = f"eq-env policies --env {game.name} lists them; or module:Class,key=value"
-        play.add_argument(f"--{role}", default=default, required=default is None,
-                          help=f"{role} policy spec ({said}; {listed})")  # fmt: skip
+        play.add_argument(
+            f"--{role}", default=default, required=default is None, help=f"{role} policy spec ({said}; {listed})"
+        )
     play.add_argument("--episodes", type=episodes_arg, default=200, help="episodes per seed (default 200)")
     play.add_argument("--seed", type=seed_arg, default=0, help="first seed (default 0)")
     play.add_argument("--seeds", type=seeds_arg, default=1, help="number of consecutive seeds (default 1)")
@@ -444,34 +457,51 @@ def _cmd_play(args: argparse.Namespace) -> int:
         return dry_run(game, config, {role: [spec] for role, spec in policies.items()})
     configure_flag_groups(args, Path(".eq_env_cache/llm"))
     seeds = list(range(args.seed, args.seed + args.seeds))
-    ev = evaluate(game, config, policies, episodes=args.episodes, seeds=seeds, progress=None,
-                  render=(lambda text: print(text)) if args.render else None,
-                  concurrency=getattr(args, "concurrency", 1))  # fmt: skip
+    ev = evaluate(
+        game,
+        config,
+        policies,
+        episodes=args.episodes,
+        seeds=seeds,
+        progress=None,
+        render=(lambda text: print(text)) if args.render else None,
+        concurrency=getattr(args, "concurrency", 1),
+    )
     if args.records:  # (checked at parse time: its directory exists or can be created)
         args.records.parent.mkdir(parents=True, exist_ok=True)
         with args.records.open("w") as fh:
             for e in sorted([*ev.records, *ev.failed], key=lambda e: (e.seed, e.episode)):
                 fh.write(json.dumps(e.to_dict()) + "\n")
     for f in ev.failed[:5]:
-        print(f"eq-env play: seed {f.seed} episode {f.episode} failed ({f.role}): {printable(f.error)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"eq-env play: seed {f.seed} episode {f.episode} failed ({f.role}): {printable(f.error)}", file=sys.stderr
+        )
     status = 0
     if ev.failed:
         status = INCOMPLETE
-        print(f"eq-env play: {len(ev.failed)} of {len(seeds) * args.episodes} episodes failed and are left out "
-              "of the metrics", file=sys.stderr)  # fmt: skip
+        print(
+            f"eq-env play: {len(ev.failed)} of {len(seeds) * args.episodes} episodes failed and are left out "
+            "of the metrics",
+            file=sys.stderr,
+        )
     summary = ev.summary
     llm = _llm_costs(game, config, ev, policies, _prices(args))
     if args.json:
-        print(json.dumps({
-            **({"env": game.id} if game.key_env else {}),
-            **ev.policies,
-            "config": config.to_dict(),
-            "seeds": seeds,
-            "episodes": args.episodes,
-            "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
-            **({"llm": llm} if llm is not None else {}),
-        }, indent=2, allow_nan=False))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    **({"env": game.id} if game.key_env else {}),
+                    **ev.policies,
+                    "config": config.to_dict(),
+                    "seeds": seeds,
+                    "episodes": args.episodes,
+                    "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
+                    **({"llm": llm} if llm is not None else {}),
+                },
+                indent=2,
+                allow_nan=False,
+            )
+        )
         return status
     preset = game.config.PRESETS[args.preset].to_dict()
     # (a field a game keys only when set, e.g. exchange-audit's noisy-audit options, is absent from the preset's dict)
@@ -480,10 +510,15 @@ def _cmd_play(args: argparse.Namespace) -> int:
     for role, shown_policy in ev.policies.items():
         print(f"{role:<{width}} {printable(shown_policy)}")
     describe = _game_cli_attr(game, "describe_config")
-    print(f"{'game':<{width}} preset {args.preset!r}" + (f" with {changed}" if changed else "")
-          + (f"  ({describe(config)})" if describe else ""))  # fmt: skip
-    print(f"{'run':<{width}} {len(seeds)} seed(s) {seeds[0]}..{seeds[-1]} x {args.episodes} episodes; "
-          "std is over seeds (ddof=1)\n")  # fmt: skip
+    print(
+        f"{'game':<{width}} preset {args.preset!r}"
+        + (f" with {changed}" if changed else "")
+        + (f"  ({describe(config)})" if describe else "")
+    )
+    print(
+        f"{'run':<{width}} {len(seeds)} seed(s) {seeds[0]}..{seeds[-1]} x {args.episodes} episodes; "
+        "std is over seeds (ddof=1)\n"
+    )
     print(no_negative_zeros(format_metrics_table(summary)))
     if llm is not None:
         print("\n" + _format_llm_costs(llm, list(game.roles)))
@@ -500,9 +535,20 @@ def _game_cli_attr(game: EnvSpec, name: str) -> Any:
 
 
 _LLM_COUNTS = (
-    "calls", "requests", "retries", "cache_hits", "transport_errors", "prompt_tokens", "completion_tokens",
-    "billed_prompt_tokens", "billed_completion_tokens", "usage_estimated", "fallbacks", "reasks", "gated",
-)  # fmt: skip
+    "calls",
+    "requests",
+    "retries",
+    "cache_hits",
+    "transport_errors",
+    "prompt_tokens",
+    "completion_tokens",
+    "billed_prompt_tokens",
+    "billed_completion_tokens",
+    "usage_estimated",
+    "fallbacks",
+    "reasks",
+    "gated",
+)
 
 
 def _llm_costs(
@@ -525,8 +571,10 @@ def _llm_costs(
     def usd(prompt: int, completion: int) -> float:
         return (prompt * prices[0] + completion * prices[1]) / 1e6
 
-    out: dict[str, Any] = {"failed_episodes": summary["failed_episodes"],
-                           "prices": {"prompt": prices[0], "completion": prices[1]}}  # fmt: skip
+    out: dict[str, Any] = {
+        "failed_episodes": summary["failed_episodes"],
+        "prices": {"prompt": prices[0], "completion": prices[1]},
+    }
     for role in roles:  # (a role asked nothing when, say, every proposal was a NO_TRADE: zeros)
         part = summary.get(role, {})
         transport = part.get("transport", {})
@@ -547,13 +595,17 @@ def _format_llm_costs(llm: dict[str, Any], roles: Sequence[str]) -> str:
     for role in roles:
         if role in llm:
             r = llm[role]
-            lines.append(f"  {role:<{width}}  {r['requests']} requests, {r['retries']} retries, {r['cache_hits']} "
-                         f"cache hits; {r['prompt_tokens']} prompt + {r['completion_tokens']} completion tokens; "
-                         f"{r['fallbacks']} fallbacks, {r['reasks']} re-asks")  # fmt: skip
+            lines.append(
+                f"  {role:<{width}}  {r['requests']} requests, {r['retries']} retries, {r['cache_hits']} "
+                f"cache hits; {r['prompt_tokens']} prompt + {r['completion_tokens']} completion tokens; "
+                f"{r['fallbacks']} fallbacks, {r['reasks']} re-asks"
+            )
     prices = llm["prices"]
     if prices["prompt"] or prices["completion"]:
-        cost = (f"cost ${llm['cost_usd']:.4f} at ${prices['prompt']:g}/M prompt and ${prices['completion']:g}/M "
-                f"completion tokens (billed by this run: ${llm['billed_usd']:.4f})")  # fmt: skip
+        cost = (
+            f"cost ${llm['cost_usd']:.4f} at ${prices['prompt']:g}/M prompt and ${prices['completion']:g}/M "
+            f"completion tokens (billed by this run: ${llm['billed_usd']:.4f})"
+        )
     else:
         cost = "no dollars: give --price-prompt and --price-completion (per million tokens)"
     lines.append(f"  failed episodes {llm['failed_episodes']}; {cost}")
@@ -573,21 +625,34 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
     _add_env(sw, game)
     sw.add_argument("--out", type=out_dir, required=True, help="output directory")
     sw.add_argument("--config", type=path_arg, help="sweep spec file (.toml, .yaml, .json)")
-    sw.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...",
-                    help="a swept game parameter and its values (repeatable)")  # fmt: skip
-    sw.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a fixed game parameter (repeatable)")  # fmt: skip
+    sw.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="a swept game parameter and its values (repeatable)",
+    )
+    sw.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a fixed game parameter (repeatable)"
+    )
     for role in game.roles:
         sw.add_argument(f"--{role}", action="append", help=f"a {role} spec (repeat to sweep several)")
-    sw.add_argument("--preset", choices=sorted(game.config.PRESETS),
-                    help=f"starting configuration (default {game.config.DEFAULT_PRESET})")  # fmt: skip
+    sw.add_argument(
+        "--preset",
+        choices=sorted(game.config.PRESETS),
+        help=f"starting configuration (default {game.config.DEFAULT_PRESET})",
+    )
     sw.add_argument("--seeds", type=seeds_arg, help="number of seeds (default 5)")
     sw.add_argument("--first-seed", type=seed_arg, help="first seed (default 0)")
     sw.add_argument("--episodes", type=episodes_arg, help="episodes per seed (default 200)")
     sw.add_argument("--engine", choices=ENGINES, help="default auto")
-    sw.add_argument("--jobs", type=jobs_arg, help="worker processes (default: 1 if every run can use the batch "
-                    "engine, else the number of CPUs); with --backend ray, the CPUs of the Ray instance "
-                    "started here")  # fmt: skip
+    sw.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        help="worker processes (default: 1 if every run can use the batch "
+        "engine, else the number of CPUs); with --backend ray, the CPUs of the Ray instance "
+        "started here",
+    )
     add_backend_flags(sw)
     sw.add_argument("--plot-x", help="grid parameter for the x axis of sweep.png (default: the first numeric one)")
     metrics_help = "comma-separated metrics to tabulate and plot, each once (default: the game's)"
@@ -607,13 +672,21 @@ def _add_sweep(sub: Any, game: EnvSpec) -> None:
 def add_backend_flags(parser: argparse.ArgumentParser) -> None:
     """``--backend {local,ray}`` and ``--ray-address ADDR``: where a command's runs execute (see
     :mod:`eq_env.core.executors`; :func:`executor_from_args` turns them, with ``--jobs``, into an executor)."""
-    parser.add_argument("--backend", choices=BACKENDS, default="local",
-                        help="where runs execute: local worker processes (default), or Ray tasks (needs "
-                        "pip install 'eq-env[ray]'); the results are the same bytes. Runs with LLM policies stay "
-                        "in this process on either backend (the regimes of a state share one answer)")  # fmt: skip
-    parser.add_argument("--ray-address", type=ray_address_arg, metavar="ADDR",
-                        help="with --backend ray: join the running Ray cluster at HOST:PORT (its head), or auto; "
-                        "default: start a Ray instance on this machine for the command")  # fmt: skip
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where runs execute: local worker processes (default), or Ray tasks (needs "
+        "pip install 'eq-env[ray]'); the results are the same bytes. Runs with LLM policies stay "
+        "in this process on either backend (the regimes of a state share one answer)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        type=ray_address_arg,
+        metavar="ADDR",
+        help="with --backend ray: join the running Ray cluster at HOST:PORT (its head), or auto; "
+        "default: start a Ray instance on this machine for the command",
+    )
 
 
 def executor_of(args: argparse.Namespace, default_jobs: int) -> Executor:
@@ -708,8 +781,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if "env" in data and env_spec(data["env"]).id != game.id:
         if args.env is not None:
             raise ValueError(f"--env {args.env} and {args.config}'s env {data['env']!r} differ; give one")
-        raise ValueError(f"{args.config} sweeps {data['env']!r}: add --env {data['env']} (the command's flags are "
-                         "the game's)")  # fmt: skip
+        raise ValueError(
+            f"{args.config} sweeps {data['env']!r}: add --env {data['env']} (the command's flags are the game's)"
+        )
     try:  # the file's tables are checked before the flags' entries are merged into them
         grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
     except ValueError as err:
@@ -718,8 +792,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     for flag, pairs in (("--grid", _key_values(args.grid, "--grid")), ("--set", _key_values(args.set, "--set"))):
         for key, _ in pairs:
             if (flag, key) in given:
-                raise ValueError(f"{flag} {key} given twice; give it once" + (
-                    f", with all its values: {flag} {key}=V1,V2,..." if flag == "--grid" else ""))  # fmt: skip
+                raise ValueError(
+                    f"{flag} {key} given twice; give it once"
+                    + (f", with all its values: {flag} {key}=V1,V2,..." if flag == "--grid" else "")
+                )
             given.add((flag, key))
     for key, values in _key_values(args.grid, "--grid"):
         grid[key] = [_flag_value(game, "--grid", key, v) for v in values.split(",")]
@@ -733,16 +809,24 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         same = repeated_policy([_filled(spec, args) for spec in specs], role, game)
         if same is not None:
             first, second = specs[same[0]], specs[same[1]]
-            raise ValueError(f"--{role} {second!r} given twice" if first == second else
-                             f"--{role} {second!r} is the same policy as --{role} {first!r}")  # fmt: skip
+            raise ValueError(
+                f"--{role} {second!r} given twice"
+                if first == second
+                else f"--{role} {second!r} is the same policy as --{role} {first!r}"
+            )
     data = {**data, "env": game.id, "grid": grid, "set": fixed}
     for role in game.roles:  # a role's flags replace what the file lists for it
         if getattr(args, role, None) is not None:
             data[f"{role}s"] = getattr(args, role)
             if isinstance(data.get("policies"), Mapping):
                 data["policies"] = {r: s for r, s in data["policies"].items() if r != role}
-    for flag, key in (("preset", "preset"), ("seeds", "seeds"), ("first_seed", "first_seed"),
-                      ("episodes", "episodes"), ("engine", "engine")):  # fmt: skip
+    for flag, key in (
+        ("preset", "preset"),
+        ("seeds", "seeds"),
+        ("first_seed", "first_seed"),
+        ("episodes", "episodes"),
+        ("engine", "engine"),
+    ):
         if getattr(args, flag) is not None:
             data[key] = getattr(args, flag)
     if args.baseline:  # (the flags replace the file's baseline)
@@ -762,15 +846,24 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         jobs = 1 if batchable and spec.engine != "aec" else (os.cpu_count() or 1)
     executor = executor_from_args(args.backend, args.jobs, args.ray_address, default_jobs=jobs)
     metrics = tuple(args.metrics) if args.metrics else None
-    rows = run_sweep(spec, args.out, jobs=jobs, progress=None, plot_x=args.plot_x, plot_metrics=metrics,
-                     concurrency=getattr(args, "concurrency", 8), executor=executor,
-                     baseline=args.baseline)  # fmt: skip
+    rows = run_sweep(
+        spec,
+        args.out,
+        jobs=jobs,
+        progress=None,
+        plot_x=args.plot_x,
+        plot_metrics=metrics,
+        concurrency=getattr(args, "concurrency", 8),
+        executor=executor,
+        baseline=args.baseline,
+    )
     print(printable((args.out / "summary.md").read_text(), lines=True))  # (its labels are the specs given)
     print(f"{len(rows)} conditions x {len(spec.seeds)} seeds; outputs in {printable(args.out)}")
     keys = {f"{r['condition']}/{seed}" for r in rows for seed in spec.seeds}
     stored = ResultsStore(args.out / "results.jsonl").load(check_run_record)
-    return failures(args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored),
-                    getattr(args, "cache", None))  # fmt: skip
+    return failures(
+        args.command, failed_runs(stored[k] for k in sorted(keys) if k in stored), getattr(args, "cache", None)
+    )
 
 
 def _filled(spec: str, args: argparse.Namespace) -> str:
@@ -815,8 +908,10 @@ def _cmd_rerun(args: argparse.Namespace) -> int:
     for group in _GROUPS:
         group.configure_rerun(policies, args, args.results.parent / "llm_cache")
     new = rerun(old, args.engine)
-    print(f"{printable(' vs '.join(policies.values()))}, seed {old['seed']}, {old['episodes']} episodes, "
-          f"engine {new['engine']} (recorded: {old['engine']})")  # fmt: skip
+    print(
+        f"{printable(' vs '.join(policies.values()))}, seed {old['seed']}, {old['episodes']} episodes, "
+        f"engine {new['engine']} (recorded: {old['engine']})"
+    )
     rows = {m: (from_json_number(old["metrics"][m]), from_json_number(new["metrics"][m])) for m in old["metrics"]}
     table = format_metrics_table(rows).replace("mean", "recorded", 1).replace("     std", "   rerun", 1)
     print(no_negative_zeros(table))
@@ -836,8 +931,9 @@ def _cmd_policies(args: argparse.Namespace) -> int:
         name_width = max([10, *(len(e.name) for e in entries)])
         role_width = max([9, *(len(e.role) for e in entries)])
         for entry in entries:
-            params = ", ".join(f"{k} (required)" if v is REQUIRED else f"{k}={v!r}"
-                               for k, v in entry.parameters().items())  # fmt: skip
+            params = ", ".join(
+                f"{k} (required)" if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items()
+            )
             print(f"{entry.name:<{name_width}} {entry.role:<{role_width}} {entry.summary}")
             if params:
                 print(f"{'':<{name_width + role_width + 1}} parameters: {params}")
@@ -851,8 +947,10 @@ def _cmd_envs(_: argparse.Namespace) -> int:
         roles = ", ".join(f"{role} ({', '.join(agents)})" for role, agents in agents_of.items())
         commands = ", ".join(c.name for c in game.commands()) or "none"
         presets = ", ".join(game.config.PRESETS)
-        print(f"{game.name:<{width}} {game.id}\n{'':<{width}} roles: {roles}; presets: {presets}; "
-              f"its commands: {commands}")  # fmt: skip
+        print(
+            f"{game.name:<{width}} {game.id}\n{'':<{width}} roles: {roles}; presets: {presets}; "
+            f"its commands: {commands}"
+        )
     return 0
 
 
@@ -939,8 +1037,9 @@ def build_parser(game: Any = None, *, env_given: bool = True) -> argparse.Argume
         if command in spec.commands() and "--env" not in cmd._option_string_actions:
             _add_env(cmd, spec)  # (main chose the game by it, so the game's own commands take it too)
     for command in _COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help,
-                                             description=command.description or command.help))  # fmt: skip
+        command.add_arguments(
+            sub.add_parser(command.name, help=command.help, description=command.description or command.help)
+        )
     _add_sweep(sub, spec)
     _add_rerun(sub)
     pol = sub.add_parser("policies", help="list the available policies and their parameters")
@@ -988,6 +1087,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"eq-env {args.command}: error: {printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"eq-env {args.command}: interrupted; {interrupted.get(args.command, 'nothing was saved')}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"eq-env {args.command}: interrupted; {interrupted.get(args.command, 'nothing was saved')}", file=sys.stderr
+        )
         return 130

@@ -306,9 +306,11 @@ class FuzzReport:
         return [*self.raw, *self.silent, *self.corrupted, *self.valid_refused]
 
     def summary(self) -> str:
-        return (f"{self.game}: {self.calls} calls, {self.worked} worked, {self.refused} refused clearly; "
-                f"{len(self.raw)} raw, {len(self.silent)} silent, {len(self.corrupted)} corrupted, "
-                f"{len(self.valid_refused)} valid refused")  # fmt: skip
+        return (
+            f"{self.game}: {self.calls} calls, {self.worked} worked, {self.refused} refused clearly; "
+            f"{len(self.raw)} raw, {len(self.silent)} silent, {len(self.corrupted)} corrupted, "
+            f"{len(self.valid_refused)} valid refused"
+        )
 
 
 @dataclass(frozen=True)
@@ -425,11 +427,41 @@ class _Junk:
     """Malformed values of every kind, for actions, agents, seeds and options."""
 
     COMMON: tuple[Any, ...] = (
-        None, "0", "pass", "", b"\x00", 0.5, 1.0, -1, float("nan"), float("inf"), -float("inf"), 2**64, 10**100,
-        -(2**63), True, [0], [[0]], [[0.5, 0.5]], (0,), {}, {"a": 1}, set(), np.array([]), np.zeros((2, 2)),
-        np.array(["a"]), np.array([0.5, np.nan]), np.float32(0.0), np.int64(-1), complex(1, 1), [0.5, 0.5],
-        np.array([0.5, 0.5], dtype=object), [[1, 2], [3]], "\x00" * 3, "ｐａｓｓ",
-    )  # fmt: skip
+        None,
+        "0",
+        "pass",
+        "",
+        b"\x00",
+        0.5,
+        1.0,
+        -1,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        2**64,
+        10**100,
+        -(2**63),
+        True,
+        [0],
+        [[0]],
+        [[0.5, 0.5]],
+        (0,),
+        {},
+        {"a": 1},
+        set(),
+        np.array([]),
+        np.zeros((2, 2)),
+        np.array(["a"]),
+        np.array([0.5, np.nan]),
+        np.float32(0.0),
+        np.int64(-1),
+        complex(1, 1),
+        [0.5, 0.5],
+        np.array([0.5, 0.5], dtype=object),
+        [[1, 2], [3]],
+        "\x00" * 3,
+        "ｐａｓｓ",
+    )
 
     def __init__(self, rng: Any) -> None:
         self.rng = rng
@@ -444,17 +476,42 @@ class _Junk:
             return self.pick(self.COMMON)
         if isinstance(space, spaces.Discrete):
             lo, hi = int(space.start), int(space.start + space.n)
-            return self.pick([hi, lo - 1, np.int64(hi), np.array(hi), np.array([lo]), float(lo), np.uint64(2**64 - 1),
-                              np.int8(-1), str(lo), lo, np.int64(lo), np.array(lo), [lo]])  # fmt: skip
+            return self.pick(
+                [
+                    hi,
+                    lo - 1,
+                    np.int64(hi),
+                    np.array(hi),
+                    np.array([lo]),
+                    float(lo),
+                    np.uint64(2**64 - 1),
+                    np.int8(-1),
+                    str(lo),
+                    lo,
+                    np.int64(lo),
+                    np.array(lo),
+                    [lo],
+                ]
+            )
         if isinstance(space, (spaces.Box, spaces.MultiDiscrete)):
             base = np.asarray(valid)
             broken = base.astype(float)
             if broken.size:
                 broken.flat[self.rng.randrange(broken.size)] = self.pick([np.nan, np.inf, -1e9, 1e9, -1.0, 2.5])
             high = space.high if isinstance(space, spaces.Box) else space.nvec
-            return self.pick([broken, base.tolist(), np.append(base, 0), base.reshape(-1, 1), base.astype(str),
-                              base[:0], np.asarray(high) + 1, [*base.tolist(), 0],
-                              base.astype(np.float64)])  # fmt: skip
+            return self.pick(
+                [
+                    broken,
+                    base.tolist(),
+                    np.append(base, 0),
+                    base.reshape(-1, 1),
+                    base.astype(str),
+                    base[:0],
+                    np.asarray(high) + 1,
+                    [*base.tolist(), 0],
+                    base.astype(np.float64),
+                ]
+            )
         if isinstance(space, spaces.Dict) and isinstance(valid, Mapping):
             keys = list(space.spaces)
             key = keys[self.rng.randrange(len(keys))]
@@ -471,12 +528,46 @@ class _Junk:
 
     def agents(self, possible: Sequence[str]) -> list[Any]:
         first = possible[0]
-        return [f"{first}x", first.upper(), "", " " + first, None, 0, -1, 3.5, float("nan"), ["a"], {"a": 1},
-                (first,), b"x", np.str_("nobody"), "agent_99", f"{first}\x00"]  # fmt: skip
+        return [
+            f"{first}x",
+            first.upper(),
+            "",
+            " " + first,
+            None,
+            0,
+            -1,
+            3.5,
+            float("nan"),
+            ["a"],
+            {"a": 1},
+            (first,),
+            b"x",
+            np.str_("nobody"),
+            "agent_99",
+            f"{first}\x00",
+        ]
 
-    SEEDS_BAD: tuple[Any, ...] = (-1, -(2**70), 1.5, 3.0, "3", b"3", True, False, np.bool_(True), float("nan"),
-                                  float("inf"), [1], (1,), {}, np.float64(2.0), np.array([1, 2]), complex(1, 0),
-                                  "", np.int64(-3))  # fmt: skip
+    SEEDS_BAD: tuple[Any, ...] = (
+        -1,
+        -(2**70),
+        1.5,
+        3.0,
+        "3",
+        b"3",
+        True,
+        False,
+        np.bool_(True),
+        float("nan"),
+        float("inf"),
+        [1],
+        (1,),
+        {},
+        np.float64(2.0),
+        np.array([1, 2]),
+        complex(1, 0),
+        "",
+        np.int64(-3),
+    )
     SEEDS_EITHER: tuple[Any, ...] = (2**70, np.uint64(2**64 - 1), np.int8(3), np.array(3), 2**31, 10**30)
     SEEDS_VALID: tuple[Any, ...] = (0, 7, 12345, np.int64(5), None)
     OPTIONS_NOT_DICT: tuple[Any, ...] = ("x", [1], 1, ("episode", 1), True, b"", [("episode", 1)], 0.5)
@@ -622,35 +713,60 @@ class _Fuzzer:
 
     def reset_options_not_a_dict(self, env: Any, obs: Any) -> _Call:
         options = self.junk.pick(self.junk.OPTIONS_NOT_DICT)
-        return _Call(f"reset(options={_short(options)})", lambda e: e.reset(seed=0, options=options), INVALID,
-                     ("options",))  # fmt: skip
+        return _Call(
+            f"reset(options={_short(options)})", lambda e: e.reset(seed=0, options=options), INVALID, ("options",)
+        )
 
     def reset_unknown_option(self, env: Any, obs: Any) -> _Call:
         key = self.junk.pick([*self.fields, "bogus", "Episode", "episode ", 1, None, "seed", "agents"])
         value = self.junk.pick([9, 0, 1.5, "x", None])
-        return _Call(f"reset(options={{{key!r}: {value!r}}})", lambda e: e.reset(seed=0, options={key: value}),
-                     INVALID, (repr(key),))  # fmt: skip
+        return _Call(
+            f"reset(options={{{key!r}: {value!r}}})",
+            lambda e: e.reset(seed=0, options={key: value}),
+            INVALID,
+            (repr(key),),
+        )
 
     def reset_bad_episode(self, env: Any, obs: Any) -> _Call:
         episode = self.junk.pick(self.junk.EPISODES_BAD)
-        return _Call(f"reset(options={{'episode': {_short(episode)}}})",
-                     lambda e: e.reset(seed=0, options={"episode": episode}), INVALID, ("episode",))  # fmt: skip
+        return _Call(
+            f"reset(options={{'episode': {_short(episode)}}})",
+            lambda e: e.reset(seed=0, options={"episode": episode}),
+            INVALID,
+            ("episode",),
+        )
 
     def reset_odd_episode(self, env: Any, obs: Any) -> _Call:
         episode = self.junk.pick((*self.junk.EPISODES_EITHER, 0, 1, 4, np.int64(2)))
         verdict = EITHER if episode in self.junk.EPISODES_EITHER else VALID
         options = self.junk.pick(({"episode": episode}, {"episode": episode, "options": 1}))
-        return _Call(f"reset(seed=3, options={_short(options)})", lambda e: e.reset(seed=3, options=options),
-                     verdict, ("episode",))  # fmt: skip
+        return _Call(
+            f"reset(seed=3, options={_short(options)})",
+            lambda e: e.reset(seed=3, options=options),
+            verdict,
+            ("episode",),
+        )
 
     def reset_plain(self, env: Any, obs: Any) -> _Call:
         options = self.junk.pick((None, {}))
         return _Call(f"reset(seed=0, options={options!r})", lambda e: e.reset(seed=0, options=options), VALID)
 
-    COMMON = ("space_of_unknown_agent", "space_of_unknown_agent", "space_of_an_agent", "render", "reset_bad_seed",
-              "reset_bad_seed", "reset_odd_seed", "reset_options_not_a_dict", "reset_unknown_option",
-              "reset_unknown_option", "reset_bad_episode", "reset_bad_episode", "reset_odd_episode",
-              "reset_plain")  # fmt: skip
+    COMMON = (
+        "space_of_unknown_agent",
+        "space_of_unknown_agent",
+        "space_of_an_agent",
+        "render",
+        "reset_bad_seed",
+        "reset_bad_seed",
+        "reset_odd_seed",
+        "reset_options_not_a_dict",
+        "reset_unknown_option",
+        "reset_unknown_option",
+        "reset_bad_episode",
+        "reset_bad_episode",
+        "reset_odd_episode",
+        "reset_plain",
+    )
 
     # the AEC API
     def observe_unknown_agent(self, env: Any, obs: Any) -> _Call:
@@ -659,17 +775,26 @@ class _Fuzzer:
 
     def before_reset(self, env: Any, obs: Any) -> _Call:
         good, value = self.junk.pick(self.possible), self.junk.pick([0, None, *self.junk.COMMON])
-        text, run = self.junk.pick([
-            (f"observe({good!r})", lambda e: e.observe(good)), ("last()", lambda e: e.last()),
-            ("state()", lambda e: e.state()), (f"step({_short(value)})", lambda e: e.step(value)),
-            ("agent_iter()", lambda e: next(iter(e.agent_iter()))),
-        ])  # fmt: skip
+        text, run = self.junk.pick(
+            [
+                (f"observe({good!r})", lambda e: e.observe(good)),
+                ("last()", lambda e: e.last()),
+                ("state()", lambda e: e.state()),
+                (f"step({_short(value)})", lambda e: e.step(value)),
+                ("agent_iter()", lambda e: next(iter(e.agent_iter()))),
+            ]
+        )
         return _Call(f"{text} before reset", run, INVALID, ("reset",))
 
     def reads(self, env: Any, obs: Any, verdict: str = VALID) -> _Call:
         good = self.junk.pick(self.possible)
-        text, run = self.junk.pick([(f"observe({good!r})", lambda e: e.observe(good)),
-                                    ("last()", lambda e: e.last()), ("state()", lambda e: e.state())])  # fmt: skip
+        text, run = self.junk.pick(
+            [
+                (f"observe({good!r})", lambda e: e.observe(good)),
+                ("last()", lambda e: e.last()),
+                ("state()", lambda e: e.state()),
+            ]
+        )
         return _Call(text, run, verdict, ("reset", "over"), True)
 
     def reads_after_the_end(self, env: Any, obs: Any) -> _Call:
@@ -682,8 +807,12 @@ class _Fuzzer:
     def step_dead(self, env: Any, obs: Any) -> _Call:
         agent = env.agent_selection
         value = self.junk.pick([None, None, 0, *self.junk.COMMON[1:]])
-        return _Call(f"step({_short(value)}) for the done {agent}", lambda e: e.step(value),
-                     VALID if value is None else INVALID, (agent, "None"))  # fmt: skip
+        return _Call(
+            f"step({_short(value)}) for the done {agent}",
+            lambda e: e.step(value),
+            VALID if value is None else INVALID,
+            (agent, "None"),
+        )
 
     def step_live(self, env: Any, obs: Any) -> _Call:
         agent = env.agent_selection
@@ -707,8 +836,9 @@ class _Fuzzer:
         return _Call("step({...})", lambda e: e.step(actions), INVALID, ("reset",))
 
     def parallel_state(self, env: Any, obs: Any) -> _Call:
-        return _Call("state()", lambda e: e.state(), INVALID if env.agents == [] and obs is None else EITHER,
-                     ("reset",), True)  # fmt: skip
+        return _Call(
+            "state()", lambda e: e.state(), INVALID if env.agents == [] and obs is None else EITHER, ("reset",), True
+        )
 
     def _acting(self, env: Any, obs: Any) -> tuple[list[str], set[str], bool]:
         """The agents in play, those that are idle, and whether that says who acts: the environment's own
@@ -728,14 +858,25 @@ class _Fuzzer:
     def parallel_not_a_dict(self, env: Any, obs: Any) -> _Call:
         agents = list(env.agents)
         valid = [self._sample(env, a, obs[a]) for a in agents]
-        form = self.junk.pick([valid, [[0.5, 0.5]] * len(agents), [np.zeros(2)] * len(agents), "x", None, 5,
-                               list(zip(agents, valid, strict=True)), tuple(valid)])  # fmt: skip
+        form = self.junk.pick(
+            [
+                valid,
+                [[0.5, 0.5]] * len(agents),
+                [np.zeros(2)] * len(agents),
+                "x",
+                None,
+                5,
+                list(zip(agents, valid, strict=True)),
+                tuple(valid),
+            ]
+        )
         return _Call(f"step({_short(form)})", lambda e: e.step(form), INVALID, ("dict", "mapping"))
 
     def parallel_unknown_agent(self, env: Any, obs: Any) -> _Call:
         valid = {a: self._sample(env, a, obs[a]) for a in env.agents}
-        key = self.junk.pick([k for k in self.junk.agents(self.possible) if isinstance(k, (str, int, float, bytes))
-                              or k is None])  # fmt: skip
+        key = self.junk.pick(
+            [k for k in self.junk.agents(self.possible) if isinstance(k, (str, int, float, bytes)) or k is None]
+        )
         actions = {**valid, key: self.junk.pick(["junk", 0, None, valid[env.agents[0]]])}
         return _Call(f"step({{...valid, {_short(key)}: ...}})", lambda e: e.step(actions), INVALID, (_short(key),))
 
@@ -753,8 +894,12 @@ class _Fuzzer:
         agents, idle, known = self._acting(env, obs)
         agent = self.junk.pick(agents)
         actions = {a: self._sample(env, a, obs[a]) for a in agents if a != agent}
-        return _Call(f"step(valid actions without {agent})", lambda e: e.step(actions),
-                     EITHER if agent in idle or not known else INVALID, (agent,))  # fmt: skip
+        return _Call(
+            f"step(valid actions without {agent})",
+            lambda e: e.step(actions),
+            EITHER if agent in idle or not known else INVALID,
+            (agent,),
+        )
 
     def parallel_all_broken(self, env: Any, obs: Any) -> _Call:
         agents, idle, _ = self._acting(env, obs)
@@ -763,8 +908,12 @@ class _Fuzzer:
         verdicts = [action_verdict(env.action_space(a), value, _mask_of(obs[a])) for a in acting]
         actions = dict.fromkeys(agents, value)
         invalid = bool(verdicts) and all(v == INVALID for v in verdicts)
-        return _Call(f"step(every agent: {_short(value)})", lambda e: e.step(actions), INVALID if invalid else EITHER,
-                     tuple(acting))  # fmt: skip
+        return _Call(
+            f"step(every agent: {_short(value)})",
+            lambda e: e.step(actions),
+            INVALID if invalid else EITHER,
+            tuple(acting),
+        )
 
     def parallel_empty(self, env: Any, obs: Any) -> _Call:
         agents, idle, _ = self._acting(env, obs)
@@ -773,10 +922,19 @@ class _Fuzzer:
 
     PARALLEL: ClassVar[dict[str, tuple[str, ...]]] = {
         "new": (*COMMON, "parallel_out_of_episode", "parallel_state"),
-        "live": (*COMMON, "parallel_valid", "parallel_not_a_dict", "parallel_unknown_agent", "parallel_one_broken",
-                 "parallel_one_broken", "parallel_one_missing", "parallel_all_broken", "parallel_empty"),
+        "live": (
+            *COMMON,
+            "parallel_valid",
+            "parallel_not_a_dict",
+            "parallel_unknown_agent",
+            "parallel_one_broken",
+            "parallel_one_broken",
+            "parallel_one_missing",
+            "parallel_all_broken",
+            "parallel_empty",
+        ),
         "over": (*COMMON, "parallel_out_of_episode", "parallel_state"),
-    }  # fmt: skip
+    }
 
     # -- one call ---------------------------------------------------------------------------------------
     @staticmethod
@@ -807,8 +965,9 @@ class _Fuzzer:
         report = self.report
         report.calls += 1
         before = None if call.reads and call.verdict == VALID else _fingerprint(env, snapshot.api)
-        check_next = (snapshot.phase != "new" and call.text.startswith("reset(")
-                      and self.rng.random() < self.next_episode_checks)  # fmt: skip
+        check_next = (
+            snapshot.phase != "new" and call.text.startswith("reset(") and self.rng.random() < self.next_episode_checks
+        )
         twin = pickle.dumps(env) if check_next and not snapshot.pristine else None
         try:
             result = call.run(env)

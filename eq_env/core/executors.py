@@ -230,8 +230,7 @@ def ray_connected(address: str | None = None, *, num_cpus: int | None = None) ->
         else:
             temp_dir = _temp_dir()
             # on the loopback address: a Ray instance of one command is nobody else's to join
-            options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir,
-                           _node_ip_address="127.0.0.1")  # fmt: skip
+            options.update(num_cpus=num_cpus, include_dashboard=False, _temp_dir=temp_dir, _node_ip_address="127.0.0.1")
         try:
             ray.init(**options)
         except BaseException as err:
@@ -352,8 +351,10 @@ def _probe(address: str) -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT).close()
     except OSError as err:
         why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
-        raise ValueError(f"cannot join the Ray cluster at {target}: nothing answers there ({why}); "
-                         "--ray-address expects HOST:PORT of a running head (ray start --head)") from None  # fmt: skip
+        raise ValueError(
+            f"cannot join the Ray cluster at {target}: nothing answers there ({why}); "
+            "--ray-address expects HOST:PORT of a running head (ray start --head)"
+        ) from None
 
 
 def _call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:

@@ -238,8 +238,16 @@ def run_one(
         latest = {e.episode: e for e in history}
         done = {i: e for i, e in latest.items() if not isinstance(e, FailedEpisode)}
         save = store.append if store else None
-        new = play_concurrent(spec, condition.config, dict(condition.policies), episodes=condition.episodes,
-                              seed=seed, concurrency=concurrency, skip=done, on_episode=save)  # fmt: skip
+        new = play_concurrent(
+            spec,
+            condition.config,
+            dict(condition.policies),
+            episodes=condition.episodes,
+            seed=seed,
+            concurrency=concurrency,
+            skip=done,
+            on_episode=save,
+        )
         episodes = sorted([*done.values(), *new], key=lambda e: e.episode)
         records = [e for e in episodes if not isinstance(e, FailedEpisode)]
         metrics = spec.compute_metrics(records)
@@ -249,8 +257,7 @@ def run_one(
         extra["llm"] = llm_summary(spec, condition.config, records, failed, superseded)
         extra["failed"] = [e.to_dict() for e in failed]
     else:
-        metrics = spec.compute_metrics(play(spec, condition.config, policies, episodes=condition.episodes,
-                                            seed=seed))  # fmt: skip
+        metrics = spec.compute_metrics(play(spec, condition.config, policies, episodes=condition.episodes, seed=seed))
     return {
         "key": run_key(condition, seed),
         "condition": condition.key,
@@ -367,9 +374,14 @@ class ResultsStore:
 
 
 _RUN_FIELDS: tuple[tuple[str, type, str, bool], ...] = (  # name, type, what else it must be, whether required
-    ("condition", str, "", True), ("seed", int, ", at least 0", True), ("episodes", int, ", at least 1", True),
-    ("metrics", dict, "", True), ("labels", dict, "", False), ("failed", list, "", False), ("llm", dict, "", False),
-)  # fmt: skip
+    ("condition", str, "", True),
+    ("seed", int, ", at least 0", True),
+    ("episodes", int, ", at least 1", True),
+    ("metrics", dict, "", True),
+    ("labels", dict, "", False),
+    ("failed", list, "", False),
+    ("llm", dict, "", False),
+)
 
 
 def check_run_record(record: Mapping[str, Any]) -> None:
@@ -385,8 +397,10 @@ def check_run_record(record: Mapping[str, Any]) -> None:
         low = 1 if name == "episodes" else 0
         if isinstance(value, bool) or not isinstance(value, kind) or (isinstance(value, int) and value < low):
             got = reprlib.repr(value) if name in record else "nothing (the field is missing)"  # (cut to a line)
-            raise ValueError(f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}{more}, got "
-                             f"{got}; remove or fix that line (a run whose line is gone is played again)")  # fmt: skip
+            raise ValueError(
+                f"run record {record['key']!r}: expected {name!r} of type {kind.__name__}{more}, got "
+                f"{got}; remove or fix that line (a run whose line is gone is played again)"
+            )
 
 
 def check_runs(conditions: Sequence[Condition], engine: str, jobs: int) -> None:
@@ -453,8 +467,13 @@ def _run_all(
     here = [(c, s) for c, s in todo if llm[c.key]]
     pooled = [(c, s) for c, s in todo if not llm[c.key]]
     distinct = len({run_key(c, s) for c, s in wanted})
-    bar = tqdm(total=distinct, initial=distinct - len(todo), desc=desc, unit="run",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=distinct,
+        initial=distinct - len(todo),
+        desc=desc,
+        unit="run",
+        disable=None if progress is None else not progress,
+    )
     if executor.runs_inline(len(pooled)):
         here, pooled = todo, []
     try:
@@ -506,8 +525,12 @@ def record_policies(record: Mapping[str, Any]) -> dict[str, str]:
 def condition_of(record: Mapping[str, Any]) -> Condition:
     """The condition a results record ran."""
     spec = env_spec(record.get("env"))
-    return Condition(spec.config.from_dict(record["config"]), record_policies(record), int(record["episodes"]),
-                     tuple(record.get("labels", {}).items()))  # fmt: skip
+    return Condition(
+        spec.config.from_dict(record["config"]),
+        record_policies(record),
+        int(record["episodes"]),
+        tuple(record.get("labels", {}).items()),
+    )
 
 
 def _metrics_of(record: Mapping[str, Any]) -> dict[str, float]:
@@ -526,17 +549,35 @@ def aggregate(
         per_seed = dict(sorted(by_condition.get(c.key, {}).items()))
         metrics = c.game.metrics
         out.append(
-            (c, summarize(per_seed.values(), metrics) if per_seed else dict.fromkeys(metrics, (math.nan, math.nan)),
-             per_seed)
-        )  # fmt: skip
+            (
+                c,
+                summarize(per_seed.values(), metrics) if per_seed else dict.fromkeys(metrics, (math.nan, math.nan)),
+                per_seed,
+            )
+        )
     return out
 
 
 _LLM_COUNTS = (
-    "seeds", "episodes", "failed_episodes", "calls", "fallbacks", "reasks", "gated", "usage_estimated",
-    "prompt_tokens", "completion_tokens", "cost_usd", "requests", "retries", "cache_hits", "transport_errors",
-    "billed_prompt_tokens", "billed_completion_tokens", "billed_usd",
-)  # fmt: skip
+    "seeds",
+    "episodes",
+    "failed_episodes",
+    "calls",
+    "fallbacks",
+    "reasks",
+    "gated",
+    "usage_estimated",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "requests",
+    "retries",
+    "cache_hits",
+    "transport_errors",
+    "billed_prompt_tokens",
+    "billed_completion_tokens",
+    "billed_usd",
+)
 
 
 def llm_columns(env: Any = None) -> tuple[str, ...]:
@@ -585,13 +626,17 @@ def llm_report(
         for part in llm.values():
             if not isinstance(part, Mapping):  # (failed_episodes)
                 continue
-            for k in ("calls", "fallbacks", "reasks", "gated", "usage_estimated", "prompt_tokens",
-                      "completion_tokens"):  # fmt: skip
+            for k in ("calls", "fallbacks", "reasks", "gated", "usage_estimated", "prompt_tokens", "completion_tokens"):
                 t[k] += part.get(k, 0)
             transport = part.get("transport", {})
-            for k, src in (("requests", "requests"), ("retries", "retries"), ("cache_hits", "cache_hits"),
-                           ("transport_errors", "errors"), ("billed_prompt_tokens", "billed_prompt_tokens"),
-                           ("billed_completion_tokens", "billed_completion_tokens")):  # fmt: skip
+            for k, src in (
+                ("requests", "requests"),
+                ("retries", "retries"),
+                ("cache_hits", "cache_hits"),
+                ("transport_errors", "errors"),
+                ("billed_prompt_tokens", "billed_prompt_tokens"),
+                ("billed_completion_tokens", "billed_completion_tokens"),
+            ):
                 t[k] += transport.get(src, 0)
     rows, seen = [], set()
     for c in conditions:
@@ -606,10 +651,32 @@ def llm_report(
 
 # Two-sided 95% quantiles of Student's t by degrees of freedom (scipy is not a dependency).
 _T975 = {
-    1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-    11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
-    20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980,
-}  # fmt: skip
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+    40: 2.021,
+    60: 2.000,
+    120: 1.980,
+}
 
 
 def t_quantile_975(df: int) -> float:
@@ -633,9 +700,12 @@ def paired_difference(
     separates two independent runs. Returns (mean, low, high, seeds used).
     """
     diffs = np.array(
-        [a[s][metric] - b[s][metric] for s in sorted(set(a) & set(b))
-         if not (math.isnan(a[s][metric]) or math.isnan(b[s][metric]))]
-    )  # fmt: skip
+        [
+            a[s][metric] - b[s][metric]
+            for s in sorted(set(a) & set(b))
+            if not (math.isnan(a[s][metric]) or math.isnan(b[s][metric]))
+        ]
+    )
     n = len(diffs)
     if n == 0:
         return math.nan, math.nan, math.nan, 0

@@ -238,8 +238,7 @@ _entry_points_loaded = False
 ENTRY_POINTS = "eq_env.policies"
 
 
-def register_policy(name: str, role: Role, factory: Callable[..., Any], summary: str = "", *,
-                    env: Any = None) -> None:  # fmt: skip
+def register_policy(name: str, role: Role, factory: Callable[..., Any], summary: str = "", *, env: Any = None) -> None:
     """Make ``factory`` available to :func:`make_policy` and the CLI as ``name``, for ``role`` of the game
     ``env`` (an id, short name or spec; None: the default game)."""
     from eq_env.core.spec import env_spec

@@ -364,8 +364,16 @@ def play(
     spec = env_spec(env)
     agents = policies if isinstance(policies, _Agents) else _Agents(spec, config, policies)
     if agents.any_async():
-        out = play_concurrent(spec, config, agents, episodes=episodes, seed=seed, concurrency=concurrency,
-                              progress=progress, render=render)  # fmt: skip
+        out = play_concurrent(
+            spec,
+            config,
+            agents,
+            episodes=episodes,
+            seed=seed,
+            concurrency=concurrency,
+            progress=progress,
+            render=render,
+        )
         failed = [e for e in out if isinstance(e, FailedEpisode)]
         if failed:
             raise PolicyError(f"{len(failed)} episode(s) failed, e.g. episode {failed[0].episode}: {failed[0].error}")
@@ -450,8 +458,14 @@ async def aplay(
                 infos[turns.acting] = merge_infos([*turns.infos.get(turns.acting, []), err.info]) or {}
             result = FailedEpisode(seed, i, roles.get(turns.acting, ""), str(err), infos, agent=turns.acting)
         except Exception as err:  # recorded with its type; the run goes on
-            result = FailedEpisode(seed, i, roles.get(turns.acting, ""), f"{type(err).__name__}: {err}",
-                                   turns.agent_infos(), agent=turns.acting)  # fmt: skip
+            result = FailedEpisode(
+                seed,
+                i,
+                roles.get(turns.acting, ""),
+                f"{type(err).__name__}: {err}",
+                turns.agent_infos(),
+                agent=turns.acting,
+            )
         finally:
             envs.put_nowait(game)
         if on_episode is not None:
@@ -497,8 +511,20 @@ def play_concurrent(
     render: Callable[[str], None] | None = None,
 ) -> list[Episode]:
     """:func:`aplay` from synchronous code."""
-    return asyncio.run(aplay(env, config, policies, episodes=episodes, seed=seed, concurrency=concurrency, skip=skip,
-                             on_episode=on_episode, progress=progress, render=render))  # fmt: skip
+    return asyncio.run(
+        aplay(
+            env,
+            config,
+            policies,
+            episodes=episodes,
+            seed=seed,
+            concurrency=concurrency,
+            skip=skip,
+            on_episode=on_episode,
+            progress=progress,
+            render=render,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -637,16 +663,26 @@ def evaluate(
     per_seed = []
     for seed in seeds:
         if agents.any_async():
-            out = play_concurrent(spec, config, agents, episodes=episodes, seed=seed, concurrency=concurrency,
-                                  progress=progress, render=render)  # fmt: skip
+            out = play_concurrent(
+                spec,
+                config,
+                agents,
+                episodes=episodes,
+                seed=seed,
+                concurrency=concurrency,
+                progress=progress,
+                render=render,
+            )
             run = [e for e in out if not isinstance(e, FailedEpisode)]
             failed.extend(e for e in out if isinstance(e, FailedEpisode))
         else:
             run = play(spec, config, agents, episodes=episodes, seed=seed, progress=progress, render=render)
         records.extend(run)
         per_seed.append(spec.compute_metrics(run))
-    shown = {role: repr(agents.by_agent[members[0]]) if members else "(no agent)"
-             for role, members in spec.agents(config).items()}  # fmt: skip
+    shown = {
+        role: repr(agents.by_agent[members[0]]) if members else "(no agent)"
+        for role, members in spec.agents(config).items()
+    }
     return Evaluation(spec.id, config, shown, seeds, episodes, records, per_seed, failed)
 
 

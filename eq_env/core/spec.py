@@ -236,8 +236,10 @@ def load_entry_points(group: str) -> None:
         try:
             point.load()
         except Exception as err:  # a broken plugin must not break the package, nor hide which it was
-            warnings.warn(f"the {group} entry point {point.name!r} ({point.value}) failed to load: "
-                          f"{type(err).__name__}: {err}", stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"the {group} entry point {point.name!r} ({point.value}) failed to load: {type(err).__name__}: {err}",
+                stacklevel=2,
+            )
 
 
 def registered_envs(*, installed: bool = True) -> list[EnvSpec]:

@@ -142,8 +142,10 @@ class SweepSpec:
         self.preset = self.preset or spec.config.DEFAULT_PRESET
         # a role left out plays the game's default policy (if it names one); an empty list is refused
         given, defaults = self.policies, spec.default_policies
-        self.policies = {role: list(given[role]) if role in given else [defaults[role]] if role in defaults else []
-                         for role in spec.roles}  # fmt: skip
+        self.policies = {
+            role: list(given[role]) if role in given else [defaults[role]] if role in defaults else []
+            for role in spec.roles
+        }
 
     @property
     def game(self) -> EnvSpec:
@@ -196,8 +198,9 @@ class SweepSpec:
         grid, fixed = spec_table(data, "grid"), spec_table(data, "set")
         table = data.get("policies", {})
         if not isinstance(table, Mapping) or set(table) - set(game.roles):
-            raise ValueError(f"policies must be a table of role = [specs] over the roles {list(game.roles)}, "
-                             f"got {table!r}")  # fmt: skip
+            raise ValueError(
+                f"policies must be a table of role = [specs] over the roles {list(game.roles)}, got {table!r}"
+            )
         policies = {role: _as_list(specs, f"policies.{role}") for role, specs in table.items()}
         for key, role in plurals.items():
             if key in data:
@@ -241,8 +244,11 @@ class SweepSpec:
             same = repeated_policy(specs, role, self.game)
             if same is not None:
                 first, second = specs[same[0]], specs[same[1]]
-                raise ValueError(f"{key} repeat {first!r}" if first == second else
-                                 f"{key}: {second!r} is the same policy as {first!r}")  # fmt: skip
+                raise ValueError(
+                    f"{key} repeat {first!r}"
+                    if first == second
+                    else f"{key}: {second!r} is the same policy as {first!r}"
+                )
         both = set(self.set) & set(self.grid)
         if both:
             raise ValueError(f"{sorted(both)} are both fixed (set) and swept (grid); choose one")
@@ -357,8 +363,9 @@ class _UniqueKeyJSONDecoder(json.JSONDecoder):
     def __init__(self) -> None:
         super().__init__(parse_int=_integer_literal)
 
-        def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any, pairs_hook: Any,
-                         memo: Any = None) -> tuple[dict[str, Any], int]:  # fmt: skip
+        def parse_object(
+            s_and_end: tuple[str, int], strict: bool, scan_once: Any, hook: Any, pairs_hook: Any, memo: Any = None
+        ) -> tuple[dict[str, Any], int]:
             text, start = s_and_end
             pairs, end = JSONObject(s_and_end, strict, scan_once, None, list, memo)
             seen: set[str] = set()
@@ -492,8 +499,9 @@ def _check_yaml_nesting(text: str, path: Path) -> None:
         if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise ValueError(f"{path}:{event.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a "
-                                 "sweep spec needs 3")  # fmt: skip
+                raise ValueError(
+                    f"{path}:{event.start_mark.line + 1}: nested deeper than {MAX_DEPTH} levels; a sweep spec needs 3"
+                )
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 
@@ -661,8 +669,17 @@ def run_sweep(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
-    records = run_all(conds, spec.seeds, ResultsStore(out / "results.jsonl"), engine=spec.engine, jobs=jobs,
-                      progress=progress, desc="sweep", concurrency=concurrency, executor=executor)  # fmt: skip
+    records = run_all(
+        conds,
+        spec.seeds,
+        ResultsStore(out / "results.jsonl"),
+        engine=spec.engine,
+        jobs=jobs,
+        progress=progress,
+        desc="sweep",
+        concurrency=concurrency,
+        executor=executor,
+    )
     llm_rows = llm_report(conds, records)
     if llm_rows:
         write_csv(out / "llm_costs.csv", llm_rows, llm_columns(game))
@@ -756,10 +773,13 @@ def _plot(
         series = []
         for key, points in groups.items():
             name = ", ".join(f"{d}={v}" for d, v in zip(others, key, strict=True)) if x else ""
-            series.append({
-                "label": name, "x": [p[0] for p in points],  # unnamed when alone: the y label says it
-                "y": [p[1][metric][0] for p in points],
-                "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
-            })  # fmt: skip
+            series.append(
+                {
+                    "label": name,
+                    "x": [p[0] for p in points],  # unnamed when alone: the y label says it
+                    "y": [p[1][metric][0] for p in points],
+                    "yerr": [0.0 if math.isnan(p[1][metric][1]) else p[1][metric][1] for p in points],
+                }
+            )
         panels.append({"ylabel": metric, "series": series})
     plot_lines(path, panels, xlabel=x or "condition")

@@ -326,12 +326,20 @@ def withhold_batch(sub: SubmissionBatch, config: ExchangeAuditConfig) -> Submiss
     elif regime != "text_only":
         raise ValueError(f"regime must be one of 'artifacts', 'text_only', 'action_only', got {regime!r}")
     return SubmissionBatch(
-        request=sub.request, reported_intent=sub.reported_intent, reported_risk=sub.reported_risk,
-        reported_net_delta=sub.reported_net_delta, reported_hedge_size=sub.reported_hedge_size,
-        claim_intent=absent, claim_risk_within_limit=absent.copy(), claim_net_delta_bounded=absent.copy(),
-        claim_risk_metric=np.zeros(n, dtype=bool), claim_confidence=absent.copy(), words=words, tokens=tokens,
+        request=sub.request,
+        reported_intent=sub.reported_intent,
+        reported_risk=sub.reported_risk,
+        reported_net_delta=sub.reported_net_delta,
+        reported_hedge_size=sub.reported_hedge_size,
+        claim_intent=absent,
+        claim_risk_within_limit=absent.copy(),
+        claim_net_delta_bounded=absent.copy(),
+        claim_risk_metric=np.zeros(n, dtype=bool),
+        claim_confidence=absent.copy(),
+        words=words,
+        tokens=tokens,
         texts=texts,
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -422,8 +430,13 @@ def _any_rows(matrix: np.ndarray) -> np.ndarray:
     return out
 
 
-def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAuditConfig, schema: ClaimSchema,
-                        checks: np.ndarray | None = None) -> AuditBatch:  # fmt: skip
+def _schema_audit_batch(
+    sub: SubmissionBatch,
+    nature: Nature,
+    config: ExchangeAuditConfig,
+    schema: ClaimSchema,
+    checks: np.ndarray | None = None,
+) -> AuditBatch:
     """:func:`~eq_env.exchange_audit.rules._schema_audit` for arrays: any schema's pool, required claims and checks."""
     n = nature.n
     a = nature.audit_u
@@ -448,8 +461,10 @@ def _schema_audit_batch(sub: SubmissionBatch, nature: Nature, config: ExchangeAu
         keys = a[:, 1 : 1 + min(size, N_AUDIT_UNIFORMS - 1)]
         if size > keys.shape[1]:
             if nature.claim_u is None or nature.claim_u.shape[1] != size - keys.shape[1]:
-                raise ValueError(f"an audit sampling from {size} claims needs the episodes' claim keys "
-                                 "(sample_nature's k, or draw_nature)")  # fmt: skip
+                raise ValueError(
+                    f"an audit sampling from {size} claims needs the episodes' claim keys "
+                    "(sample_nature's k, or draw_nature)"
+                )
             keys = np.concatenate([keys, nature.claim_u], axis=1)
         order = np.argsort(keys, axis=1, kind="stable")[:, :k]  # the k smallest keys, ties to the lower index
         checked = np.zeros((n, size), dtype=bool)
@@ -493,8 +508,9 @@ def skipped_audits(n: int, pool: int = 4) -> AuditBatch:
     """``n`` audits that did not run (or, delayed, whose result the validator does not have yet); ``pool``: the
     claim schema's audit pool size."""
     zeros = np.zeros((n, pool), dtype=bool)
-    return AuditBatch(np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(),
-                      np.full(n, ABSENT, dtype=np.int8))  # fmt: skip
+    return AuditBatch(
+        np.full(n, AuditOutcome.SKIPPED, dtype=np.int8), zeros, zeros.copy(), np.full(n, ABSENT, dtype=np.int8)
+    )
 
 
 def validator_audit(audit: AuditBatch, config: ExchangeAuditConfig) -> AuditBatch:
@@ -625,8 +641,10 @@ def extra_claim_columns(sub: SubmissionBatch, config: ExchangeAuditConfig) -> di
     if config.claim_schema == "paper":
         return {}
     cols = claim_columns(sub, get_schema(config.claim_schema))
-    return {f"claim_{c.name}": np.where(cols[c.name][0], cols[c.name][1], np.nan)
-            for c in get_schema(config.claim_schema).extra}  # fmt: skip
+    return {
+        f"claim_{c.name}": np.where(cols[c.name][0], cols[c.name][1], np.nan)
+        for c in get_schema(config.claim_schema).extra
+    }
 
 
 def outcome_columns(
@@ -734,8 +752,9 @@ def detection_miss_table(checks: int, pool: int = 4) -> tuple[float, ...]:
     """
     if checks <= 0:
         return (1.0,) * (pool + 1)
-    return tuple(math.comb(pool - k, checks) / math.comb(pool, checks) if checks <= pool - k else 0.0
-                 for k in range(pool + 1))  # fmt: skip
+    return tuple(
+        math.comb(pool - k, checks) / math.comb(pool, checks) if checks <= pool - k else 0.0 for k in range(pool + 1)
+    )
 
 
 def columns_equal(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> list[str]:

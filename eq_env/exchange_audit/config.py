@@ -61,8 +61,15 @@ class ExchangeAuditConfig(GameConfig):
     DEFAULT_PRESET: ClassVar[str] = "paper"
 
     q: float = _param(0.3, 0.0, 1.0, "audit intensity: probability an episode is audited")
-    B: int | None = number(4, 0, math.inf, "audit budget: claim types checked per audit (None or >= the claim "
-                           "schema's pool: all of it, four in the paper's)", integer=True, none="all")  # fmt: skip
+    B: int | None = number(
+        4,
+        0,
+        math.inf,
+        "audit budget: claim types checked per audit (None or >= the claim "
+        "schema's pool: all of it, four in the paper's)",
+        integer=True,
+        none="all",
+    )
     V: float = _param(1.0, 0.0, 1e6, "approval reward (proposer, and validator if compliant)")
     L: float = _param(2.0, 0.0, 1e6, "penalty to the proposer for a failed audit")
     alpha: float = _param(0.02, 0.0, 1e3, "cost per word of free text, charged to the proposer")
@@ -116,19 +123,23 @@ class ExchangeAuditConfig(GameConfig):
     )
     # The free-text regime: which part of the artifact is sent (rules.withhold).
     regime: str = choice(
-        "artifacts", REGIMES,
+        "artifacts",
+        REGIMES,
         "what of the artifact reaches the validator and the audit: 'artifacts' (typed claims and text, the "
         "paper), 'text_only' (the typed claims are withheld: an audit is then inconclusive) or 'action_only' "
         "(nothing: neither sent nor charged)",
-    )  # fmt: skip
+    )
     # Claim schemas: the registered schema whose claim types the proposer may state, the
     # audit checks and the rule engine requires (eq_env.exchange_audit.schema). Its choices are the live
     # registry, so a schema registered in Python is accepted too.
     claim_schema: str = field(
         default="paper",
-        metadata={"choices": SCHEMA_NAMES, "doc": "claim schema: the registered set of claim types ('paper': the "
-                  "paper's five; 'rich': adds a conditional hedge-cover claim and a required risk interval)"},
-    )  # fmt: skip
+        metadata={
+            "choices": SCHEMA_NAMES,
+            "doc": "claim schema: the registered set of claim types ('paper': the "
+            "paper's five; 'rich': adds a conditional hedge-cover claim and a required risk interval)",
+        },
+    )
 
     def validate(self) -> None:
         if self.risk_limit_low > self.risk_limit_high:
@@ -140,8 +151,12 @@ class ExchangeAuditConfig(GameConfig):
     @property
     def false_fail_rates(self) -> tuple[float, float, float, float]:
         """epsilon_1 per checkable claim, in the order of ``game.CHECKABLE_CLAIMS``."""
-        return (self.false_fail_intent, self.false_fail_risk_within_limit, self.false_fail_net_delta_bounded,
-                self.false_fail_confidence)  # fmt: skip
+        return (
+            self.false_fail_intent,
+            self.false_fail_risk_within_limit,
+            self.false_fail_net_delta_bounded,
+            self.false_fail_confidence,
+        )
 
     @property
     def miss_rates(self) -> tuple[float, float, float, float]:

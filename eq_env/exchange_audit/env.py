@@ -390,8 +390,10 @@ class _EpisodeBase(Generic[ConfigT, GameT]):
             return None
         index = options["episode"]
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < MAX_EPISODE:
-            raise ValueError(f"options['episode'] must be a non-negative integer below {MAX_EPISODE:,} (a seed's "
-                             f"draws are skipped forward episode by episode), got {index!r}")  # fmt: skip
+            raise ValueError(
+                f"options['episode'] must be a non-negative integer below {MAX_EPISODE:,} (a seed's "
+                f"draws are skipped forward episode by episode), got {index!r}"
+            )
         return int(index)
 
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> None:
@@ -437,8 +439,17 @@ class _EpisodeBase(Generic[ConfigT, GameT]):
         s = self.stage.state
         if s is None:
             raise RuntimeError("state() before reset()")
-        values = [s.ambiguous, s.intent, s.risk_limit, s.delta_limit, s.true_risk, s.true_net_delta, s.hedge_size,
-                  s.compliant, *self._state_extra()]  # fmt: skip
+        values = [
+            s.ambiguous,
+            s.intent,
+            s.risk_limit,
+            s.delta_limit,
+            s.true_risk,
+            s.true_net_delta,
+            s.hedge_size,
+            s.compliant,
+            *self._state_extra(),
+        ]
         return np.clip(np.array(values, dtype=np.float64), self.state_space.low, self.state_space.high)
 
     def _render_text(self) -> str:

@@ -121,8 +121,13 @@ def _audit(
     keys = np.ones((n, max(pool, N_AUDIT_UNIFORMS - 1)))
     keys[:, list(subset)] = 0.0
     first = N_AUDIT_UNIFORMS - 1  # (the audit's own keys; a larger pool's further keys are its claim keys)
-    fixed = Nature(**{**nature.__dict__, "audit_u": np.concatenate([np.zeros((n, 1)), keys[:, :first]], axis=1),
-                      "claim_u": keys[:, first:] if pool > first else None})  # fmt: skip
+    fixed = Nature(
+        **{
+            **nature.__dict__,
+            "audit_u": np.concatenate([np.zeros((n, 1)), keys[:, :first]], axis=1),
+            "claim_u": keys[:, first:] if pool > first else None,
+        }
+    )
     return run_audit_batch(sub, fixed, config.replace(q=1.0))
 
 
@@ -213,8 +218,10 @@ class ProposerBestResponse:
         ]
         if self.deviations:
             significant = self.gap_ci[0] > 0  # (False for a NaN interval too)
-            lines.append("  deviating strategy found (share of all episodes)" + (":" if significant else
-                         "; its gain is not significant on the measured half:"))  # fmt: skip
+            lines.append(
+                "  deviating strategy found (share of all episodes)"
+                + (":" if significant else "; its gain is not significant on the measured half:")
+            )
             lines += [f"    {share:6.1%}  {text}" for share, text in self.deviations[:5]]
         else:
             lines.append("  no profitable misreport found")
@@ -250,8 +257,12 @@ def proposer_best_response(
     artifacts = all_artifacts(config.claim_schema)
     sums = np.zeros((n_cells, len(artifacts)))
     counts = np.bincount(fit_cells, minlength=n_cells)
-    bar = tqdm(total=len(artifacts), desc="proposer best response", unit="artifact",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(artifacts),
+        desc="proposer best response",
+        unit="artifact",
+        disable=None if progress is None else not progress,
+    )
     for a, choices in enumerate(artifacts):
         payoff, _ = expected_payoffs(config, fit, artifact_submissions(fit_views, choices), validator_policy)
         sums[:, a] = np.bincount(fit_cells, weights=payoff, minlength=n_cells)
@@ -342,8 +353,10 @@ _BLOCK_ROWS = 1 << 17  # episodes x artifacts worked out in one batch
 
 def _tile(nature: Nature, m: int) -> Nature:
     """``nature``'s episodes ``m`` times over, one copy after another."""
-    values: dict[str, Any] = {k: (np.tile(v, (m,) + (1,) * (v.ndim - 1)) if isinstance(v, np.ndarray) else v)
-                              for k, v in nature.__dict__.items()}  # fmt: skip
+    values: dict[str, Any] = {
+        k: (np.tile(v, (m,) + (1,) * (v.ndim - 1)) if isinstance(v, np.ndarray) else v)
+        for k, v in nature.__dict__.items()
+    }
     return Nature(**values)
 
 
@@ -372,8 +385,10 @@ def proposer_best_responses(
         honest = "honest:claims_from=truth,words=0" if config.reveal_compliance else "honest:words=0"
     honest_policy, validator_policy = _bulk(honest, validator)
     if type(validator_policy).__name__ not in _Q_FREE_VALIDATORS:
-        return [proposer_best_response(c, validator, episodes=episodes, seed=seed, honest=honest, progress=progress)
-                for c in configs]  # fmt: skip
+        return [
+            proposer_best_response(c, validator, episodes=episodes, seed=seed, honest=honest, progress=progress)
+            for c in configs
+        ]
     half = episodes // 2
     nature = draw_nature(config, DrawStream(seed), 2 * half)
     fit, test = _split(nature, half)
@@ -388,8 +403,12 @@ def proposer_best_responses(
     best_sums = [np.full(n_cells, -np.inf) for _ in qs]
     own_bar = bar is None
     if own_bar:
-        bar = tqdm(total=len(artifacts), desc="proposer best responses", unit="artifact",
-                   disable=None if progress is None else not progress)  # fmt: skip
+        bar = tqdm(
+            total=len(artifacts),
+            desc="proposer best responses",
+            unit="artifact",
+            disable=None if progress is None else not progress,
+        )
     # artifacts in blocks, each block's episodes side by side in one batch (the same rows, fewer calls)
     per_block = max(1, _BLOCK_ROWS // max(fit.n, 1))
     tiled: dict[int, tuple[Nature, Any, np.ndarray]] = {}
@@ -406,8 +425,10 @@ def proposer_best_responses(
         for subset in subsets:
             audit = _audit(sub, nature_m, config, subset)
             seen = validator_audit(audit, config)
-            approve = np.asarray(validator_policy.act_batch(
-                ValidatorBatch(config, sub, seen, nature_m.ambiguous, nature_m.risk_limit)), dtype=bool)  # fmt: skip
+            approve = np.asarray(
+                validator_policy.act_batch(ValidatorBatch(config, sub, seen, nature_m.ambiguous, nature_m.risk_limit)),
+                dtype=bool,
+            )
             scenario_payoff[subset], _ = payoffs_batch(sub, sub.request & approve, audit, nature_m.compliant, config)
         for i, plan in enumerate(plans):
             payoff = np.zeros(nature_m.n)
@@ -422,9 +443,21 @@ def proposer_best_responses(
         bar.update(m)
     if own_bar:
         bar.close()
-    return [_best_response(c, validator, honest_policy, validator_policy, (fit, fit_views, fit_cells),
-                           (test, test_views, test_cells), counts, best[i], best_sums[i], artifacts)
-            for i, c in enumerate(configs)]  # fmt: skip
+    return [
+        _best_response(
+            c,
+            validator,
+            honest_policy,
+            validator_policy,
+            (fit, fit_views, fit_cells),
+            (test, test_views, test_cells),
+            counts,
+            best[i],
+            best_sums[i],
+            artifacts,
+        )
+        for i, c in enumerate(configs)
+    ]
 
 
 def proposer_payoff(
@@ -485,8 +518,14 @@ def _validator_cells(v: ValidatorBatch) -> np.ndarray:
     a, r = v.audit, rule_signals(v)
     revealed = (a.revealed_compliant + 1).astype(np.int64)  # 0 none, 1 non-compliant, 2 compliant
     cell = v.ambiguous.astype(np.int64)
-    for part, size in ((a.outcome.astype(np.int64), 4), (revealed, 3), (r.asserts, 2), (r.comfortable, 2),
-                       (r.within, 2), (r.explained, 2)):  # fmt: skip
+    for part, size in (
+        (a.outcome.astype(np.int64), 4),
+        (revealed, 3),
+        (r.asserts, 2),
+        (r.comfortable, 2),
+        (r.within, 2),
+        (r.explained, 2),
+    ):
         cell = cell * size + np.asarray(part, dtype=np.int64)
     return cell
 
@@ -520,8 +559,9 @@ class ValidatorBestResponse:
 
 def _describe_validator_cell(cell: int) -> str:
     parts = []
-    for name, size in reversed((("outcome", 4), ("revealed", 3), ("asserts", 2), ("comfortable", 2), ("within", 2),
-                                ("explained", 2))):  # fmt: skip
+    for name, size in reversed(
+        (("outcome", 4), ("revealed", 3), ("asserts", 2), ("comfortable", 2), ("within", 2), ("explained", 2))
+    ):
         parts.append((name, cell % size))
         cell //= size
     d = dict(parts)
@@ -553,8 +593,7 @@ def validator_best_response(
     nature = draw_nature(config, DrawStream(seed), 2 * half)
     halves = _split(nature, half)
     batches = []
-    bar = tqdm(total=3, desc="validator best response", unit="step",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(total=3, desc="validator best response", unit="step", disable=None if progress is None else not progress)
     for part, s in zip(halves, (0, 1), strict=True):
         proposer_policy.reset(seed=s)
         sub = withhold_batch(proposer_policy.act_batch(proposer_batch(part, config)), config)
@@ -578,8 +617,13 @@ def validator_best_response(
     for c, b in zip(test_cells[changed].tolist(), br_decision[changed].tolist(), strict=True):
         counts[(c, b)] = counts.get((c, b), 0) + 1
     decisions = max(int(tsub.request.sum()), 1)
-    changes = sorted(((k / decisions, f"{'APPROVE' if b else 'BLOCK'} where: {_describe_validator_cell(c)}")
-                      for (c, b), k in counts.items()), reverse=True)  # fmt: skip
+    changes = sorted(
+        (
+            (k / decisions, f"{'APPROVE' if b else 'BLOCK'} where: {_describe_validator_cell(c)}")
+            for (c, b), k in counts.items()
+        ),
+        reverse=True,
+    )
     bar.update(1)
     bar.close()
     return ValidatorBestResponse(

@@ -113,8 +113,14 @@ def artifact_index(choices: np.ndarray, schema: ClaimSchema | str | None = None)
 def observed_position(view: ProposerView) -> Position:
     """The position a proposer observed, as a claim schema's ``sincere`` hooks read it."""
     pub = view.public
-    return Position(int(view.intent), view.observed_risk, view.observed_net_delta, view.observed_hedge_size,
-                    pub.risk_limit, pub.delta_limit)  # fmt: skip
+    return Position(
+        int(view.intent),
+        view.observed_risk,
+        view.observed_net_delta,
+        view.observed_hedge_size,
+        pub.risk_limit,
+        pub.delta_limit,
+    )
 
 
 def shaded_numbers(risk: Any, net_delta: Any, risk_limit: Any, delta_limit: Any, safe_margin: float) -> tuple[Any, Any]:
@@ -122,8 +128,10 @@ def shaded_numbers(risk: Any, net_delta: Any, risk_limit: Any, delta_limit: Any,
     inside stay as they are; the sign of the net delta is kept). Scalars or arrays alike."""
     inside = safe_margin + SHADE
     sign = np.where(net_delta < 0, -1.0, 1.0)
-    return (np.maximum(0.0, np.minimum(risk, risk_limit - inside)),
-            sign * np.maximum(0.0, np.minimum(np.abs(net_delta), delta_limit - inside)))  # fmt: skip
+    return (
+        np.maximum(0.0, np.minimum(risk, risk_limit - inside)),
+        sign * np.maximum(0.0, np.minimum(np.abs(net_delta), delta_limit - inside)),
+    )
 
 
 def _claim(code: int, favourable: Any, unfavourable: Any) -> Any:
@@ -143,8 +151,9 @@ def artifact_submission(view: ProposerView, choices: Any) -> Submission:
     extra: tuple[tuple[str, Any], ...] = ()
     if pub.claim_schema != "paper":
         extra = _extra_claims(get_schema(pub.claim_schema), [int(x) for x in choices[7:]], view)
-    claims = Claims(_claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False),
-                    extra=extra)  # fmt: skip
+    claims = Claims(
+        _claim(ci, Intent.HEDGE, Intent.SPECULATE), _claim(cr, True, False), _claim(cd, True, False), extra=extra
+    )
     words = min(ARTIFACT_WORDS[text], pub.max_words)
     artifact = Artifact(claims, "", words, estimated_tokens(words))  # numeric policy: words without a text
     action = ProposerAction.REQUEST_APPROVAL if act else ProposerAction.NO_TRADE
@@ -153,18 +162,22 @@ def artifact_submission(view: ProposerView, choices: Any) -> Submission:
 
 def _shaded_position(view: ProposerView) -> Position:
     pub = view.public
-    risk, delta = shaded_numbers(view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit,
-                                 pub.safe_margin)  # fmt: skip
-    return Position(int(Intent.HEDGE), float(risk), float(delta), view.observed_hedge_size, pub.risk_limit,
-                    pub.delta_limit)  # fmt: skip
+    risk, delta = shaded_numbers(
+        view.observed_risk, view.observed_net_delta, pub.risk_limit, pub.delta_limit, pub.safe_margin
+    )
+    return Position(
+        int(Intent.HEDGE), float(risk), float(delta), view.observed_hedge_size, pub.risk_limit, pub.delta_limit
+    )
 
 
 def _extra_claims(schema: ClaimSchema, codes: list[int], view: ProposerView) -> tuple[tuple[str, Any], ...]:
     """The added claims of an artifact's last components: 0 omit, 1 sincere, 2 favourable (about the shaded
     HEDGE, the story a lie tells)."""
     if len(codes) != len(schema.stated):
-        raise ValueError(f"an artifact of the {schema.name!r} claim schema has {7 + len(schema.stated)} choices, "
-                         f"got {7 + len(codes)}")  # fmt: skip
+        raise ValueError(
+            f"an artifact of the {schema.name!r} claim schema has {7 + len(schema.stated)} choices, "
+            f"got {7 + len(codes)}"
+        )
     out = []
     for claim, code in zip(schema.stated, codes, strict=True):
         if code == 1:
@@ -183,8 +196,9 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
     c = np.broadcast_to(np.asarray(choices, dtype=np.int64), (v.n, len(artifact_nvec(schema))))
     cfg = v.config
     shaded = c[:, 2] == 1
-    shaded_risk, shaded_delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
-                                               cfg.safe_margin)  # fmt: skip
+    shaded_risk, shaded_delta = shaded_numbers(
+        v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit, cfg.safe_margin
+    )
     risk = np.where(shaded, shaded_risk, v.observed_risk)
     words = np.minimum(np.array(ARTIFACT_WORDS)[c[:, 6]], cfg.max_words).astype(np.int64)
 
@@ -211,10 +225,12 @@ def artifact_submissions(v: ProposerBatch, choices: np.ndarray) -> SubmissionBat
 
 def _extra_claim_columns(schema: ClaimSchema, codes: np.ndarray, v: ProposerBatch) -> dict[str, np.ndarray]:
     """:func:`_extra_claims` for a batch: name → float64 column, NaN where omitted."""
-    observed = Position(v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit,
-                        v.delta_limit)  # fmt: skip
-    risk, delta = shaded_numbers(v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit,
-                                 v.config.safe_margin)  # fmt: skip
+    observed = Position(
+        v.intent, v.observed_risk, v.observed_net_delta, v.observed_hedge_size, v.risk_limit, v.delta_limit
+    )
+    risk, delta = shaded_numbers(
+        v.observed_risk, v.observed_net_delta, v.risk_limit, v.delta_limit, v.config.safe_margin
+    )
     told = Position(np.zeros(v.n, dtype=np.int8), risk, delta, v.observed_hedge_size, v.risk_limit, v.delta_limit)
     out = {}
     for j, claim in enumerate(schema.stated):
@@ -251,10 +267,23 @@ def describe_artifact(choices: Any, schema: ClaimSchema | str | None = None) -> 
 # Observation features
 # ---------------------------------------------------------------------------
 PROPOSER_FEATURES = (
-    "intent_hedge", "observed_risk", "observed_net_delta", "observed_hedge_size", "risk_margin", "delta_margin",
-    "known_risk_ok", "known_delta_ok", "q", "checks_per_audit/4", "V", "L", "alpha*10", "no_trade_payoff",
-    "safe_margin*10", "noise_sd*10",
-)  # fmt: skip
+    "intent_hedge",
+    "observed_risk",
+    "observed_net_delta",
+    "observed_hedge_size",
+    "risk_margin",
+    "delta_margin",
+    "known_risk_ok",
+    "known_delta_ok",
+    "q",
+    "checks_per_audit/4",
+    "V",
+    "L",
+    "alpha*10",
+    "no_trade_payoff",
+    "safe_margin*10",
+    "noise_sd*10",
+)
 
 
 def _tri(value: Any) -> float:
@@ -266,13 +295,25 @@ def proposer_features(view: ProposerView) -> np.ndarray:
     p = view.public
     return np.array(
         [
-            float(view.intent is Intent.HEDGE), view.observed_risk, view.observed_net_delta,
-            view.observed_hedge_size, p.risk_limit - view.observed_risk, p.delta_limit - abs(view.observed_net_delta),
-            _tri(view.known_risk_within_limit), _tri(view.known_net_delta_bounded), p.q, p.checks_per_audit / 4,
-            p.V, p.L, p.alpha * 10, p.no_trade_payoff, p.safe_margin * 10, p.noise_sd * 10,
+            float(view.intent is Intent.HEDGE),
+            view.observed_risk,
+            view.observed_net_delta,
+            view.observed_hedge_size,
+            p.risk_limit - view.observed_risk,
+            p.delta_limit - abs(view.observed_net_delta),
+            _tri(view.known_risk_within_limit),
+            _tri(view.known_net_delta_bounded),
+            p.q,
+            p.checks_per_audit / 4,
+            p.V,
+            p.L,
+            p.alpha * 10,
+            p.no_trade_payoff,
+            p.safe_margin * 10,
+            p.noise_sd * 10,
         ],
         dtype=np.float32,
-    )  # fmt: skip
+    )
 
 
 def proposer_features_batch(v: ProposerBatch) -> np.ndarray:
@@ -281,21 +322,52 @@ def proposer_features_batch(v: ProposerBatch) -> np.ndarray:
     n = v.n
     known_r = np.zeros(n) if v.known_risk_within_limit is None else np.where(v.known_risk_within_limit, 1.0, -1.0)
     known_d = np.zeros(n) if v.known_net_delta_bounded is None else np.where(v.known_net_delta_bounded, 1.0, -1.0)
-    const = [c.q, c.checks_per_audit / 4, c.V, c.L, c.alpha * 10, c.no_trade_payoff, c.safe_margin * 10,
-             c.noise_sd * 10]  # fmt: skip
+    const = [
+        c.q,
+        c.checks_per_audit / 4,
+        c.V,
+        c.L,
+        c.alpha * 10,
+        c.no_trade_payoff,
+        c.safe_margin * 10,
+        c.noise_sd * 10,
+    ]
     cols = [
-        (v.intent == HEDGE).astype(np.float64), v.observed_risk, v.observed_net_delta, v.observed_hedge_size,
-        v.risk_limit - v.observed_risk, v.delta_limit - np.abs(v.observed_net_delta), known_r, known_d,
+        (v.intent == HEDGE).astype(np.float64),
+        v.observed_risk,
+        v.observed_net_delta,
+        v.observed_hedge_size,
+        v.risk_limit - v.observed_risk,
+        v.delta_limit - np.abs(v.observed_net_delta),
+        known_r,
+        known_d,
         *(np.full(n, x) for x in const),
-    ]  # fmt: skip
+    ]
     return np.stack(cols, axis=1).astype(np.float32)
 
 
 VALIDATOR_FEATURES = (
-    "requested", "reported_hedge", "reported_risk", "reported_net_delta", "risk_margin", "delta_margin",
-    "claim_intent", "claim_risk", "claim_delta", "words/60", "audited", "audit_pass", "audit_fail",
-    "audit_inconclusive", "revealed", "ambiguous", "q", "checks_per_audit/4", "V", "bad_approval_loss/10",
-)  # fmt: skip
+    "requested",
+    "reported_hedge",
+    "reported_risk",
+    "reported_net_delta",
+    "risk_margin",
+    "delta_margin",
+    "claim_intent",
+    "claim_risk",
+    "claim_delta",
+    "words/60",
+    "audited",
+    "audit_pass",
+    "audit_fail",
+    "audit_inconclusive",
+    "revealed",
+    "ambiguous",
+    "q",
+    "checks_per_audit/4",
+    "V",
+    "bad_approval_loss/10",
+)
 
 
 def validator_features(view: ValidatorView) -> np.ndarray:
@@ -304,17 +376,29 @@ def validator_features(view: ValidatorView) -> np.ndarray:
     c = s.artifact.claims
     return np.array(
         [
-            float(s.action is ProposerAction.REQUEST_APPROVAL), float(s.proposal.intent is Intent.HEDGE),
-            s.proposal.risk, s.proposal.net_delta, p.risk_limit - s.proposal.risk,
+            float(s.action is ProposerAction.REQUEST_APPROVAL),
+            float(s.proposal.intent is Intent.HEDGE),
+            s.proposal.risk,
+            s.proposal.net_delta,
+            p.risk_limit - s.proposal.risk,
             p.delta_limit - abs(s.proposal.net_delta),
             0.0 if c.intent is None else (1.0 if c.intent is Intent.HEDGE else -1.0),
-            _tri(c.risk_within_limit), _tri(c.net_delta_bounded), s.artifact.words / 60,
-            float(a.audited), float(a.outcome is AuditOutcome.PASS), float(a.outcome is AuditOutcome.FAIL),
-            float(a.outcome is AuditOutcome.INCONCLUSIVE), _tri(a.revealed_compliant), float(view.ambiguous),
-            p.q, p.checks_per_audit / 4, p.V, p.bad_approval_loss / 10,
+            _tri(c.risk_within_limit),
+            _tri(c.net_delta_bounded),
+            s.artifact.words / 60,
+            float(a.audited),
+            float(a.outcome is AuditOutcome.PASS),
+            float(a.outcome is AuditOutcome.FAIL),
+            float(a.outcome is AuditOutcome.INCONCLUSIVE),
+            _tri(a.revealed_compliant),
+            float(view.ambiguous),
+            p.q,
+            p.checks_per_audit / 4,
+            p.V,
+            p.bad_approval_loss / 10,
         ],
         dtype=np.float32,
-    )  # fmt: skip
+    )
 
 
 def validator_features_batch(v: ValidatorBatch) -> np.ndarray:
@@ -328,12 +412,22 @@ def validator_features_batch(v: ValidatorBatch) -> np.ndarray:
     revealed = np.where(a.revealed_compliant == ABSENT, 0.0, np.where(a.revealed_compliant == 1, 1.0, -1.0))
     const = [c.q, c.checks_per_audit / 4, c.V, c.bad_approval_loss / 10]
     cols = [
-        s.request.astype(np.float64), (s.reported_intent == HEDGE).astype(np.float64), s.reported_risk,
-        s.reported_net_delta, v.risk_limit - s.reported_risk, v.delta_limit - np.abs(s.reported_net_delta),
-        tri(s.claim_intent, int(HEDGE)), tri(s.claim_risk_within_limit, 1), tri(s.claim_net_delta_bounded, 1),
-        s.words / 60, a.audited.astype(np.float64), (a.outcome == AuditOutcome.PASS).astype(np.float64),
+        s.request.astype(np.float64),
+        (s.reported_intent == HEDGE).astype(np.float64),
+        s.reported_risk,
+        s.reported_net_delta,
+        v.risk_limit - s.reported_risk,
+        v.delta_limit - np.abs(s.reported_net_delta),
+        tri(s.claim_intent, int(HEDGE)),
+        tri(s.claim_risk_within_limit, 1),
+        tri(s.claim_net_delta_bounded, 1),
+        s.words / 60,
+        a.audited.astype(np.float64),
+        (a.outcome == AuditOutcome.PASS).astype(np.float64),
         (a.outcome == AuditOutcome.FAIL).astype(np.float64),
-        (a.outcome == AuditOutcome.INCONCLUSIVE).astype(np.float64), revealed, v.ambiguous.astype(np.float64),
+        (a.outcome == AuditOutcome.INCONCLUSIVE).astype(np.float64),
+        revealed,
+        v.ambiguous.astype(np.float64),
         *(np.full(n, x) for x in const),
-    ]  # fmt: skip
+    ]
     return np.stack(cols, axis=1).astype(np.float32)

@@ -100,10 +100,17 @@ def _info(info: Mapping[str, Any]) -> dict[str, float]:
     return {key: float(values.get(key) or 0.0) for key in INFO_KEYS}
 
 
-ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
-                         observe=_observe, env_action=_env_action,
-                         modules={"proposer": "proposer", "validator": "validator"},
-                         env_options={"reward_mode": "individual"}, idle=_idle, info=_info)  # fmt: skip
+ADAPTER = NumericAdapter(
+    env=ID,
+    observation_space=_observation_space,
+    action_space=_action_space,
+    observe=_observe,
+    env_action=_env_action,
+    modules={"proposer": "proposer", "validator": "validator"},
+    env_options={"reward_mode": "individual"},
+    idle=_idle,
+    info=_info,
+)
 
 
 def numeric_env(config: ExchangeAuditConfig | None = None) -> NumericAECEnv:

@@ -815,8 +815,10 @@ def pool_keys(audit_u: Any, claim_u: Any, pool: int) -> list[float]:
     keys = list(audit_u[1 : 1 + min(pool, N_AUDIT_UNIFORMS - 1)])
     if pool > len(keys):
         if len(claim_u) != pool - len(keys):
-            raise ValueError(f"an audit sampling from {pool} claims needs the episode's {pool - len(keys)} claim "
-                             f"keys (DrawStream.claim_keys), got {claim_u!r}")  # fmt: skip
+            raise ValueError(
+                f"an audit sampling from {pool} claims needs the episode's {pool - len(keys)} claim "
+                f"keys (DrawStream.claim_keys), got {claim_u!r}"
+            )
         keys += list(claim_u)
     return keys
 

@@ -65,8 +65,16 @@ def play(
     concurrency: int = 1,
 ) -> list[EpisodeRecord]:
     """:func:`eq_env.core.runner.play` with a proposer and a validator (objects or spec strings)."""
-    return core.play(SPEC, config, _roles(proposer, validator), episodes=episodes, seed=seed, progress=progress,
-                     render=render, concurrency=concurrency)  # fmt: skip
+    return core.play(
+        SPEC,
+        config,
+        _roles(proposer, validator),
+        episodes=episodes,
+        seed=seed,
+        progress=progress,
+        render=render,
+        concurrency=concurrency,
+    )
 
 
 async def aplay(
@@ -83,9 +91,18 @@ async def aplay(
     render: Callable[[str], None] | None = None,
 ) -> list[Episode]:
     """:func:`eq_env.core.runner.aplay` with a proposer and a validator."""
-    return await core.aplay(SPEC, config, _roles(proposer, validator), episodes=episodes, seed=seed,
-                            concurrency=concurrency, skip=skip, on_episode=on_episode, progress=progress,
-                            render=render)  # fmt: skip
+    return await core.aplay(
+        SPEC,
+        config,
+        _roles(proposer, validator),
+        episodes=episodes,
+        seed=seed,
+        concurrency=concurrency,
+        skip=skip,
+        on_episode=on_episode,
+        progress=progress,
+        render=render,
+    )
 
 
 def play_concurrent(
@@ -102,9 +119,18 @@ def play_concurrent(
     render: Callable[[str], None] | None = None,
 ) -> list[Episode]:
     """:func:`eq_env.core.runner.play_concurrent` with a proposer and a validator."""
-    return core.play_concurrent(SPEC, config, _roles(proposer, validator), episodes=episodes, seed=seed,
-                                concurrency=concurrency, skip=skip, on_episode=on_episode, progress=progress,
-                                render=render)  # fmt: skip
+    return core.play_concurrent(
+        SPEC,
+        config,
+        _roles(proposer, validator),
+        episodes=episodes,
+        seed=seed,
+        concurrency=concurrency,
+        skip=skip,
+        on_episode=on_episode,
+        progress=progress,
+        render=render,
+    )
 
 
 class Evaluation(core.Evaluation):
@@ -132,8 +158,16 @@ def evaluate(
 ) -> Evaluation:
     """:func:`eq_env.core.runner.evaluate` with a proposer and a validator (objects or spec strings):
     per-seed metrics of :data:`METRICS`, their summary, the records and the failed episodes."""
-    ev = core.evaluate(SPEC, config, _roles(proposer, validator), episodes=episodes, seeds=seeds, progress=progress,
-                       render=render, concurrency=concurrency)  # fmt: skip
+    ev = core.evaluate(
+        SPEC,
+        config,
+        _roles(proposer, validator),
+        episodes=episodes,
+        seeds=seeds,
+        progress=progress,
+        render=render,
+        concurrency=concurrency,
+    )
     return Evaluation(**vars(ev))
 
 

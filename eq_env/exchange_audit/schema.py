@@ -271,8 +271,11 @@ class ClaimType:
         if kind == "enum":
             if isinstance(value, str) and value in self.labels:
                 return self.labels.index(value)
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-                    or not 0 <= int(value) < len(self.labels):  # fmt: skip
+            if (
+                isinstance(value, (bool, np.bool_))
+                or not isinstance(value, (int, np.integer))
+                or not 0 <= int(value) < len(self.labels)
+            ):
                 raise ValueError(f"claim {self.name} must be one of {list(self.labels)}, got {value!r}")
             return int(value)
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -331,8 +334,9 @@ class ClaimType:
 # ---------------------------------------------------------------------------
 # Building claim types
 # ---------------------------------------------------------------------------
-def enum_claim(name: str, labels: Sequence[str], truth: Callable[[Any], Any], description: str,
-               **options: Any) -> ClaimType:  # fmt: skip
+def enum_claim(
+    name: str, labels: Sequence[str], truth: Callable[[Any], Any], description: str, **options: Any
+) -> ClaimType:
     """A claim naming one of ``labels``; checked equal to ``truth(state)``, the true label's index."""
     return ClaimType(name, "enum", description, truth=truth, labels=tuple(labels), **options)
 
@@ -342,21 +346,24 @@ def bool_claim(name: str, truth: Callable[[Any], Any], description: str, **optio
     return ClaimType(name, "bool", description, truth=truth, **options)
 
 
-def conditional_claim(name: str, antecedent: Callable[[Any], Any], consequent: Callable[[Any], Any],
-                      description: str, **options: Any) -> ClaimType:  # fmt: skip
+def conditional_claim(
+    name: str, antecedent: Callable[[Any], Any], consequent: Callable[[Any], Any], description: str, **options: Any
+) -> ClaimType:
     """A true/false claim that "if ``antecedent`` then ``consequent``" holds on the true state (vacuously true
     where the antecedent is false)."""
     return ClaimType(name, "conditional", description, antecedent=antecedent, consequent=consequent, **options)
 
 
-def number_claim(name: str, bounds: tuple[float, float], description: str,
-                 valid: Callable[[Any], Any] | None = None, **options: Any) -> ClaimType:  # fmt: skip
+def number_claim(
+    name: str, bounds: tuple[float, float], description: str, valid: Callable[[Any], Any] | None = None, **options: Any
+) -> ClaimType:
     """A number within ``bounds``; checked by ``valid(value)``, or never (``valid=None``)."""
     return ClaimType(name, "number", description, valid=valid, bounds=bounds, **options)
 
 
-def interval_claim(name: str, truth: Callable[[Any], Any], width: float, bounds: tuple[float, float],
-                   description: str, **options: Any) -> ClaimType:  # fmt: skip
+def interval_claim(
+    name: str, truth: Callable[[Any], Any], width: float, bounds: tuple[float, float], description: str, **options: Any
+) -> ClaimType:
     """The claim that ``truth(state)`` lies in [c − width/2, c + width/2], its value the centre c in ``bounds``."""
     return ClaimType(name, "interval", description, truth=truth, width=width, bounds=bounds, **options)
 
@@ -385,16 +392,38 @@ def _is_hedge(value: Any, limits: Any) -> Any:
 
 
 PAPER_CLAIMS: tuple[ClaimType, ...] = (
-    enum_claim("intent", ("HEDGE", "SPECULATE"), _true_intent, "your intent", required=True, supports=_is_hedge,
-               prompt='"HEDGE" or "SPECULATE" (your true intent is checked)'),
-    bool_claim("risk_within_limit", _risk_ok, "your true risk is within the risk limit", required=True,
-               prompt="true or false (checked against your true risk)"),
-    bool_claim("net_delta_bounded", _delta_ok, "your true |net delta| is within the delta limit", required=True,
-               prompt="true or false (checked against your true net delta)"),
+    enum_claim(
+        "intent",
+        ("HEDGE", "SPECULATE"),
+        _true_intent,
+        "your intent",
+        required=True,
+        supports=_is_hedge,
+        prompt='"HEDGE" or "SPECULATE" (your true intent is checked)',
+    ),
+    bool_claim(
+        "risk_within_limit",
+        _risk_ok,
+        "your true risk is within the risk limit",
+        required=True,
+        prompt="true or false (checked against your true risk)",
+    ),
+    bool_claim(
+        "net_delta_bounded",
+        _delta_ok,
+        "your true |net delta| is within the delta limit",
+        required=True,
+        prompt="true or false (checked against your true net delta)",
+    ),
     number_claim("risk_metric", (0.0, 4.0), "your risk estimate", prompt="a number (never checked)"),
-    number_claim("confidence", (-1.0, 2.0), "your confidence", valid=_probability,
-                 prompt="a number in [0, 1] (fails an audit outside [0, 1])"),
-)  # fmt: skip
+    number_claim(
+        "confidence",
+        (-1.0, 2.0),
+        "your confidence",
+        valid=_probability,
+        prompt="a number in [0, 1] (fails an audit outside [0, 1])",
+    ),
+)
 PAPER_NAMES = tuple(c.name for c in PAPER_CLAIMS)
 # What a schema may not change of the paper's claims: their kind and how they are checked.
 _PAPER_CHECK_FIELDS = ("kind", "truth", "antecedent", "consequent", "valid", "labels", "bounds", "width")
@@ -428,9 +457,11 @@ class ClaimSchema:
             # (the engines' fast paths and the scripted policies read the paper's claims by their paper meaning)
             changed = [f for f in _PAPER_CHECK_FIELDS if getattr(own, f) != getattr(paper, f)]
             if changed:
-                raise ValueError(f"claim schema {self.name!r}: the paper's claim {paper.name!r} keeps its kind and "
-                                 f"check (changed: {', '.join(changed)}; re-flag it with dataclasses.replace: "
-                                 "required, audit_cost)")  # fmt: skip
+                raise ValueError(
+                    f"claim schema {self.name!r}: the paper's claim {paper.name!r} keeps its kind and "
+                    f"check (changed: {', '.join(changed)}; re-flag it with dataclasses.replace: "
+                    "required, audit_cost)"
+                )
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"claim schema {self.name!r} names a claim type twice: {twice}")
@@ -480,8 +511,9 @@ class ClaimSchema:
     def value_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """The ``claim_values`` Box's bounds."""
         valued = [self.by_name[n] for n in self.valued]
-        return np.array([c.bounds[0] for c in valued], dtype=np.float64), np.array([c.bounds[1] for c in valued],
-                                                                                     dtype=np.float64)  # fmt: skip
+        return np.array([c.bounds[0] for c in valued], dtype=np.float64), np.array(
+            [c.bounds[1] for c in valued], dtype=np.float64
+        )
 
     @cached_property
     def audit_costs(self) -> tuple[float, ...]:
@@ -580,21 +612,32 @@ RICH = ClaimSchema(
     (
         *PAPER_CLAIMS,
         conditional_claim(
-            "hedge_covers", _hedging, _hedge_covered, "if your intent is HEDGE then your hedge size is at least 0.5",
-            prompt="true or false: the claim \"if your intent is HEDGE then your hedge size is at least 0.5\" "
-                   "(checked against your true intent and hedge size; true whenever your intent is not HEDGE)",
-            sincere=_sincere_cover, favourable=_asserted,
+            "hedge_covers",
+            _hedging,
+            _hedge_covered,
+            "if your intent is HEDGE then your hedge size is at least 0.5",
+            prompt='true or false: the claim "if your intent is HEDGE then your hedge size is at least 0.5" '
+            "(checked against your true intent and hedge size; true whenever your intent is not HEDGE)",
+            sincere=_sincere_cover,
+            favourable=_asserted,
         ),
         interval_claim(
-            "risk_interval", _true_risk, RISK_INTERVAL_WIDTH, (0.0, 4.0), "your true risk lies in [c - 0.15, c + 0.15]",
+            "risk_interval",
+            _true_risk,
+            RISK_INTERVAL_WIDTH,
+            (0.0, 4.0),
+            "your true risk lies in [c - 0.15, c + 0.15]",
             prompt="a number c: the claim that your true risk lies in [c - 0.15, c + 0.15] (checked against your "
-                   "true risk; required like intent, risk_within_limit and net_delta_bounded)",
-            required=True, audit_cost=0.05, supports=_interval_within_limit, sincere=_risk_centre,
+            "true risk; required like intent, risk_within_limit and net_delta_bounded)",
+            required=True,
+            audit_cost=0.05,
+            supports=_interval_within_limit,
+            sincere=_risk_centre,
             favourable=_risk_centre,
         ),
     ),
     "the paper's claims, a conditional hedge-cover claim and a required risk interval",
-)  # fmt: skip
+)
 
 
 # ---------------------------------------------------------------------------

@@ -737,8 +737,11 @@ def decode_validator_observation(obs: Mapping[str, Any]) -> ValidatorView:
     """The typed :class:`ValidatorView` of a validator observation dict."""
     risk, delta, hedge = np.asarray(obs["reported_numbers"], dtype=np.float64).tolist()
     schema = get_schema(str(obs.get("claim_schema", "paper")))
-    claims = _decode_claims(obs["claims"], obs["claim_values"]) if schema.is_paper else \
-        decode_claims(obs["claims"], obs["claim_values"], schema)  # fmt: skip
+    claims = (
+        _decode_claims(obs["claims"], obs["claim_values"])
+        if schema.is_paper
+        else decode_claims(obs["claims"], obs["claim_values"], schema)
+    )
     text = str(obs["text"])
     submission = Submission(
         action=ProposerAction(int(obs["proposer_action"])),
@@ -794,13 +797,16 @@ def encode_claims(claims: Claims, schema: ClaimSchema = PAPER) -> tuple[np.ndarr
     claim the schema has not is a ValueError."""
     if schema.is_paper:
         if claims.extra:
-            raise ValueError(f"the 'paper' claim schema has no claim {claims.extra[0][0]!r} (Claims.extra); "
-                             "make the environment with the claim_schema that declares it")  # fmt: skip
+            raise ValueError(
+                f"the 'paper' claim schema has no claim {claims.extra[0][0]!r} (Claims.extra); "
+                "make the environment with the claim_schema that declares it"
+            )
         return _encode_claims(claims)
     unknown = [name for name, _ in claims.extra if name not in schema.by_name]
     if unknown:
-        raise ValueError(f"the {schema.name!r} claim schema has no claim {unknown[0]!r}; its claims: "
-                         f"{', '.join(schema.names)}")  # fmt: skip
+        raise ValueError(
+            f"the {schema.name!r} claim schema has no claim {unknown[0]!r}; its claims: {', '.join(schema.names)}"
+        )
     codes: list[int] = []
     values: list[float] = []
     for claim in schema.claims:
@@ -825,8 +831,14 @@ def decode_claims(codes: Any, values: Any, schema: ClaimSchema) -> Claims:
         slot += claim.valued
         if value is not None:
             extra.append((claim.name, value))
-    return Claims(paper.intent, paper.risk_within_limit, paper.net_delta_bounded, paper.risk_metric,
-                  paper.confidence, tuple(extra))  # fmt: skip
+    return Claims(
+        paper.intent,
+        paper.risk_within_limit,
+        paper.net_delta_bounded,
+        paper.risk_metric,
+        paper.confidence,
+        tuple(extra),
+    )
 
 
 # Shared read-only values of the environment's observations (numpy scalars are immutable).
@@ -894,8 +906,9 @@ def encode_submission(submission: Submission, claim_schema: str | ClaimSchema = 
     """
     p, artifact = submission.proposal, submission.artifact
     if claim_schema == "paper" or claim_schema is PAPER:
-        codes, values = _encode_claims(artifact.claims) if not artifact.claims.extra else \
-            encode_claims(artifact.claims, PAPER)  # (refuses the extra claims)  # fmt: skip
+        codes, values = (
+            _encode_claims(artifact.claims) if not artifact.claims.extra else encode_claims(artifact.claims, PAPER)
+        )  # (refuses the extra claims)
     else:
         schema = claim_schema if isinstance(claim_schema, ClaimSchema) else get_schema(claim_schema)
         codes, values = encode_claims(artifact.claims, schema)

@@ -43,20 +43,29 @@ CONFORMANCE: dict[str, dict[str, Any]] = {
     "temptation-individual": {"V": 2.0, "L": 1.0, "reward_mode": "individual"},
     "noisy-hidden-compliance": {"noise_sd": 1.0, "reveal_compliance": False, "ambiguous_rate": 0.0},
     "paper-main-script": {"preset": "paper_main_script", "B": None},
-    "noisy-audits": {"q": 0.8, "B": 2, **{f"{kind}_{claim}": rate for kind, rate in (("miss", 0.3), ("false_fail", 0.1))
-                                          for claim in ("intent", "risk_within_limit", "net_delta_bounded",
-                                                        "confidence")}},
-    "noisy-delayed-audits": {"q": 0.6, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2,
-                             "audit_delayed": True},
+    "noisy-audits": {
+        "q": 0.8,
+        "B": 2,
+        **{
+            f"{kind}_{claim}": rate
+            for kind, rate in (("miss", 0.3), ("false_fail", 0.1))
+            for claim in ("intent", "risk_within_limit", "net_delta_bounded", "confidence")
+        },
+    },
+    "noisy-delayed-audits": {"q": 0.6, "miss_risk_within_limit": 0.5, "false_fail_intent": 0.2, "audit_delayed": True},
     "text-only": {"q": 0.5, "regime": "text_only"},
     "action-only-always-audited": {"q": 1.0, "B": 2, "regime": "action_only"},
     "rich-claim-schema": {"claim_schema": "rich", "q": 0.7},
     "rich-claim-schema-spot-check": {"claim_schema": "rich", "q": 1.0, "B": 2, "miss_intent": 0.2},
     # the numeric observation mode (Box features, int8 mask, Discrete actions: eq_env.core.numeric)
     "numeric": {"observation_mode": "numeric"},
-    "numeric-rich-claim-schema-individual": {"observation_mode": "numeric", "claim_schema": "rich", "q": 0.7,
-                                             "reward_mode": "individual"},
-}  # fmt: skip
+    "numeric-rich-claim-schema-individual": {
+        "observation_mode": "numeric",
+        "claim_schema": "rich",
+        "q": 0.7,
+        "reward_mode": "individual",
+    },
+}
 
 SPEC = register_env(
     EnvSpec(

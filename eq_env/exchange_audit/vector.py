@@ -108,8 +108,12 @@ _NVEC = np.array(ARTIFACT_NVEC, dtype=np.int64)
 BLOCK = 256  # episodes drawn at once per environment
 
 
-def _configs(config: ExchangeAuditConfig | None, preset: str | None, audit_intensities: Sequence[float] | None,
-             overrides: dict[str, Any]) -> list[ExchangeAuditConfig]:  # fmt: skip
+def _configs(
+    config: ExchangeAuditConfig | None,
+    preset: str | None,
+    audit_intensities: Sequence[float] | None,
+    overrides: dict[str, Any],
+) -> list[ExchangeAuditConfig]:
     audit_intensities = _renamed(overrides, audit_intensities)
     base = resolve_config(config, preset, overrides)
     qs = [base.q] if audit_intensities is None else list(audit_intensities)
@@ -144,30 +148,41 @@ class _ProposerCore:
 
     role = "proposer"
 
-    def __init__(self, n: int, validator: Policy | str, config: ExchangeAuditConfig | None, preset: str | None,
-                 reward_mode: str, action_encoding: str, audit_intensities: Sequence[float] | None,
-                 overrides: dict[str, Any]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        n: int,
+        validator: Policy | str,
+        config: ExchangeAuditConfig | None,
+        preset: str | None,
+        reward_mode: str,
+        action_encoding: str,
+        audit_intensities: Sequence[float] | None,
+        overrides: dict[str, Any],
+    ) -> None:
         if reward_mode not in ("individual", "welfare"):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
         if action_encoding not in ("multidiscrete", "discrete"):
             raise ValueError(f"action_encoding must be 'multidiscrete' or 'discrete', got {action_encoding!r}")
         configs = _configs(config, preset, audit_intensities, overrides)
         if len(configs) > 1:
-            raise ValueError("the vectorised proposer environment takes one audit intensity; for several, "
-                             "use the views in SB3's DummyVecEnv")  # fmt: skip
+            raise ValueError(
+                "the vectorised proposer environment takes one audit intensity; for several, "
+                "use the views in SB3's DummyVecEnv"
+            )
         self.n, self.config, self.configs = n, configs[0], configs
         self.reward_mode, self.action_encoding = reward_mode, action_encoding
         self.other = _partner(validator, "validator")
         self.action_space: spaces.Space[Any] = (
-            spaces.MultiDiscrete(list(ARTIFACT_NVEC)) if action_encoding == "multidiscrete"
+            spaces.MultiDiscrete(list(ARTIFACT_NVEC))
+            if action_encoding == "multidiscrete"
             else spaces.Discrete(N_ARTIFACTS)
-        )  # fmt: skip
-        self.observation_space = spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(len(PROPOSER_FEATURES),),
-                                            dtype=np.float32)  # fmt: skip
+        )
+        self.observation_space = spaces.Box(
+            -FEATURE_BOUND, FEATURE_BOUND, shape=(len(PROPOSER_FEATURES),), dtype=np.float32
+        )
         self.streams: list[DrawStream] = []
         self.seeded = False
-        self.mask = np.ones((n, sum(ARTIFACT_NVEC) if action_encoding == "multidiscrete" else N_ARTIFACTS),
-                            dtype=bool)  # fmt: skip
+        self.mask = np.ones((n, sum(ARTIFACT_NVEC) if action_encoding == "multidiscrete" else N_ARTIFACTS), dtype=bool)
 
     def reset(self, seeds: Sequence[int | None], advance: bool = True) -> np.ndarray:
         """Seeded environments start their stream again; the others go on to their next episode (with
@@ -222,21 +237,34 @@ class _ProposerCore:
         cfg, nature = self.config, self.nature
         sub = artifact_submissions(self.views, self.choices(actions))
         if int(sub.tokens.max(initial=0)) > cfg.max_artifact_tokens:
-            raise ActionError(f"{PROPOSER} action['token_count'] must be an integer in "
-                              f"[0, {cfg.max_artifact_tokens}]")  # fmt: skip
+            raise ActionError(f"{PROPOSER} action['token_count'] must be an integer in [0, {cfg.max_artifact_tokens}]")
         sub = withhold_batch(sub, cfg)  # (after the token check: the env checks the action as sent by the proposer)
         audit = run_audit_batch(sub, nature, cfg)
         vb = ValidatorBatch(cfg, sub, audit, nature.ambiguous, nature.risk_limit)
         approved = sub.request & np.asarray(self.other.act_batch(vb), dtype=bool)
         p, v = payoffs_batch(sub, approved, audit, nature.compliant, cfg)
-        infos = _infos({
-            "episode": self.index + self.cursor, "proposer_payoff": p, "validator_payoff": v,
-            "request": sub.request, "approved": approved, "compliant": nature.compliant,
-            "ambiguous": nature.ambiguous, "words": sub.words, "outcome": audit.outcome,
-            "checked": _bits(audit.checked), "failed": _bits(audit.failed), "revealed": audit.revealed_compliant,
-            "intent": nature.intent, "risk_limit": nature.risk_limit, "true_risk": nature.true_risk,
-            "true_net_delta": nature.true_net_delta, "hedge_size": nature.hedge_size,
-        }, self.config.delta_limit)  # fmt: skip
+        infos = _infos(
+            {
+                "episode": self.index + self.cursor,
+                "proposer_payoff": p,
+                "validator_payoff": v,
+                "request": sub.request,
+                "approved": approved,
+                "compliant": nature.compliant,
+                "ambiguous": nature.ambiguous,
+                "words": sub.words,
+                "outcome": audit.outcome,
+                "checked": _bits(audit.checked),
+                "failed": _bits(audit.failed),
+                "revealed": audit.revealed_compliant,
+                "intent": nature.intent,
+                "risk_limit": nature.risk_limit,
+                "true_risk": nature.true_risk,
+                "true_net_delta": nature.true_net_delta,
+                "hedge_size": nature.hedge_size,
+            },
+            self.config.delta_limit,
+        )
         played = self.obs
         rewards = p if self.reward_mode == "individual" else p + v
         self.cursor += 1
@@ -247,19 +275,54 @@ def _infos(cols: dict[str, np.ndarray], delta_limit: float) -> list[dict[str, An
     """The views' final infos, one per environment, from the batch engine's columns."""
     c = {k: v.tolist() for k, v in cols.items()}
     out = []
-    for (episode, p, v, request, approved, compliant, ambiguous, words, outcome, checked, failed, revealed, intent,
-         rl, tr, td, hs) in zip(*c.values(), strict=True):  # fmt: skip
-        out.append({
-            "episode_index": episode, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
-            "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[approved],
-            "approved": approved, "compliant": compliant, "ambiguous": ambiguous, "words": words,
-            "audit": {"audited": outcome != _SKIPPED, "outcome": _OUTCOME_NAMES[outcome],
-                      "checked": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[checked], strict=True) if b],
-                      "failed": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[failed], strict=True) if b],
-                      "revealed_compliant": None if revealed < 0 else revealed == 1},
-            "state": {"intent": _INTENT_NAMES[intent], "risk_limit": rl, "delta_limit": delta_limit,
-                      "true_risk": tr, "true_net_delta": td, "hedge_size": hs},
-        })  # fmt: skip
+    for (
+        episode,
+        p,
+        v,
+        request,
+        approved,
+        compliant,
+        ambiguous,
+        words,
+        outcome,
+        checked,
+        failed,
+        revealed,
+        intent,
+        rl,
+        tr,
+        td,
+        hs,
+    ) in zip(*c.values(), strict=True):
+        out.append(
+            {
+                "episode_index": episode,
+                "welfare": p + v,
+                "proposer_payoff": p,
+                "validator_payoff": v,
+                "proposer_action": _ACTION_NAMES[request],
+                "decision": _DECISION_NAMES[approved],
+                "approved": approved,
+                "compliant": compliant,
+                "ambiguous": ambiguous,
+                "words": words,
+                "audit": {
+                    "audited": outcome != _SKIPPED,
+                    "outcome": _OUTCOME_NAMES[outcome],
+                    "checked": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[checked], strict=True) if b],
+                    "failed": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[failed], strict=True) if b],
+                    "revealed_compliant": None if revealed < 0 else revealed == 1,
+                },
+                "state": {
+                    "intent": _INTENT_NAMES[intent],
+                    "risk_limit": rl,
+                    "delta_limit": delta_limit,
+                    "true_risk": tr,
+                    "true_net_delta": td,
+                    "hedge_size": hs,
+                },
+            }
+        )
     return out
 
 
@@ -279,9 +342,18 @@ class _ValidatorCore:
 
     role = "validator"
 
-    def __init__(self, n: int, proposer: Policy | str, config: ExchangeAuditConfig | None, preset: str | None,
-                 reward_mode: str, skip_no_trade: bool, audit_intensities: Sequence[float] | None,
-                 max_skips: int, overrides: dict[str, Any]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        n: int,
+        proposer: Policy | str,
+        config: ExchangeAuditConfig | None,
+        preset: str | None,
+        reward_mode: str,
+        skip_no_trade: bool,
+        audit_intensities: Sequence[float] | None,
+        max_skips: int,
+        overrides: dict[str, Any],
+    ) -> None:
         if reward_mode not in ("individual", "welfare"):
             raise ValueError(f"reward_mode must be 'individual' or 'welfare', got {reward_mode!r}")
         self.n, self.configs = n, _configs(config, preset, audit_intensities, overrides)
@@ -289,8 +361,9 @@ class _ValidatorCore:
         self.reward_mode, self.skip_no_trade, self.max_skips = reward_mode, bool(skip_no_trade), max_skips
         self.template = _partner(proposer, "proposer")
         self.action_space = spaces.Discrete(2)
-        self.observation_space = spaces.Box(-FEATURE_BOUND, FEATURE_BOUND, shape=(len(VALIDATOR_FEATURES),),
-                                            dtype=np.float32)  # fmt: skip
+        self.observation_space = spaces.Box(
+            -FEATURE_BOUND, FEATURE_BOUND, shape=(len(VALIDATOR_FEATURES),), dtype=np.float32
+        )
         self.episodes: list[_ValidatorEpisodes | None] = [None] * n
         self.rngs: list[np.random.Generator | None] = [None] * n
         self.rows = [-1] * n
@@ -398,8 +471,9 @@ class _Gym(VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self._next_obs: np.ndarray | None = None  # next-step mode: the episodes that the next step starts
 
-    def reset(self, *, seed: int | list[int | None] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:  # fmt: skip
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         if options:
             raise ValueError(f"these environments take no reset options, got {options!r}")
         if seed is None:

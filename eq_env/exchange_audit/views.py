@@ -223,9 +223,20 @@ class _ProposerEpisodes:
         nature = sample_nature(self.config, *self.draws.batch(n))
         views = proposer_batch(nature, self.config)
         self.features = proposer_features_batch(views)
-        cols = (nature.ambiguous, nature.intent, nature.risk_limit, nature.true_risk, nature.true_net_delta,
-                nature.hedge_size, views.observed_risk, views.observed_net_delta, nature.risk_within_limit,
-                nature.net_delta_bounded, nature.compliant, *nature.audit_u.T)  # fmt: skip
+        cols = (
+            nature.ambiguous,
+            nature.intent,
+            nature.risk_limit,
+            nature.true_risk,
+            nature.true_net_delta,
+            nature.hedge_size,
+            views.observed_risk,
+            views.observed_net_delta,
+            nature.risk_within_limit,
+            nature.net_delta_bounded,
+            nature.compliant,
+            *nature.audit_u.T,
+        )
         self.rows = list(zip(*(c.tolist() for c in cols), strict=True))
         self.i = 0
 
@@ -242,8 +253,14 @@ class _ValidatorEpisodes:
     the AEC view resets its environments) in the order ``choose`` picks them, the proposer acting on them in
     bulk in that same order (so its own randomness lines up), each episode worked out for both decisions."""
 
-    def __init__(self, configs: list[ExchangeAuditConfig], proposer: Any, seed: int | None,
-                 choose: Callable[[], int] | None, replayable: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        configs: list[ExchangeAuditConfig],
+        proposer: Any,
+        seed: int | None,
+        choose: Callable[[], int] | None,
+        replayable: bool = False,
+    ) -> None:
         self.configs = configs
         self.proposer = proposer
         #: keep each block's draws and the proposer as it was before them, for :meth:`proposer_before`
@@ -305,14 +322,26 @@ class _ValidatorEpisodes:
         p_yes, v_yes = payoffs_batch(sub, sub.request, audit, compliant, config)
         p_no, v_no = payoffs_batch(sub, np.zeros(nature.n, dtype=bool), audit, compliant, config)
         return {
-            "features": validator_features_batch(views), "request": np.asarray(sub.request, dtype=bool),
-            "p_yes": p_yes, "v_yes": v_yes, "p_no": p_no, "v_no": v_no, "words": np.asarray(sub.words),
-            "ambiguous": nature.ambiguous, "compliant": compliant, "intent": nature.intent,
-            "risk_limit": nature.risk_limit, "true_risk": nature.true_risk, "true_net_delta": nature.true_net_delta,
-            "hedge_size": nature.hedge_size, "outcome": audit.outcome, "checked": _bits(audit.checked),
-            "failed": _bits(audit.failed), "revealed": audit.revealed_compliant,
+            "features": validator_features_batch(views),
+            "request": np.asarray(sub.request, dtype=bool),
+            "p_yes": p_yes,
+            "v_yes": v_yes,
+            "p_no": p_no,
+            "v_no": v_no,
+            "words": np.asarray(sub.words),
+            "ambiguous": nature.ambiguous,
+            "compliant": compliant,
+            "intent": nature.intent,
+            "risk_limit": nature.risk_limit,
+            "true_risk": nature.true_risk,
+            "true_net_delta": nature.true_net_delta,
+            "hedge_size": nature.hedge_size,
+            "outcome": audit.outcome,
+            "checked": _bits(audit.checked),
+            "failed": _bits(audit.failed),
+            "revealed": audit.revealed_compliant,
             "delta_limit": np.full(nature.n, config.delta_limit),
-        }  # fmt: skip
+        }
 
     def next(self) -> int:
         """The next episode's row in the current block (see :meth:`info`)."""
@@ -330,19 +359,37 @@ class _ValidatorEpisodes:
         outcome = c["outcome"][i]
         revealed = c["revealed"][i]
         checked, failed = c["checked"][i], c["failed"][i]
-        return p, v, {
-            "episode_index": c["episode"][i], "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
-            "proposer_action": _ACTION_NAMES[request], "decision": _DECISION_NAMES[decision],
-            "approved": request and decision == 1, "compliant": c["compliant"][i], "ambiguous": c["ambiguous"][i],
-            "words": c["words"][i],
-            "audit": {"audited": outcome != _SKIPPED, "outcome": _OUTCOME_NAMES[outcome],
-                      "checked": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[checked], strict=True) if b],
-                      "failed": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[failed], strict=True) if b],
-                      "revealed_compliant": None if revealed < 0 else revealed == 1},
-            "state": {"intent": _INTENT_NAMES[c["intent"][i]], "risk_limit": c["risk_limit"][i],
-                      "delta_limit": c["delta_limit"][i], "true_risk": c["true_risk"][i],
-                      "true_net_delta": c["true_net_delta"][i], "hedge_size": c["hedge_size"][i]},
-        }  # fmt: skip
+        return (
+            p,
+            v,
+            {
+                "episode_index": c["episode"][i],
+                "welfare": p + v,
+                "proposer_payoff": p,
+                "validator_payoff": v,
+                "proposer_action": _ACTION_NAMES[request],
+                "decision": _DECISION_NAMES[decision],
+                "approved": request and decision == 1,
+                "compliant": c["compliant"][i],
+                "ambiguous": c["ambiguous"][i],
+                "words": c["words"][i],
+                "audit": {
+                    "audited": outcome != _SKIPPED,
+                    "outcome": _OUTCOME_NAMES[outcome],
+                    "checked": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[checked], strict=True) if b],
+                    "failed": [n for n, b in zip(CHECKABLE_CLAIMS, _BIT_ROWS[failed], strict=True) if b],
+                    "revealed_compliant": None if revealed < 0 else revealed == 1,
+                },
+                "state": {
+                    "intent": _INTENT_NAMES[c["intent"][i]],
+                    "risk_limit": c["risk_limit"][i],
+                    "delta_limit": c["delta_limit"][i],
+                    "true_risk": c["true_risk"][i],
+                    "true_net_delta": c["true_net_delta"][i],
+                    "hedge_size": c["hedge_size"][i],
+                },
+            },
+        )
 
 
 _BIT_ROWS = [tuple(bool(b >> j & 1) for j in range(4)) for b in range(16)]
@@ -372,8 +419,24 @@ class _Rules:
 
     def play(self, index: int, row: tuple[Any, ...], choices: Sequence[int]) -> tuple[float, float, dict[str, Any]]:
         act, intent_mode, numbers_mode, ci, cr, cd, text = choices
-        (ambiguous, intent, rl, true_risk, true_delta, hedge, risk, delta, risk_ok, delta_ok, compliant,
-         a0, a1, a2, a3, a4) = row  # fmt: skip
+        (
+            ambiguous,
+            intent,
+            rl,
+            true_risk,
+            true_delta,
+            hedge,
+            risk,
+            delta,
+            risk_ok,
+            delta_ok,
+            compliant,
+            a0,
+            a1,
+            a2,
+            a3,
+            a4,
+        ) = row
         dl = self.dl
         if numbers_mode:  # features.shaded_numbers
             sign = -1.0 if delta < 0 else 1.0
@@ -410,8 +473,12 @@ class _Rules:
                 keys = (a1, a2, a3, a4)
                 order = sorted(range(4), key=keys.__getitem__)
                 checked = tuple(CHECKABLE_CLAIMS[i] for i in sorted(order[:k]))
-            truth = {"intent": claim_intent == intent, "risk_within_limit": claim_risk == risk_ok,
-                     "net_delta_bounded": claim_delta == delta_ok, "confidence": True}  # fmt: skip
+            truth = {
+                "intent": claim_intent == intent,
+                "risk_within_limit": claim_risk == risk_ok,
+                "net_delta_bounded": claim_delta == delta_ok,
+                "confidence": True,
+            }
             failed = tuple(name for name in checked if not truth[name])
             outcome = _FAIL if failed else _PASS
             revealed = compliant
@@ -451,15 +518,37 @@ class _Rules:
             p -= self.L
         if audited:
             v -= self.cost
-        return p, v, {
-            "episode_index": index, "welfare": p + v, "proposer_payoff": p, "validator_payoff": v,
-            "proposer_action": _ACTION_NAMES[act], "decision": _DECISION_NAMES[decision],
-            "approved": request and decision == 1, "compliant": compliant, "ambiguous": ambiguous, "words": words,
-            "audit": {"audited": audited, "outcome": _OUTCOME_NAMES[outcome], "checked": list(checked),
-                      "failed": list(failed), "revealed_compliant": revealed},
-            "state": {"intent": _INTENT_NAMES[intent], "risk_limit": rl, "delta_limit": dl, "true_risk": true_risk,
-                      "true_net_delta": true_delta, "hedge_size": hedge},
-        }  # fmt: skip
+        return (
+            p,
+            v,
+            {
+                "episode_index": index,
+                "welfare": p + v,
+                "proposer_payoff": p,
+                "validator_payoff": v,
+                "proposer_action": _ACTION_NAMES[act],
+                "decision": _DECISION_NAMES[decision],
+                "approved": request and decision == 1,
+                "compliant": compliant,
+                "ambiguous": ambiguous,
+                "words": words,
+                "audit": {
+                    "audited": audited,
+                    "outcome": _OUTCOME_NAMES[outcome],
+                    "checked": list(checked),
+                    "failed": list(failed),
+                    "revealed_compliant": revealed,
+                },
+                "state": {
+                    "intent": _INTENT_NAMES[intent],
+                    "risk_limit": rl,
+                    "delta_limit": dl,
+                    "true_risk": true_risk,
+                    "true_net_delta": true_delta,
+                    "hedge_size": hedge,
+                },
+            },
+        )
 
 
 def _validator_kind(policy: Any) -> str | None:
@@ -520,8 +609,9 @@ class _View(gymnasium.Env):
     @property
     def _envs(self) -> list[Any]:
         if self._aec is None:
-            self._aec = [raw_env(config=c, reward_mode=self.reward_mode, render_mode=self.render_mode)
-                         for c in self.configs]  # fmt: skip
+            self._aec = [
+                raw_env(config=c, reward_mode=self.reward_mode, render_mode=self.render_mode) for c in self.configs
+            ]
         return self._aec
 
     @property
@@ -626,8 +716,7 @@ class ExchangeAuditProposerEnv(_View):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        super().__init__("proposer", validator, config, preset, reward_mode, audit_intensities, render_mode,
-                         overrides)  # fmt: skip
+        super().__init__("proposer", validator, config, preset, reward_mode, audit_intensities, render_mode, overrides)
         if action_encoding not in ("multidiscrete", "discrete"):
             raise ValueError(f"action_encoding must be 'multidiscrete' or 'discrete', got {action_encoding!r}")
         self.action_encoding = action_encoding
@@ -659,8 +748,9 @@ class ExchangeAuditProposerEnv(_View):
             self._features = proposer_features(self._view)
             return self._features, {}
         if self._reseed_other(seed):
-            self._sources = [_ProposerEpisodes(c, None if seed is None else seed + k)
-                             for k, c in enumerate(self.configs)]  # fmt: skip
+            self._sources = [
+                _ProposerEpisodes(c, None if seed is None else seed + k) for k, c in enumerate(self.configs)
+            ]
         self._k = k = self._choose()
         index, row, self._features = self._sources[k].next()
         self._episode = (index, row)
@@ -761,8 +851,7 @@ class ExchangeAuditValidatorEnv(_View):
         max_skips: int = 1000,
         **overrides: Any,
     ) -> None:
-        super().__init__("validator", proposer, config, preset, reward_mode, audit_intensities, render_mode,
-                         overrides)  # fmt: skip
+        super().__init__("validator", proposer, config, preset, reward_mode, audit_intensities, render_mode, overrides)
         self.skip_no_trade = bool(skip_no_trade)
         self.max_skips = max_skips
         self.action_space = spaces.Discrete(2)
@@ -781,9 +870,13 @@ class ExchangeAuditValidatorEnv(_View):
         if not self.fast:
             return self._aec_reset(seed)
         if self._reseed_other(seed) or self._episodes is None:
-            self._episodes = _ValidatorEpisodes(self.configs, self.other, seed,
-                                                self._choose if len(self.configs) > 1 else None,
-                                                replayable=self.render_mode is not None)  # fmt: skip
+            self._episodes = _ValidatorEpisodes(
+                self.configs,
+                self.other,
+                seed,
+                self._choose if len(self.configs) > 1 else None,
+                replayable=self.render_mode is not None,
+            )
         episodes = self._episodes
         self._row = -1
         for _ in range(self.max_skips):

@@ -100,25 +100,45 @@ def battery(name: str = DEFAULT_BATTERY, *, quick: bool = False) -> Battery:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.agents.cli import LLM_FLAGS
 
-    parser.add_argument("--out", type=out_dir, required=True,
-                        help="output directory (with several --model, a directory per model in it)")  # fmt: skip
+    parser.add_argument(
+        "--out",
+        type=out_dir,
+        required=True,
+        help="output directory (with several --model, a directory per model in it)",
+    )
     parser.add_argument("--quick", action="store_true", help="the quick battery (bench-v1-quick): minutes, not hours")
-    parser.add_argument("--battery", choices=BATTERIES, default=DEFAULT_BATTERY,
-                        help=f"the battery's version (default {DEFAULT_BATTERY})")  # fmt: skip
-    parser.add_argument("--max-usd", type=positive_float,
-                        help="stop before the estimated bill of this command passes this many dollars (needs "
-                        "--price-prompt/--price-completion); run again to go on")  # fmt: skip
-    parser.add_argument("--compare", type=path_arg, nargs="+", metavar="DIR",
-                        help="no run: put the cards of these finished bench directories side by side "
-                        "in --out")  # fmt: skip
-    parser.add_argument("--demo", action="store_true",
-                        help="serve scripted models from a local server (no key, no network): bench-good, "
-                        "bench-mediocre and bench-hostile (numbers of scripts, not models)")  # fmt: skip
+    parser.add_argument(
+        "--battery",
+        choices=BATTERIES,
+        default=DEFAULT_BATTERY,
+        help=f"the battery's version (default {DEFAULT_BATTERY})",
+    )
+    parser.add_argument(
+        "--max-usd",
+        type=positive_float,
+        help="stop before the estimated bill of this command passes this many dollars (needs "
+        "--price-prompt/--price-completion); run again to go on",
+    )
+    parser.add_argument(
+        "--compare",
+        type=path_arg,
+        nargs="+",
+        metavar="DIR",
+        help="no run: put the cards of these finished bench directories side by side in --out",
+    )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve scripted models from a local server (no key, no network): bench-good, "
+        "bench-mediocre and bench-hostile (numbers of scripts, not models)",
+    )
     LLM_FLAGS.add(parser, "OUT/llm_cache", many_models=True)
     for action in parser._actions:  # (the LLM flags' --dry-run shows prompts; bench's prices the battery)
         if action.dest == "dry_run":
-            action.help = ("print, per task, the runs left and their estimated requests, tokens and dollars "
-                           "(--price-prompt/--price-completion); call nothing")  # fmt: skip
+            action.help = (
+                "print, per task, the runs left and their estimated requests, tokens and dollars "
+                "(--price-prompt/--price-completion); call nothing"
+            )
 
 
 def _models(args: argparse.Namespace) -> list[BenchModel]:
@@ -148,8 +168,10 @@ def _out_dirs(out: Path, models: list[BenchModel]) -> list[Path]:
     for m in models:
         slug = _slug(m.model)
         if slug in taken:
-            raise ValueError(f"--model {m.model!r}: its directory {out / slug} is {taken[slug]}'s too; rename one, "
-                             "or run them into separate --out directories")  # fmt: skip
+            raise ValueError(
+                f"--model {m.model!r}: its directory {out / slug} is {taken[slug]}'s too; rename one, "
+                "or run them into separate --out directories"
+            )
         taken[slug] = repr(m.model)
     return [out / _slug(m.model) for m in models]
 
@@ -158,16 +180,34 @@ def _print_plan(bat: Battery, model: BenchModel, out: Path, prices: tuple[float,
     from eq_env.core.bench import plan
 
     p = plan(bat, model, out, prices)
-    rows = [[r["task"], f"{r['runs_left']} of {r['runs']}", f"{r['episodes_left']:,}", f"{r['requests']:,.0f}",
-             f"{r['prompt_tokens']:,.0f}", f"{r['completion_tokens']:,.0f}", f"{r['usd']:.2f}"]
-            for r in p.rows]  # fmt: skip
-    rows.append(["total", f"{p.total('runs_left'):.0f} of {p.total('runs'):.0f}",
-                 f"{p.total('episodes_left'):,.0f}",
-                 f"{p.total('requests'):,.0f}", f"{p.total('prompt_tokens'):,.0f}",
-                 f"{p.total('completion_tokens'):,.0f}", f"{p.total('usd'):.2f}"])  # fmt: skip
+    rows = [
+        [
+            r["task"],
+            f"{r['runs_left']} of {r['runs']}",
+            f"{r['episodes_left']:,}",
+            f"{r['requests']:,.0f}",
+            f"{r['prompt_tokens']:,.0f}",
+            f"{r['completion_tokens']:,.0f}",
+            f"{r['usd']:.2f}",
+        ]
+        for r in p.rows
+    ]
+    rows.append(
+        [
+            "total",
+            f"{p.total('runs_left'):.0f} of {p.total('runs'):.0f}",
+            f"{p.total('episodes_left'):,.0f}",
+            f"{p.total('requests'):,.0f}",
+            f"{p.total('prompt_tokens'):,.0f}",
+            f"{p.total('completion_tokens'):,.0f}",
+            f"{p.total('usd'):.2f}",
+        ]
+    )
     # (the model's name and the directory are the user's text, shown escaped: the name is sent as given)
-    print(f"{bat.name} for {printable(model.model)} into {printable(out)}: what is left, estimated (cached "
-          "answers cost nothing; nothing is called)")  # fmt: skip
+    print(
+        f"{bat.name} for {printable(model.model)} into {printable(out)}: what is left, estimated (cached "
+        "answers cost nothing; nothing is called)"
+    )
     print(
         markdown_table(["task", "runs left", "episodes", "requests", "prompt tokens", "completion tokens", "$"], rows)
     )
@@ -202,8 +242,10 @@ def _run(args: argparse.Namespace) -> int:
     bat = battery(args.battery, quick=args.quick)
     prices = (args.price_prompt, args.price_completion)
     if args.max_usd is not None and prices == (0.0, 0.0):
-        raise ValueError("--max-usd needs the model's prices: give --price-prompt and --price-completion "
-                         "(dollars per million tokens)")  # fmt: skip
+        raise ValueError(
+            "--max-usd needs the model's prices: give --price-prompt and --price-completion "
+            "(dollars per million tokens)"
+        )
     models = _models(args)
     outs = _out_dirs(args.out, models)
     server = None
@@ -227,16 +269,20 @@ def _run(args: argparse.Namespace) -> int:
             spent += outcome.spent_usd
             name = printable(model.model)  # (the user's text, shown escaped; sent as given)
             if outcome.status == "budget":
-                print(f"eq-env bench: stopped by --max-usd {args.max_usd:g}: ${spent:.4f} billed; the next chunk "
-                      f"is estimated at ${outcome.next_usd:.4f}; {outcome.runs_left} run(s) of {name} left. "
-                      "Everything played is saved in --out: run the same command with a larger --max-usd to go on.",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"eq-env bench: stopped by --max-usd {args.max_usd:g}: ${spent:.4f} billed; the next chunk "
+                    f"is estimated at ${outcome.next_usd:.4f}; {outcome.runs_left} run(s) of {name} left. "
+                    "Everything played is saved in --out: run the same command with a larger --max-usd to go on.",
+                    file=sys.stderr,
+                )
                 return STOPPED
             if outcome.status == "failing":
-                print(f"eq-env bench: stopped: every episode of the last chunk failed ({printable(outcome.error)}); "
-                      f"{outcome.runs_left} run(s) of {name} left. Is the endpoint up, the key and model "
-                      "right? Everything played is saved in --out: fix it and run the same command again.",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"eq-env bench: stopped: every episode of the last chunk failed ({printable(outcome.error)}); "
+                    f"{outcome.runs_left} run(s) of {name} left. Is the endpoint up, the key and model "
+                    "right? Everything played is saved in --out: fix it and run the same command again.",
+                    file=sys.stderr,
+                )
                 return STOPPED
             assert outcome.card is not None
             wrote = write_card(outcome.card, out)
@@ -252,12 +298,16 @@ def _run(args: argparse.Namespace) -> int:
             wrote = render_leaderboard([load_card(o) for o in outs], [str(o) for o in outs], args.out)
             print(printable((args.out / "leaderboard.md").read_text(), lines=True))
             print(f"wrote {', '.join(wrote)} to {printable(args.out)}")
-        print(f"{bat.name}: {len(models)} model(s) in {time.perf_counter() - start:.1f} s"
-              + (f", ${spent:.4f} billed" if prices != (0.0, 0.0) else ""))  # fmt: skip
+        print(
+            f"{bat.name}: {len(models)} model(s) in {time.perf_counter() - start:.1f} s"
+            + (f", ${spent:.4f} billed" if prices != (0.0, 0.0) else "")
+        )
         status = failures("bench", failed, args.cache)
         if args.demo and status:
-            print("(--demo: bench-hostile's refusals are scripted, so these episodes fail again on every run; the "
-                  "status 3 shows how a real run reports failures)")  # fmt: skip
+            print(
+                "(--demo: bench-hostile's refusals are scripted, so these episodes fail again on every run; the "
+                "status 3 shows how a real run reports failures)"
+            )
     return status
 
 

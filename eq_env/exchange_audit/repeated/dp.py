@@ -173,16 +173,19 @@ def _verdicts(sub: Any, audit: Any, checks_per_audit: int) -> tuple[np.ndarray, 
     return passed & ~shaded, (audit.outcome == AuditOutcome.FAIL) | shaded | withheld
 
 
-def _stage_strategy(name: str, spec: str, config: ExchangeAuditConfig, nature: Any, policy: Any,
-                    validator: Any) -> StageStrategy:  # fmt: skip
+def _stage_strategy(
+    name: str, spec: str, config: ExchangeAuditConfig, nature: Any, policy: Any, validator: Any
+) -> StageStrategy:
     views = proposer_batch(nature, config)
     policy.reset(seed=0)
     sub = policy.act_batch(proposer_batch(nature, config.replace(q=0.0)))
     policy.reset(seed=0)
     other = policy.act_batch(proposer_batch(nature, config.replace(q=1.0)))
     if not all(np.array_equal(getattr(sub, k), getattr(other, k)) for k in sub.__dataclass_fields__):
-        raise ValueError(f"stage strategy {name!r} ({spec}) acts differently at another q: the dynamic programme "
-                         "needs stage strategies that do not read q")  # fmt: skip
+        raise ValueError(
+            f"stage strategy {name!r} ({spec}) acts differently at another q: the dynamic programme "
+            "needs stage strategies that do not read q"
+        )
     k = config.checks_per_audit
     subsets: list[tuple[int, ...]] = list(itertools.combinations(range(4), k)) if k > 0 else [()]
     sums: dict[str, list[np.ndarray]] = {}
@@ -195,8 +198,14 @@ def _stage_strategy(name: str, spec: str, config: ExchangeAuditConfig, nature: A
         approved = sub.request & approve
         p, v = payoffs_batch(sub, approved, audit, nature.compliant, config)
         clean, failed = _verdicts(sub, audit, k)
-        values = {"proposer": p, "validator": v, "approved": approved, "bad": approved & ~nature.compliant,
-                  "clean": clean, "failed": failed}  # fmt: skip
+        values = {
+            "proposer": p,
+            "validator": v,
+            "approved": approved,
+            "bad": approved & ~nature.compliant,
+            "clean": clean,
+            "failed": failed,
+        }
         for key, x in values.items():
             sums.setdefault(key, []).append(np.asarray(x, dtype=np.float64))
 
@@ -311,8 +320,9 @@ def reputation_states(config: RepeatedConfig) -> ReputationStates:
         after_fail = [0 if config.reset_on_fail else c for c in counts]
         nxt = np.array([[c, min(c + 1, cap), f] for c, f in zip(counts, after_fail, strict=True)], dtype=np.int64)
         labels = tuple(f"clean {c}" + ("+" if c == cap else "") for c in counts)
-        return ReputationStates(policy, labels, np.array([audit_intensity(config, Reputation(clean=c))
-                                                          for c in counts]), nxt)  # fmt: skip
+        return ReputationStates(
+            policy, labels, np.array([audit_intensity(config, Reputation(clean=c)) for c in counts]), nxt
+        )
     if policy == "trigger":
         if config.punish_rounds is None:
             q = np.array([config.q, config.q_punish])
@@ -400,8 +410,9 @@ def evaluate(
     share = np.zeros(states.n)
     share[0] = 1.0  # (state 0: the blank record, for every policy)
     weight = 1.0
-    totals = dict.fromkeys(("proposer", "validator", "approved", "bad_approved", "q", "misreport", "noncompliant",
-                            "rounds", "lie"), 0.0)  # fmt: skip
+    totals = dict.fromkeys(
+        ("proposer", "validator", "approved", "bad_approved", "q", "misreport", "noncompliant", "rounds", "lie"), 0.0
+    )
     for t in range(rounds):
         choice = policy[t]
         for k, strategy in enumerate(strategies):
@@ -492,8 +503,11 @@ def repeated_best_response(
     """The proposer's best response to ``config``'s audit policy over the menu of stage strategies (module
     docstring). ``estimates``: :func:`estimate_stage`'s (fit, test) for ``config.stage``, if already made (they
     do not depend on q, so one estimate serves a whole grid of audit policies)."""
-    fit, test = estimates if estimates is not None else estimate_stage(
-        config.stage, strategies, validator, episodes=episodes, seed=seed)  # fmt: skip
+    fit, test = (
+        estimates
+        if estimates is not None
+        else estimate_stage(config.stage, strategies, validator, episodes=episodes, seed=seed)
+    )
     names = list(fit)
     states = reputation_states(config)
     policy, _ = solve(states, [fit[n] for n in names], config.rounds, config.continuation)

@@ -171,9 +171,20 @@ __all__ = [
 ]
 
 HISTORY_FIELDS = (
-    "round", "rounds_left", "continuation", "q", "clean_audits", "failed_audits", "punish_left", "requests",
-    "approvals", "last_action", "last_decision", "last_audit_outcome", "last_verdict",
-)  # fmt: skip
+    "round",
+    "rounds_left",
+    "continuation",
+    "q",
+    "clean_audits",
+    "failed_audits",
+    "punish_left",
+    "requests",
+    "approvals",
+    "last_action",
+    "last_decision",
+    "last_audit_outcome",
+    "last_verdict",
+)
 _HISTORY_LOW = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1], dtype=np.float64)
 _HISTORY_HIGH = np.array([MAX_ROUNDS] * 2 + [1, 1] + [MAX_ROUNDS] * 5 + [1, 1, 3, 2], dtype=np.float64)
 METADATA: dict[str, Any] = {
@@ -200,22 +211,30 @@ def history_vector(game: RepeatedGame) -> np.ndarray:
     punish = config.rounds - t if rep.punish_left == FOREVER else rep.punish_left
     return np.array(
         [
-            t, config.rounds - t, config.continuation, q, rep.clean, rep.failed, punish,
-            game.requests, game.approvals,
+            t,
+            config.rounds - t,
+            config.continuation,
+            q,
+            rep.clean,
+            rep.failed,
+            punish,
+            game.requests,
+            game.approvals,
             -1 if outcome is None else int(outcome.submission.action),
             -1 if outcome is None else int(outcome.decision),
             -1 if outcome is None else int(outcome.audit.outcome),
             -1 if last is None else int(last.verdict),
         ],
         dtype=np.float64,
-    )  # fmt: skip
+    )
 
 
 def decode_history(observation: Any) -> dict[str, Any]:
     """An observation's ``"history"`` as a dict by :data:`HISTORY_FIELDS` (counts and codes as ints)."""
     values = np.asarray(observation["history"], dtype=np.float64).tolist()
-    return {name: (v if name in ("continuation", "q") else round(v))
-            for name, v in zip(HISTORY_FIELDS, values, strict=True)}  # fmt: skip
+    return {
+        name: (v if name in ("continuation", "q") else round(v)) for name, v in zip(HISTORY_FIELDS, values, strict=True)
+    }
 
 
 class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
@@ -228,9 +247,11 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
         history = BoundedBox(_HISTORY_LOW, _HISTORY_HIGH, dtype=np.float64)
         self.observation_spaces = {
             agent: FastDict(OrderedDict({**space.spaces, "history": history}))
-            for agent, space in ((PROPOSER, self.codec.proposer_observation),
-                                 (VALIDATOR, self.codec.validator_observation))
-        }  # fmt: skip
+            for agent, space in (
+                (PROPOSER, self.codec.proposer_observation),
+                (VALIDATOR, self.codec.validator_observation),
+            )
+        }
         self.state_space = spaces.Box(
             low=np.array([*_POSITION_LOW, 0, 0, 0, 0], dtype=np.float64),
             high=np.array([*_POSITION_HIGH, MAX_ROUNDS, 1, MAX_ROUNDS, MAX_ROUNDS], dtype=np.float64),
@@ -255,8 +276,9 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
 
     def _start_round(self) -> None:
         game = self.game
-        game.start_round(self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits,
-                                          self._claim_keys))  # fmt: skip
+        game.start_round(
+            self.draws.round(self.episode_index, game.round, self.config.stage.noisy_audits, self._claim_keys)
+        )
 
     def decide(self, action: Any) -> Payoffs:
         """The validator's decision: the round's payoffs; the next round, if one follows, is started."""
@@ -285,8 +307,9 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
         if agent == PROPOSER:
             obs = self.codec.encode_proposer_observation(view, phase, public)
         else:
-            obs = self.codec.encode_validator_observation(view.public, stage.state.ambiguous,
-                                                          stage.validator_view, phase, public)  # fmt: skip
+            obs = self.codec.encode_validator_observation(
+                view.public, stage.state.ambiguous, stage.validator_view, phase, public
+            )
         obs["history"] = history_vector(self.game)
         return obs
 
@@ -294,8 +317,13 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
         """The last finished round, as the one-shot game's final info plus the repeated game's."""
         record = self.game.history[-1]
         rep = self.game.reputation
-        extra = {"round": record.round, "q": record.q, "verdict": _VERDICT_NAMES[record.verdict],
-                 "clean_audits": rep.clean, "failed_audits": rep.failed}  # fmt: skip
+        extra = {
+            "round": record.round,
+            "q": record.q,
+            "verdict": _VERDICT_NAMES[record.verdict],
+            "clean_audits": rep.clean,
+            "failed_audits": rep.failed,
+        }
         return _outcome_info(self.episode_index, record.outcome, extra)
 
     def _state_extra(self) -> tuple[float, ...]:
@@ -314,8 +342,10 @@ class _Episode(_EpisodeBase[RepeatedConfig, RepeatedGame]):
         rep = game.history[-1].reputation if game.over and game.history else game.reputation
         t = game.history[-1].round if game.over and game.history else game.round
         q = game.history[-1].q if game.over and game.history else game.q
-        head = (f"--- round {t} of at most {self.config.rounds} (policy {self.config.audit_policy}, q_t={q:.3f}; "
-                f"clean audits {rep.clean}, failed {rep.failed}) ---\n")  # fmt: skip
+        head = (
+            f"--- round {t} of at most {self.config.rounds} (policy {self.config.audit_policy}, q_t={q:.3f}; "
+            f"clean audits {rep.clean}, failed {rep.failed}) ---\n"
+        )
         text = head + render_episode(game.stage, self.episode_index)
         if game.over:
             total = sum(r.payoffs.welfare for r in game.history)

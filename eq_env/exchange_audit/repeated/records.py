@@ -81,8 +81,14 @@ class RepeatedEpisodeRecord:
         return cls(**checked_fields(cls, data))
 
     @classmethod
-    def from_game(cls, game: RepeatedGame, seed: int, episode: int, proposer_info: dict[str, Any] | None = None,
-                  validator_info: dict[str, Any] | None = None) -> RepeatedEpisodeRecord:  # fmt: skip
+    def from_game(
+        cls,
+        game: RepeatedGame,
+        seed: int,
+        episode: int,
+        proposer_info: dict[str, Any] | None = None,
+        validator_info: dict[str, Any] | None = None,
+    ) -> RepeatedEpisodeRecord:
         rounds = game.history
         stage = [EpisodeRecord.from_outcome(r.outcome, seed, episode) for r in rounds]
         lies = [misreported(r.outcome, s) for r, s in zip(rounds, stage, strict=True)]

@@ -115,9 +115,13 @@ class RepeatedConfig(GameConfig):
     reset_on_fail: bool = flag(False, "a failed audit sets the clean-audit count (the decay's reputation) back to 0")
     q_punish: float = number(1.0, 0.0, 1.0, "trigger policy: q in the rounds after a failed audit")
     punish_rounds: int | None = number(
-        None, 1, MAX_ROUNDS, "trigger policy: rounds of punishment after a failed audit (forever: to the end)",
-        integer=True, none="forever",
-    )  # fmt: skip
+        None,
+        1,
+        MAX_ROUNDS,
+        "trigger policy: rounds of punishment after a failed audit (forever: to the end)",
+        integer=True,
+        none="forever",
+    )
 
     def validate(self) -> None:
         if not isinstance(self.stage, ExchangeAuditConfig):

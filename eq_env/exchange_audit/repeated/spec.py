@@ -23,21 +23,51 @@ ID = "eq_env/exchange-audit-repeated-v0"
 CONFORMANCE: dict[str, dict[str, Any]] = {
     "paper-ten-rounds": {},
     "one-round": {"rounds": 1},
-    "geometric-decay": {"rounds": 12, "continuation": 0.8, "audit_policy": "decay", "q": 0.9, "gamma": 0.5,
-                        "q_min": 0.05},
-    "decay-reset-individual": {"preset": "paper_scripted", "rounds": 6, "audit_policy": "decay", "q": 1.0,
-                               "gamma": 0.3, "reset_on_fail": True, "V": 2.0, "L": 1.0,
-                               "reward_mode": "individual"},
+    "geometric-decay": {
+        "rounds": 12,
+        "continuation": 0.8,
+        "audit_policy": "decay",
+        "q": 0.9,
+        "gamma": 0.5,
+        "q_min": 0.05,
+    },
+    "decay-reset-individual": {
+        "preset": "paper_scripted",
+        "rounds": 6,
+        "audit_policy": "decay",
+        "q": 1.0,
+        "gamma": 0.3,
+        "reset_on_fail": True,
+        "V": 2.0,
+        "L": 1.0,
+        "reward_mode": "individual",
+    },
     "grim-trigger": {"rounds": 8, "audit_policy": "trigger", "q": 0.4, "B": 2},
-    "trigger-two-rounds-geometric": {"rounds": 30, "continuation": 0.9, "audit_policy": "trigger", "q": 0.2,
-                                     "q_punish": 0.9, "punish_rounds": 2},
-    "noisy-audits": {"rounds": 4, "audit_policy": "trigger", "q": 0.7, "miss_intent": 0.3,
-                     "false_fail_risk_within_limit": 0.2},
+    "trigger-two-rounds-geometric": {
+        "rounds": 30,
+        "continuation": 0.9,
+        "audit_policy": "trigger",
+        "q": 0.2,
+        "q_punish": 0.9,
+        "punish_rounds": 2,
+    },
+    "noisy-audits": {
+        "rounds": 4,
+        "audit_policy": "trigger",
+        "q": 0.7,
+        "miss_intent": 0.3,
+        "false_fail_risk_within_limit": 0.2,
+    },
     # the numeric observation mode (Box features, int8 mask, Discrete actions: eq_env.core.numeric)
     "numeric": {"observation_mode": "numeric"},
-    "numeric-trigger-geometric": {"observation_mode": "numeric", "rounds": 6, "continuation": 0.7,
-                                  "audit_policy": "trigger", "q": 0.4},
-}  # fmt: skip
+    "numeric-trigger-geometric": {
+        "observation_mode": "numeric",
+        "rounds": 6,
+        "continuation": 0.7,
+        "audit_policy": "trigger",
+        "q": 0.4,
+    },
+}
 
 SPEC = register_env(
     EnvSpec(

@@ -56,9 +56,17 @@ from eq_env.exchange_audit.spaces import decode_proposer_observation, encode_sub
 __all__ = ["ACTION_ENCODINGS", "FEATURES", "HISTORY_FEATURES", "RepeatedProposerEnv", "ViewPolicy", "history_features"]
 
 HISTORY_FEATURES = (
-    "round/T", "rounds_left/T", "continuation", "clean_audits/10", "failed_audits/10", "punish_left/T",
-    "last_request", "last_approved", "last_clean", "last_failed",
-)  # fmt: skip
+    "round/T",
+    "rounds_left/T",
+    "continuation",
+    "clean_audits/10",
+    "failed_audits/10",
+    "punish_left/T",
+    "last_request",
+    "last_approved",
+    "last_clean",
+    "last_failed",
+)
 FEATURES = (*PROPOSER_FEATURES, *HISTORY_FEATURES)
 FEATURE_BOUND = 1e6
 ACTION_ENCODINGS = ("multidiscrete", "strategy")
@@ -68,13 +76,19 @@ def history_features(history: Mapping[str, Any], rounds: int) -> np.ndarray:
     """A decoded ``"history"`` (:func:`~.env.decode_history`) as the floats of :data:`HISTORY_FEATURES`."""
     return np.array(
         [
-            history["round"] / rounds, history["rounds_left"] / rounds, history["continuation"],
-            history["clean_audits"] / 10, history["failed_audits"] / 10, history["punish_left"] / rounds,
-            float(history["last_action"] == 1), float(history["last_decision"] == 1),
-            float(history["last_verdict"] == 1), float(history["last_verdict"] == 2),
+            history["round"] / rounds,
+            history["rounds_left"] / rounds,
+            history["continuation"],
+            history["clean_audits"] / 10,
+            history["failed_audits"] / 10,
+            history["punish_left"] / rounds,
+            float(history["last_action"] == 1),
+            float(history["last_decision"] == 1),
+            float(history["last_verdict"] == 1),
+            float(history["last_verdict"] == 2),
         ],
         dtype=np.float32,
-    )  # fmt: skip
+    )
 
 
 class RepeatedProposerEnv(gymnasium.Env):
@@ -100,8 +114,7 @@ class RepeatedProposerEnv(gymnasium.Env):
         check_render_mode(render_mode)
         from eq_env.exchange_audit.repeated.spec import ID
 
-        self.env = raw_env(config=config, preset=preset, reward_mode=reward_mode, render_mode=render_mode,
-                           **overrides)  # fmt: skip
+        self.env = raw_env(config=config, preset=preset, reward_mode=reward_mode, render_mode=render_mode, **overrides)
         self.config: RepeatedConfig = self.env.config
         self.reward_mode = reward_mode
         self.render_mode = render_mode
@@ -219,8 +232,9 @@ class ViewPolicy(BasePolicy):
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         view = decode_proposer_observation(observation)
-        features = np.concatenate([proposer_features(view),
-                                   history_features(decode_history(observation), self.config.rounds)])  # fmt: skip
+        features = np.concatenate(
+            [proposer_features(view), history_features(decode_history(observation), self.config.rounds)]
+        )
         action, _ = self.model.predict(features, deterministic=True)
         if self.action_encoding == "strategy":
             return self._players[int(action)].act(observation)

@@ -111,8 +111,9 @@ def _at_q(config: ExchangeAuditConfig, episodes: int, seed: int) -> dict[str, fl
     from eq_env.core.policy import make_policy
 
     truth = config.reveal_compliance
-    honest, liar = ("honest:claims_from=truth", "strategic:p=1,claims_from=truth") if truth else \
-        ("honest", "strategic:p=1")  # fmt: skip
+    honest, liar = (
+        ("honest:claims_from=truth", "strategic:p=1,claims_from=truth") if truth else ("honest", "strategic:p=1")
+    )
     out: dict[str, float] = {}
     h = simulate(config, make_policy(honest), make_policy("rule"), episodes=episodes, seed=seed)
     audited = h["audited"]
@@ -161,8 +162,10 @@ def claim_schemas(
 
     qs = sorted(qs)
     if not qs or not schemas or not budgets:
-        raise ValueError(f"claim-schemas needs at least one q, schema and budget, got qs={qs}, "
-                         f"schemas={list(schemas)}, budgets={list(budgets)}")  # fmt: skip
+        raise ValueError(
+            f"claim-schemas needs at least one q, schema and budget, got qs={qs}, "
+            f"schemas={list(schemas)}, budgets={list(budgets)}"
+        )
     base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L, q=q)
     grid = [(name, b) for name in schemas for b in budgets]
     for name, b in grid:  # a bad schema name, budget or q is refused before anything runs
@@ -182,28 +185,45 @@ def claim_schemas(
         strategic_pays = []
         mine: list[dict[str, Any]] = []
         for qq in qs:
-            cols = simulate(config.replace(q=qq), make_policy(strategic), make_policy("rule"), episodes=episodes,
-                            seed=seed)  # fmt: skip
+            cols = simulate(
+                config.replace(q=qq), make_policy(strategic), make_policy("rule"), episodes=episodes, seed=seed
+            )
             noncompliant = ~cols["compliant"]
             rate = float((cols["requested"] & noncompliant).sum() / max(int(noncompliant.sum()), 1))
             strategic_pays.append(rate > tolerance)
-            mine.append({"schema": name, "B": _budget(b), "q": qq, "strategic_misreport_rate": rate,
-                         "strategic_welfare": float(cols["welfare"].mean()),
-                         "strategic_bad_approval_rate": float((cols["approved"] & noncompliant).mean())})  # fmt: skip
+            mine.append(
+                {
+                    "schema": name,
+                    "B": _budget(b),
+                    "q": qq,
+                    "strategic_misreport_rate": rate,
+                    "strategic_welfare": float(cols["welfare"].mean()),
+                    "strategic_bad_approval_rate": float((cols["approved"] & noncompliant).mean()),
+                }
+            )
             bar.update()
         responses = proposer_best_responses(config, qs, "rule", episodes=br_episodes, seed=seed, bar=bar)
         for row, br in zip(mine, responses, strict=True):
-            row.update(br_misreport_rate=br.misreport_rate, br_gap=br.gap, br_payoff=br.best_payoff,
-                       honest_payoff=br.honest_payoff)  # fmt: skip
+            row.update(
+                br_misreport_rate=br.misreport_rate,
+                br_gap=br.gap,
+                br_payoff=br.best_payoff,
+                honest_payoff=br.honest_payoff,
+            )
         rows += mine
-        summary.append({
-            "schema": name, "B": _budget(b), "pool": len(get_schema(name).checkable),
-            "checks": config.checks_per_audit, **measured,
-            "strategic_q_star": _frontier_q(qs, strategic_pays),
-            "br_q_star": _frontier_q(qs, [br.misreport_rate > tolerance for br in responses]),
-            "game_q_star": game_threshold(config),
-            "br_gap_top_q": responses[-1].gap,
-        })  # fmt: skip
+        summary.append(
+            {
+                "schema": name,
+                "B": _budget(b),
+                "pool": len(get_schema(name).checkable),
+                "checks": config.checks_per_audit,
+                **measured,
+                "strategic_q_star": _frontier_q(qs, strategic_pays),
+                "br_q_star": _frontier_q(qs, [br.misreport_rate > tolerance for br in responses]),
+                "game_q_star": game_threshold(config),
+                "br_gap_top_q": responses[-1].gap,
+            }
+        )
     bar.close()
     write_csv(out / "claim_schemas.csv", rows, list(rows[0]))
     write_csv(out / "claim_schemas_summary.csv", summary, list(summary[0]))
@@ -219,26 +239,53 @@ def _table(summary: Sequence[dict[str, Any]], q: float, top: float) -> str:
         return "—" if math.isnan(x) else f"{x:.3f}"
 
     return markdown_table(
-        ["schema", "B", "checks of pool", f"lie caught per audit @q={q:g} (predicted)", "honest audit fails",
-         "honest welfare", "liar welfare", "liar bad approvals", "strategic q*", "best-response q*",
-         f"best response's gain over honesty @q={top:g}"],
-        [[r["schema"], r["B"], f"{r['checks']} of {r['pool']}",
-          f"{rate(r['liar_detection_per_audit'])} ({rate(r['liar_detection_predicted'])})",
-          rate(r["honest_audit_fail_rate"]), f"{r['honest_welfare']:.3f}", f"{r['liar_welfare']:.3f}",
-          rate(r["liar_bad_approval_rate"]), _fmt_q(r["strategic_q_star"]), _fmt_q(r["br_q_star"]),
-          f"{r['br_gap_top_q']:+.3f}"]
-         for r in summary],
-    )  # fmt: skip
+        [
+            "schema",
+            "B",
+            "checks of pool",
+            f"lie caught per audit @q={q:g} (predicted)",
+            "honest audit fails",
+            "honest welfare",
+            "liar welfare",
+            "liar bad approvals",
+            "strategic q*",
+            "best-response q*",
+            f"best response's gain over honesty @q={top:g}",
+        ],
+        [
+            [
+                r["schema"],
+                r["B"],
+                f"{r['checks']} of {r['pool']}",
+                f"{rate(r['liar_detection_per_audit'])} ({rate(r['liar_detection_predicted'])})",
+                rate(r["honest_audit_fail_rate"]),
+                f"{r['honest_welfare']:.3f}",
+                f"{r['liar_welfare']:.3f}",
+                rate(r["liar_bad_approval_rate"]),
+                _fmt_q(r["strategic_q_star"]),
+                _fmt_q(r["br_q_star"]),
+                f"{r['br_gap_top_q']:+.3f}",
+            ]
+            for r in summary
+        ],
+    )
 
 
-def _plot(path: Path, rows: Sequence[dict[str, Any]], grid: Sequence[tuple[str, int | None]], V: float,
-          L: float) -> None:  # fmt: skip
+def _plot(
+    path: Path, rows: Sequence[dict[str, Any]], grid: Sequence[tuple[str, int | None]], V: float, L: float
+) -> None:
     def series(key: str) -> list[dict[str, Any]]:
         out = []
         for name, b in grid:
             mine = [r for r in rows if r["schema"] == name and r["B"] == _budget(b)]
-            out.append({"label": f"{name}, B={_budget(b)}", "x": [r["q"] for r in mine], "y": [r[key] for r in mine],
-                        "style": {"fmt": "-o" if name == "paper" else "--s"}})  # fmt: skip
+            out.append(
+                {
+                    "label": f"{name}, B={_budget(b)}",
+                    "x": [r["q"] for r in mine],
+                    "y": [r[key] for r in mine],
+                    "style": {"fmt": "-o" if name == "paper" else "--s"},
+                }
+            )
         return out
 
     plot_lines(
@@ -254,12 +301,27 @@ def _plot(path: Path, rows: Sequence[dict[str, Any]], grid: Sequence[tuple[str, 
     )
 
 
-def _summary(path: Path, table: str, summary: Sequence[dict[str, Any]], preset: str, V: float, L: float, q: float,
-             qs: Sequence[float], episodes: int, br_episodes: int, tolerance: float, seed: int) -> None:  # fmt: skip
+def _summary(
+    path: Path,
+    table: str,
+    summary: Sequence[dict[str, Any]],
+    preset: str,
+    V: float,
+    L: float,
+    q: float,
+    qs: Sequence[float],
+    episodes: int,
+    br_episodes: int,
+    tolerance: float,
+    seed: int,
+) -> None:
     game = summary[0]["game_q_star"]
     step = qs[1] - qs[0] if len(qs) > 1 else 0.0
-    agree = [f"{r['schema']} B={r['B']}" for r in summary
-             if not math.isinf(r["br_q_star"]) and abs(r["br_q_star"] - game) <= step + 1e-9]  # fmt: skip
+    agree = [
+        f"{r['schema']} B={r['B']}"
+        for r in summary
+        if not math.isinf(r["br_q_star"]) and abs(r["br_q_star"] - game) <= step + 1e-9
+    ]
     text = [
         "# Claim schemas against a strategic proposer",
         "",
@@ -358,12 +420,25 @@ def _claim_schemas_arguments(cs: argparse.ArgumentParser) -> None:
 
 
 def _claim_schemas(args: argparse.Namespace) -> int:
-    claim_schemas(args.out, schemas=args.schemas, budgets=args.budgets, qs=args.qs, preset=args.preset, V=args.V,
-                  L=args.L, q=args.q, episodes=args.episodes, br_episodes=args.br_episodes, seed=args.seed,
-                  progress=None)  # fmt: skip
+    claim_schemas(
+        args.out,
+        schemas=args.schemas,
+        budgets=args.budgets,
+        qs=args.qs,
+        preset=args.preset,
+        V=args.V,
+        L=args.L,
+        q=args.q,
+        episodes=args.episodes,
+        br_episodes=args.br_episodes,
+        seed=args.seed,
+        progress=None,
+    )
     print((args.out / "claim_schemas.md").read_text())
-    print(f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
-          f"to {args.out}")  # fmt: skip
+    print(
+        f"wrote claim_schemas.csv, claim_schemas_summary.csv, claim_schemas.md, claim_schemas.png and summary.md "
+        f"to {args.out}"
+    )
     return 0
 
 

@@ -26,8 +26,12 @@ from eq_env.exchange_audit.config import ExchangeAuditConfig
 def _equilibrium_arguments(eq: argparse.ArgumentParser) -> None:
     eq.add_argument("--validator", default="rule", help="the validator the proposer responds to (default rule)")
     eq.add_argument("--proposer", help="the proposer the validator responds to (default: the honest proposer)")
-    eq.add_argument("--episodes", type=int_in(4, MAX_EPISODES, " (half to choose, half to measure, two each)"),
-                    default=100_000, help="episodes drawn (default 100000)")  # fmt: skip
+    eq.add_argument(
+        "--episodes",
+        type=int_in(4, MAX_EPISODES, " (half to choose, half to measure, two each)"),
+        default=100_000,
+        help="episodes drawn (default 100000)",
+    )
     eq.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     add_config_flags(eq, ExchangeAuditConfig)
 
@@ -43,13 +47,19 @@ def _equilibrium(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, ExchangeAuditConfig)
     proposer = args.proposer or ("honest:claims_from=truth" if config.reveal_compliance else "honest")
-    print(f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
-          f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n")  # fmt: skip
-    print(proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed,
-                                 progress=None).summary())  # fmt: skip
+    print(
+        f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
+        f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n"
+    )
+    print(
+        proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed, progress=None).summary()
+    )
     print()
-    print(validator_best_response(config, proposer, reference=args.validator, episodes=args.episodes,
-                                  seed=args.seed, progress=None).summary())  # fmt: skip
+    print(
+        validator_best_response(
+            config, proposer, reference=args.validator, episodes=args.episodes, seed=args.seed, progress=None
+        ).summary()
+    )
     pool = len(get_schema(config.claim_schema).checkable)
     q_star = analytic_threshold(config.V, config.L, config.checks_per_audit, lies=1, pool=pool)
     if math.isinf(q_star):

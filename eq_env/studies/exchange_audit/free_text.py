@@ -85,10 +85,17 @@ __all__ = ["BASE_VALIDATORS", "METRICS", "FreeTextOptions", "conditions", "free_
 
 BASE_VALIDATORS = ("rule", "text_reader")
 # the metrics reported, in the order of the tables (names of eq_env.exchange_audit.records.METRICS)
-METRICS = ("approval_rate", "ambiguous_approval_rate", "bad_approval_rate", "welfare", "ambiguous_welfare",
-           "proposer_payoff", "audit_rate", "audit_fail_rate")  # fmt: skip
-COLUMNS = ("q", "regime", "validator", "proposer", "policy",
-           *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")))  # fmt: skip
+METRICS = (
+    "approval_rate",
+    "ambiguous_approval_rate",
+    "bad_approval_rate",
+    "welfare",
+    "ambiguous_welfare",
+    "proposer_payoff",
+    "audit_rate",
+    "audit_fail_rate",
+)
+COLUMNS = ("q", "regime", "validator", "proposer", "policy", *(f"{m}_{s}" for m in METRICS for s in ("mean", "std")))
 _REGIME_NAMES = {"artifacts": "artifacts", "text_only": "text only", "action_only": "action only"}
 
 
@@ -119,8 +126,10 @@ class FreeTextOptions:
         if not self.qs or len(set(self.qs)) != len(self.qs) or not all(0.0 <= q <= 1.0 for q in self.qs):
             raise ValueError(f"qs must be distinct audit intensities in [0, 1], at least one, got {list(self.qs)}")
         if self.q not in self.qs:
-            raise ValueError(f"q ({self.q:g}, the q of the every-condition table) must be one of qs "
-                             f"({', '.join(f'{q:g}' for q in self.qs)})")  # fmt: skip
+            raise ValueError(
+                f"q ({self.q:g}, the q of the every-condition table) must be one of qs "
+                f"({', '.join(f'{q:g}' for q in self.qs)})"
+            )
         if self.preset not in ExchangeAuditConfig.PRESETS:
             raise ValueError(f"preset must be one of {sorted(ExchangeAuditConfig.PRESETS)}, got {self.preset!r}")
         object.__setattr__(self, "qs", tuple(sorted(float(q) for q in self.qs)))  # (tables and lines run in q order)
@@ -157,14 +166,24 @@ def conditions(opts: FreeTextOptions) -> list[Condition]:
             config = base.replace(q=q, regime=regime)
             for validator, vspec in _validators(opts).items():
                 for proposer, pspec in proposers(opts).items():
-                    out.append(Condition(config, {"proposer": pspec, "validator": vspec}, opts.episodes,
-                                         (("q", q), ("regime", regime), ("validator", validator),
-                                          ("proposer", proposer))))  # fmt: skip
+                    out.append(
+                        Condition(
+                            config,
+                            {"proposer": pspec, "validator": vspec},
+                            opts.episodes,
+                            (("q", q), ("regime", regime), ("validator", validator), ("proposer", proposer)),
+                        )
+                    )
     return out
 
 
-def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress: bool | None = None,
-              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
+def free_text(
+    out: str | Path,
+    opts: FreeTextOptions | None = None,
+    *,
+    progress: bool | None = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
     """Run the experiment of the module docstring and write its files; returns the rows, the decomposition,
     the seconds taken and, under ``failed``, the runs with failed episodes (LLM validators).
 
@@ -178,8 +197,16 @@ def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
-    records = run_all(conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, progress=progress,
-                      desc="free text", concurrency=opts.concurrency, executor=executor)  # fmt: skip
+    records = run_all(
+        conds,
+        seeds,
+        ResultsStore(out / "results.jsonl"),
+        engine=opts.engine,
+        progress=progress,
+        desc="free text",
+        concurrency=opts.concurrency,
+        executor=executor,
+    )
     results = {c.labels: (c, summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     rows = []
     for c, summary, _ in results.values():
@@ -199,8 +226,7 @@ def free_text(out: str | Path, opts: FreeTextOptions | None = None, *, progress:
     elapsed = time.perf_counter() - started
     engines = sorted({r["engine"] for r in records})
     (out / "summary.md").write_text(_summary(opts, rows, split, tables, seeds, engines, elapsed, files))
-    return {"rows": rows, "decomposition": split, "seconds": elapsed, "files": files,
-            "failed": failed_runs(records)}  # fmt: skip
+    return {"rows": rows, "decomposition": split, "seconds": elapsed, "files": files, "failed": failed_runs(records)}
 
 
 def _get(results: dict[Any, Any], **labels: Any) -> tuple[Condition, Any, Any]:
@@ -217,16 +243,28 @@ def _decomposition(opts: FreeTextOptions, results: dict[Any, Any]) -> list[dict[
     for q in opts.qs:
         artifacts, text, action, text_rule = (
             _get(results, q=q, regime=regime, validator=validator, proposer="honest")[2]
-            for regime, validator in (("artifacts", "rule"), ("text_only", "text_reader"), ("action_only", "rule"),
-                                      ("text_only", "rule"))
-        )  # fmt: skip
+            for regime, validator in (
+                ("artifacts", "rule"),
+                ("text_only", "text_reader"),
+                ("action_only", "rule"),
+                ("text_only", "rule"),
+            )
+        )
         row: dict[str, Any] = {"q": q}
-        for name, per_seed in (("artifacts", artifacts), ("text_only", text), ("action_only", action),
-                               ("text_only_rule", text_rule)):  # fmt: skip
+        for name, per_seed in (
+            ("artifacts", artifacts),
+            ("text_only", text),
+            ("action_only", action),
+            ("text_only_rule", text_rule),
+        ):
             values = [m[metric] for m in per_seed.values()]
             row[name] = sum(values) / len(values) if values else math.nan
-        for name, (a, b) in (("total", (artifacts, action)), ("information", (text, action)),
-                             ("structure", (artifacts, text)), ("collapse", (text_rule, action))):  # fmt: skip
+        for name, (a, b) in (
+            ("total", (artifacts, action)),
+            ("information", (text, action)),
+            ("structure", (artifacts, text)),
+            ("collapse", (text_rule, action)),
+        ):
             mean, low, high, _ = paired_difference(a, b, metric)
             row[name], row[f"{name}_low"], row[f"{name}_high"] = mean, low, high
         rows.append(row)
@@ -240,11 +278,29 @@ def _gap(row: dict[str, Any], name: str) -> str:
 
 
 def _split_markdown(split: Sequence[dict[str, Any]]) -> str:
-    body = [[f"{r['q']:g}", fmt_number(r["artifacts"], ".2f"), fmt_number(r["text_only"], ".2f"),
-             fmt_number(r["text_only_rule"], ".2f"), fmt_number(r["action_only"], ".2f"), _gap(r, "total"),
-             _gap(r, "information"), _gap(r, "structure")] for r in split]  # fmt: skip
-    headers = ["q", "artifacts (rule)", "text only (text reader)", "text only (rule)", "action only",
-               "total gain", "information", "structure"]  # fmt: skip
+    body = [
+        [
+            f"{r['q']:g}",
+            fmt_number(r["artifacts"], ".2f"),
+            fmt_number(r["text_only"], ".2f"),
+            fmt_number(r["text_only_rule"], ".2f"),
+            fmt_number(r["action_only"], ".2f"),
+            _gap(r, "total"),
+            _gap(r, "information"),
+            _gap(r, "structure"),
+        ]
+        for r in split
+    ]
+    headers = [
+        "q",
+        "artifacts (rule)",
+        "text only (text reader)",
+        "text only (rule)",
+        "action only",
+        "total gain",
+        "information",
+        "structure",
+    ]
     return (
         "The honest proposer's ambiguous welfare by regime, and its gain from artifacts split into information "
         "(text only, read, − action only) and structure (artifacts − text only); paired over seeds, 95% "
@@ -256,16 +312,38 @@ def _conditions_markdown(opts: FreeTextOptions, rows: Sequence[dict[str, Any]]) 
     body = []
     order = list(proposers(opts))
     validators = list(_validators(opts))
-    shown = sorted((r for r in rows if r["q"] == opts.q),
-                   key=lambda r: (order.index(r["proposer"]), validators.index(r["validator"]),
-                                  REGIMES.index(r["regime"])))  # fmt: skip
+    shown = sorted(
+        (r for r in rows if r["q"] == opts.q),
+        key=lambda r: (order.index(r["proposer"]), validators.index(r["validator"]), REGIMES.index(r["regime"])),
+    )
     for r in shown:
-        body.append([r["proposer"], r["validator"], _REGIME_NAMES[r["regime"]],
-                     *(mean_std(r[f"{m}_mean"], r[f"{m}_std"], 3 if m == "bad_approval_rate" else 2)
-                       for m in ("approval_rate", "ambiguous_approval_rate", "bad_approval_rate", "welfare",
-                                 "proposer_payoff"))])  # fmt: skip
-    headers = ["proposer", "validator", "regime", "approval", "amb. approval", "bad approval", "welfare",
-               "proposer payoff"]  # fmt: skip
+        body.append(
+            [
+                r["proposer"],
+                r["validator"],
+                _REGIME_NAMES[r["regime"]],
+                *(
+                    mean_std(r[f"{m}_mean"], r[f"{m}_std"], 3 if m == "bad_approval_rate" else 2)
+                    for m in (
+                        "approval_rate",
+                        "ambiguous_approval_rate",
+                        "bad_approval_rate",
+                        "welfare",
+                        "proposer_payoff",
+                    )
+                ),
+            ]
+        )
+    headers = [
+        "proposer",
+        "validator",
+        "regime",
+        "approval",
+        "amb. approval",
+        "bad approval",
+        "welfare",
+        "proposer payoff",
+    ]
     return f"Every condition at q = {opts.q:g} (mean ± std over seeds).\n\n" + markdown_table(headers, body)
 
 
@@ -278,11 +356,19 @@ def _figure(path: Path, opts: FreeTextOptions, rows: Sequence[dict[str, Any]]) -
         out = []
         for k, validator in enumerate(validators):
             for regime in REGIMES:
-                mine = sorted((r for r in rows if (r["proposer"], r["validator"], r["regime"]) ==
-                               (proposer, validator, regime)), key=lambda r: r["q"])  # fmt: skip
-                out.append({"label": f"{_REGIME_NAMES[regime]}, {validator}", "x": [r["q"] for r in mine],
-                            "y": [r[f"{metric}_mean"] for r in mine], "yerr": [r[f"{metric}_std"] for r in mine],
-                            "style": {"fmt": styles[k % len(styles)], "color": colours[regime]}})  # fmt: skip
+                mine = sorted(
+                    (r for r in rows if (r["proposer"], r["validator"], r["regime"]) == (proposer, validator, regime)),
+                    key=lambda r: r["q"],
+                )
+                out.append(
+                    {
+                        "label": f"{_REGIME_NAMES[regime]}, {validator}",
+                        "x": [r["q"] for r in mine],
+                        "y": [r[f"{metric}_mean"] for r in mine],
+                        "yerr": [r[f"{metric}_std"] for r in mine],
+                        "style": {"fmt": styles[k % len(styles)], "color": colours[regime]},
+                    }
+                )
         return out
 
     plot_lines(
@@ -302,8 +388,16 @@ def _at(rows: Sequence[dict[str, Any]], **labels: Any) -> dict[str, Any]:
     return next(r for r in rows if all(r[k] == v for k, v in labels.items()))
 
 
-def _summary(opts: FreeTextOptions, rows: Sequence[dict[str, Any]], split: Sequence[dict[str, Any]], tables: str,
-             seeds: Sequence[int], engines: Sequence[str], elapsed: float, files: Sequence[str]) -> str:  # fmt: skip
+def _summary(
+    opts: FreeTextOptions,
+    rows: Sequence[dict[str, Any]],
+    split: Sequence[dict[str, Any]],
+    tables: str,
+    seeds: Sequence[int],
+    engines: Sequence[str],
+    elapsed: float,
+    files: Sequence[str],
+) -> str:
     ends = split[:1] if len(split) == 1 else [split[0], split[-1]]  # (one q: said once)
 
     def at_ends(name: str, sep: str = ", ") -> str:
@@ -314,8 +408,11 @@ def _summary(opts: FreeTextOptions, rows: Sequence[dict[str, Any]], split: Seque
         0–100% (the other part then being negative)."""
         return r["total"] > 0 and 0 <= r["information"] <= r["total"]
 
-    shares = [f"{r['information'] / r['total']:.0%} of the whole gain from artifacts at q = {r['q']:g} "
-              f"({_gap(r, 'total')})" for r in ends if shared(r)]  # fmt: skip
+    shares = [
+        f"{r['information'] / r['total']:.0%} of the whole gain from artifacts at q = {r['q']:g} ({_gap(r, 'total')})"
+        for r in ends
+        if shared(r)
+    ]
     totals = f"; that is {' and '.join(shares)}" if shares else f"; the whole gain from artifacts is {at_ends('total')}"
     lines = [
         "# The free-text regime: artifacts vs text only vs action only",
@@ -358,8 +455,7 @@ def _mimic_line(opts: FreeTextOptions, rows: Sequence[dict[str, Any]]) -> str:
     for validator in BASE_VALIDATORS:
         cells = [_at(rows, q=q, proposer="mimic", validator=validator, regime=regime) for regime in REGIMES]
         bad = ", ".join(f"{_REGIME_NAMES[c['regime']]} {c['bad_approval_rate_mean']:.3f}" for c in cells)
-        pay = ", ".join(f"{_REGIME_NAMES[c['regime']]} {fmt_number(c['proposer_payoff_mean'], '+.2f')}"
-                        for c in cells)  # fmt: skip
+        pay = ", ".join(f"{_REGIME_NAMES[c['regime']]} {fmt_number(c['proposer_payoff_mean'], '+.2f')}" for c in cells)
         parts.append(f"{validator}: bad approvals {bad}; its payoff {pay}")
     fines = ", ".join(
         f"{_REGIME_NAMES[c['regime']]} {_fine(c, L):.3f}"
@@ -385,29 +481,51 @@ def _fine(row: dict[str, Any], L: float) -> float:
 # ---------------------------------------------------------------------------
 def _free_text_arguments(ft: argparse.ArgumentParser) -> None:
     ft.add_argument("--out", type=out_dir, required=True, help="output directory (re-running resumes from it)")
-    ft.add_argument("--qs", type=audit_intensities, default="0,0.1,0.3,0.5,0.7,1",
-                    help="the q grid: distinct audit intensities in [0, 1] (default the paper's "
-                         "0,0.1,0.3,0.5,0.7,1)")  # fmt: skip
+    ft.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default="0,0.1,0.3,0.5,0.7,1",
+        help="the q grid: distinct audit intensities in [0, 1] (default the paper's 0,0.1,0.3,0.5,0.7,1)",
+    )
     ft.add_argument(
         "--q", type=audit_intensity, default=0.3, help="the q of the every-condition table, one of --qs (default 0.3)"
     )
     ft.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
     ft.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
     ft.add_argument("--episodes", type=episodes_arg, default=20_000, help="episodes per seed (default 20000)")
-    ft.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
-                    help="words of the honest and mimic proposers' texts (default 18, about GPT-4.1's "
-                         "average)")  # fmt: skip
-    ft.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                    help="game preset (default paper: claims and text both judged from the proposer's noisy "
-                         "observation, so they carry the same information)")  # fmt: skip
-    ft.add_argument("--validator", action="append", default=[], metavar="SPEC",
-                    help="another validator beside the rule and the text reader, e.g. 'llm:gate=none' (the LLM "
-                         "validator ungated); repeatable")  # fmt: skip
-    ft.add_argument("--engine", choices=ENGINES, default="auto",
-                    help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; auto: batch "
-                         "whenever possible")  # fmt: skip
-    ft.add_argument("--jobs", type=jobs_arg, help="worker processes (default 1); with --backend ray, the CPUs of "
-                    "the Ray instance started here")  # fmt: skip
+    ft.add_argument(
+        "--words",
+        type=int_in(0, 60, " (the paper's max_words is 60)"),
+        default=18,
+        help="words of the honest and mimic proposers' texts (default 18, about GPT-4.1's average)",
+    )
+    ft.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper",
+        help="game preset (default paper: claims and text both judged from the proposer's noisy "
+        "observation, so they carry the same information)",
+    )
+    ft.add_argument(
+        "--validator",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another validator beside the rule and the text reader, e.g. 'llm:gate=none' (the LLM "
+        "validator ungated); repeatable",
+    )
+    ft.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; auto: batch "
+        "whenever possible",
+    )
+    ft.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        help="worker processes (default 1); with --backend ray, the CPUs of the Ray instance started here",
+    )
     add_backend_flags(ft)
     add_flag_groups(ft, "OUT/llm_cache", ["validator"])
 
@@ -415,12 +533,22 @@ def _free_text_arguments(ft: argparse.ArgumentParser) -> None:
 def _free_text(args: argparse.Namespace) -> int:
     validators = tuple(fill_spec(spec, args) for spec in args.validator)
     executor = executor_of(args, default_jobs=1)
-    opts = FreeTextOptions(qs=tuple(args.qs), q=args.q, seeds=args.seeds, first_seed=args.first_seed,
-                           episodes=args.episodes, words=args.words, preset=args.preset, validators=validators,
-                           engine=args.engine, concurrency=getattr(args, "concurrency", 8))  # fmt: skip
+    opts = FreeTextOptions(
+        qs=tuple(args.qs),
+        q=args.q,
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        episodes=args.episodes,
+        words=args.words,
+        preset=args.preset,
+        validators=validators,
+        engine=args.engine,
+        concurrency=getattr(args, "concurrency", 8),
+    )
     if getattr(args, "dry_run", False):
-        return dry_run(ExchangeAuditConfig.from_preset(args.preset).replace(regime="text_only"),
-                       {"validator": list(validators)})  # fmt: skip
+        return dry_run(
+            ExchangeAuditConfig.from_preset(args.preset).replace(regime="text_only"), {"validator": list(validators)}
+        )
     configure_flag_groups(args, args.out / "llm_cache")
     result = free_text(args.out, opts, progress=None, executor=executor)
     print((args.out / "free_text.md").read_text())

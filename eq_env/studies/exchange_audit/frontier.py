@@ -169,18 +169,22 @@ def frontier(
             ppo_payoff = proposer_payoff(cfg, ppo_spec, "rule", episodes=episodes, seed=seed) if ppo_spec else math.nan
             br_pays.append(br["br_misreport_rate"] > tolerance)
             ppo_pays.append(ppo_rate > tolerance)
-            rows.append({"scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B, "q": q,
-                         **br})  # fmt: skip
+            rows.append({"scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B, "q": q, **br})
             if ppo_spec:
                 rows[-1].update(ppo_misreport_rate=ppo_rate, ppo_payoff=ppo_payoff)
         scenario = sc.config(base, qs[0])  # (B=None means every claim: checks_per_audit resolves it)
-        summary.append({
-            "scenario": sc.name, "V": sc.V, "L": sc.L, "B": sc.B,
-            "eq3_q_star": analytic_threshold(sc.V, sc.L, scenario.checks_per_audit, lies=1),
-            "game_q_star": game_threshold(scenario),
-            "br_q_star": _frontier_q(qs, br_pays),
-            **({"ppo_q_star": _frontier_q(qs, ppo_pays)} if ppo_spec else {}),
-        })  # fmt: skip
+        summary.append(
+            {
+                "scenario": sc.name,
+                "V": sc.V,
+                "L": sc.L,
+                "B": sc.B,
+                "eq3_q_star": analytic_threshold(sc.V, sc.L, scenario.checks_per_audit, lies=1),
+                "game_q_star": game_threshold(scenario),
+                "br_q_star": _frontier_q(qs, br_pays),
+                **({"ppo_q_star": _frontier_q(qs, ppo_pays)} if ppo_spec else {}),
+            }
+        )
     write_csv(out / "frontier.csv", rows, list(rows[0]))
     write_csv(out / "frontier_summary.csv", summary, list(summary[0]))
     _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None)
@@ -195,8 +199,9 @@ def _point_key(config: ExchangeAuditConfig, episodes: int, seed: int) -> str:
     """What determines a best response (the package version too: code changes may change it)."""
     from eq_env import __version__
 
-    blob = json.dumps({"eq_env": __version__, "config": config.to_dict(), "episodes": episodes, "seed": seed},
-                      sort_keys=True)  # fmt: skip
+    blob = json.dumps(
+        {"eq_env": __version__, "config": config.to_dict(), "episodes": episodes, "seed": seed}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -209,17 +214,29 @@ def best_response_point(config: ExchangeAuditConfig, episodes: int, seed: int) -
     return {"key": _point_key(config, episodes, seed), **point}
 
 
-def _best_responses(store: ResultsStore, scenarios: Sequence[Scenario], base: ExchangeAuditConfig,
-                    qs: Sequence[float], episodes: int, seed: int, executor: Executor,
-                    progress: bool | None) -> dict[str, dict[str, Any]]:  # fmt: skip
+def _best_responses(
+    store: ResultsStore,
+    scenarios: Sequence[Scenario],
+    base: ExchangeAuditConfig,
+    qs: Sequence[float],
+    episodes: int,
+    seed: int,
+    executor: Executor,
+    progress: bool | None,
+) -> dict[str, dict[str, Any]]:
     """Every point's record, those in ``store`` reused, the others computed and appended as they finish.
     Every row is read back through JSON, so a point computed now and one recorded earlier are the same."""
     store.compact()
     done = store.load()
     configs = {_point_key(c, episodes, seed): c for c in (sc.config(base, q) for sc in scenarios for q in qs)}
     todo = [(key, c) for key, c in configs.items() if key not in done]
-    bar = tqdm(total=len(configs), initial=len(configs) - len(todo), desc="frontier", unit="point",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(configs),
+        initial=len(configs) - len(todo),
+        desc="frontier",
+        unit="point",
+        disable=None if progress is None else not progress,
+    )
 
     def record(point: dict[str, Any]) -> None:
         store.append(point)
@@ -242,22 +259,36 @@ def _best_responses(store: ResultsStore, scenarios: Sequence[Scenario], base: Ex
     return {key: done[key] for key in configs}
 
 
-def _ppo_for(sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path: Path, timesteps: int,
-             seed: int) -> str:  # fmt: skip
+def _ppo_for(
+    sc: Scenario, base: ExchangeAuditConfig, qs: Sequence[float], path: Path, timesteps: int, seed: int
+) -> str:
     """A PPO proposer for this scenario trained across the q grid (reused if already in ``path``)."""
     import json
 
     from eq_env.baselines.exchange_audit.rl import train
 
     meta = path / "policy.json"
-    wanted = {"config": sc.config(base, qs[0]).to_dict(), "audit_intensities": list(qs), "timesteps": timesteps,
-              "seed": seed}  # fmt: skip
+    wanted = {
+        "config": sc.config(base, qs[0]).to_dict(),
+        "audit_intensities": list(qs),
+        "timesteps": timesteps,
+        "seed": seed,
+    }
     if meta.exists():
         have = json.loads(meta.read_text())
         if all(have.get(k) == v for k, v in wanted.items()):
             return f"sb3:path={path}"
-    train("proposer", path, timesteps=timesteps, seed=seed, config=sc.config(base, qs[0]), audit_intensities=qs,
-          eval_episodes=500, eval_seeds=(1000,), progress=False)  # fmt: skip
+    train(
+        "proposer",
+        path,
+        timesteps=timesteps,
+        seed=seed,
+        config=sc.config(base, qs[0]),
+        audit_intensities=qs,
+        eval_episodes=500,
+        eval_seeds=(1000,),
+        progress=False,
+    )
     return f"sb3:path={path}"
 
 
@@ -267,24 +298,44 @@ def _fmt_q(q: float) -> str:
     return "never deterred (> 1)" if math.isinf(q) else f"{q:.2f}"
 
 
-def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]],
-                    qs: Sequence[float], tolerance: float, preset: str, episodes: int,
-                    timesteps: int | None) -> None:  # fmt: skip
+def _write_markdown(
+    out: Path,
+    summary: Sequence[dict[str, Any]],
+    rows: Sequence[dict[str, Any]],
+    qs: Sequence[float],
+    tolerance: float,
+    preset: str,
+    episodes: int,
+    timesteps: int | None,
+) -> None:
     step = qs[1] - qs[0] if len(qs) > 1 else 0.0
     ppo = timesteps is not None
     table = markdown_table(
         ["scenario", "V", "L", "B", "eq. 3 (paper)", "this game (analytic)", "best response"] + ["PPO"] * ppo,
-        [[r["scenario"], f"{r['V']:g}", f"{r['L']:g}", r["B"], _fmt_q(r["eq3_q_star"]), _fmt_q(r["game_q_star"]),
-          _fmt_q(r["br_q_star"])] + ([_fmt_q(r["ppo_q_star"])] if ppo else []) for r in summary],
-    )  # fmt: skip
+        [
+            [
+                r["scenario"],
+                f"{r['V']:g}",
+                f"{r['L']:g}",
+                r["B"],
+                _fmt_q(r["eq3_q_star"]),
+                _fmt_q(r["game_q_star"]),
+                _fmt_q(r["br_q_star"]),
+            ]
+            + ([_fmt_q(r["ppo_q_star"])] if ppo else [])
+            for r in summary
+        ],
+    )
     agree = [
-        r["scenario"] for r in summary
+        r["scenario"]
+        for r in summary
         if not math.isinf(r["br_q_star"]) and abs(r["br_q_star"] - r["game_q_star"]) <= step + 1e-9
-    ]  # fmt: skip
+    ]
     ppo_agree = [
-        r["scenario"] for r in summary
+        r["scenario"]
+        for r in summary
         if ppo and not math.isinf(r["ppo_q_star"]) and abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9
-    ]  # fmt: skip
+    ]
     ppo_sentence = (
         f"; PPO agrees with the best response in {len(ppo_agree)} of {len(summary)} ({', '.join(ppo_agree) or 'none'})."
         if ppo
@@ -319,8 +370,14 @@ def _write_markdown(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence
     (out / "frontier.md").write_text("\n".join(text))
 
 
-def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], step: float,
-                       tolerance: float, n_qs: int, timesteps: int | None) -> list[str]:  # fmt: skip
+def _ppo_disagreements(
+    summary: Sequence[dict[str, Any]],
+    rows: Sequence[dict[str, Any]],
+    step: float,
+    tolerance: float,
+    n_qs: int,
+    timesteps: int | None,
+) -> list[str]:
     """A paragraph per scenario where PPO's frontier is more than a grid step from the best response's: where PPO
     still misreports, what a lie loses there, and how close PPO's payoff is to the best response's."""
     lines = []
@@ -329,12 +386,18 @@ def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[st
             continue
         if abs(r["ppo_q_star"] - r["br_q_star"]) <= step + 1e-9:
             continue
-        late = [x for x in rows if x["scenario"] == r["scenario"] and x["q"] > r["br_q_star"] + 1e-9
-                and x["ppo_misreport_rate"] > tolerance]  # fmt: skip
+        late = [
+            x
+            for x in rows
+            if x["scenario"] == r["scenario"] and x["q"] > r["br_q_star"] + 1e-9 and x["ppo_misreport_rate"] > tolerance
+        ]
         if not late:
             continue
-        points = "; ".join(f"q = {x['q']:g}: {x['ppo_misreport_rate']:.0%} misreported, payoff "
-                           f"{x['ppo_payoff'] / x['br_payoff']:.1%} of the best response's" for x in late)  # fmt: skip
+        points = "; ".join(
+            f"q = {x['q']:g}: {x['ppo_misreport_rate']:.0%} misreported, payoff "
+            f"{x['ppo_payoff'] / x['br_payoff']:.1%} of the best response's"
+            for x in late
+        )
         lines += [
             f"Why PPO differs in {r['scenario']}: above the best response's frontier it still misreports in some "
             f"non-compliant episodes ({points}). Past the threshold a lie loses 1 − (1 − q)·V against NO_TRADE per "
@@ -346,8 +409,13 @@ def _ppo_disagreements(summary: Sequence[dict[str, Any]], rows: Sequence[dict[st
     return lines
 
 
-def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]],
-           scenarios: Sequence[Scenario], ppo: bool) -> None:  # fmt: skip
+def _plots(
+    out: Path,
+    summary: Sequence[dict[str, Any]],
+    rows: Sequence[dict[str, Any]],
+    scenarios: Sequence[Scenario],
+    ppo: bool,
+) -> None:
     names = [r["scenario"] for r in summary]
     x = list(range(len(names)))
 
@@ -355,24 +423,44 @@ def _plots(out: Path, summary: Sequence[dict[str, Any]], rows: Sequence[dict[str
         return [min(r[key], 1.05) if not math.isnan(r[key]) else math.nan for r in summary]
 
     series = [
-        {"label": "eq. 3 (paper); 1.05 = never deterred", "x": x, "y": capped("eq3_q_star"),
-         "style": {"fmt": "s", "markersize": 8, "mfc": "white"}},
+        {
+            "label": "eq. 3 (paper); 1.05 = never deterred",
+            "x": x,
+            "y": capped("eq3_q_star"),
+            "style": {"fmt": "s", "markersize": 8, "mfc": "white"},
+        },
         {"label": "this game, analytic", "x": x, "y": capped("game_q_star"), "style": {"fmt": "D", "markersize": 7}},
         {"label": "best response", "x": x, "y": capped("br_q_star"), "style": {"fmt": "o", "markersize": 6}},
-    ]  # fmt: skip
+    ]
     if ppo:
         series.append({"label": "PPO", "x": x, "y": capped("ppo_q_star"), "style": {"fmt": "x", "markersize": 9}})
     labels = [f"{r['scenario']}\nV={r['V']:g} L={r['L']:g} B={r['B']}" for r in summary]
-    plot_lines(out / "frontier.png", [{"ylabel": "deterrence frontier q*", "series": series}], xlabel="scenario",
-               xticklabels=labels)  # fmt: skip
+    plot_lines(
+        out / "frontier.png",
+        [{"ylabel": "deterrence frontier q*", "series": series}],
+        xlabel="scenario",
+        xticklabels=labels,
+    )
     panels = []
     for sc in scenarios:
         mine = [r for r in rows if r["scenario"] == sc.name]
-        panels.append({"ylabel": f"misreport rate ({sc.name})", "series": [
-            {"label": "best response", "x": [r["q"] for r in mine], "y": [r["br_misreport_rate"] for r in mine]},
-            *([{"label": "PPO", "x": [r["q"] for r in mine], "y": [r["ppo_misreport_rate"] for r in mine]}]
-              if ppo else []),
-        ]})  # fmt: skip
+        panels.append(
+            {
+                "ylabel": f"misreport rate ({sc.name})",
+                "series": [
+                    {
+                        "label": "best response",
+                        "x": [r["q"] for r in mine],
+                        "y": [r["br_misreport_rate"] for r in mine],
+                    },
+                    *(
+                        [{"label": "PPO", "x": [r["q"] for r in mine], "y": [r["ppo_misreport_rate"] for r in mine]}]
+                        if ppo
+                        else []
+                    ),
+                ],
+            }
+        )
     plot_lines(out / "misreport_vs_q.png", panels, xlabel="audit intensity q")
 
 
@@ -387,15 +475,27 @@ def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
         default="paper_scripted",
         help="game preset (default paper_scripted: the proposer knows its true compliance)",
     )
-    fr.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the q grid: distinct audit intensities in [0, 1] (default 0 to 1 by 0.1)")  # fmt: skip
-    fr.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
-                    help="episodes per best response and per evaluation (default 20000)")  # fmt: skip
+    fr.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+        help="the q grid: distinct audit intensities in [0, 1] (default 0 to 1 by 0.1)",
+    )
+    fr.add_argument(
+        "--episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="episodes per best response and per evaluation (default 20000)",
+    )
     fr.add_argument("--timesteps", type=timesteps_arg, default=60_000, help="PPO training steps per scenario")
     fr.add_argument("--no-ppo", action="store_true", help="skip the PPO column (minutes faster)")
     fr.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    fr.add_argument("--jobs", type=jobs_arg, help="worker processes for the best responses (default 1); with "
-                    "--backend ray, the CPUs of the Ray instance started here")  # fmt: skip
+    fr.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        help="worker processes for the best responses (default 1); with "
+        "--backend ray, the CPUs of the Ray instance started here",
+    )
     add_backend_flags(fr)
 
 
@@ -403,11 +503,22 @@ def _frontier(args: argparse.Namespace) -> int:
     import importlib.util
 
     if not args.no_ppo and importlib.util.find_spec("stable_baselines3") is None:  # (before the hour of work)
-        raise ValueError("the frontier's PPO column needs Stable-Baselines3, which is not installed: "
-                         "pip install 'eq-env[rl]', or leave PPO out with --no-ppo")  # fmt: skip
+        raise ValueError(
+            "the frontier's PPO column needs Stable-Baselines3, which is not installed: "
+            "pip install 'eq-env[rl]', or leave PPO out with --no-ppo"
+        )
     executor = executor_of(args, default_jobs=1)
-    frontier(args.out, preset=args.preset, qs=args.qs, episodes=args.episodes, timesteps=args.timesteps,
-             seed=args.seed, train_ppo=not args.no_ppo, progress=None, executor=executor)  # fmt: skip
+    frontier(
+        args.out,
+        preset=args.preset,
+        qs=args.qs,
+        episodes=args.episodes,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        train_ppo=not args.no_ppo,
+        progress=None,
+        executor=executor,
+    )
     print((args.out / "frontier.md").read_text())
     return 0
 

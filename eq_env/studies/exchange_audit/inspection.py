@@ -250,9 +250,14 @@ def commitment(
         return 0.0
     if math.isinf(q_deter) or q_deter > 1:  # lies at every q: audit all of them or none
         return 1.0 if -lie_unaudited > audit_cost else 0.0
-    worth = break_even_cost(q_deter=q_deter, V=V, bad_approval_loss=bad_approval_loss,
-                            noncompliant_share=noncompliant_share, no_trade_payoff=no_trade_payoff,
-                            objective=objective)  # fmt: skip
+    worth = break_even_cost(
+        q_deter=q_deter,
+        V=V,
+        bad_approval_loss=bad_approval_loss,
+        noncompliant_share=noncompliant_share,
+        no_trade_payoff=no_trade_payoff,
+        objective=objective,
+    )
     return q_deter if audit_cost <= worth else 0.0
 
 
@@ -386,8 +391,10 @@ def inspection(
         raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
     qs, budgets, costs = sorted(qs), sorted(budgets), sorted(costs)
     if not qs or not budgets or not costs:
-        raise ValueError(f"the inspection game needs at least one q, one budget B and one audit cost, got qs={qs}, "
-                         f"budgets={budgets}, costs={costs}")  # fmt: skip
+        raise ValueError(
+            f"the inspection game needs at least one q, one budget B and one audit cost, got qs={qs}, "
+            f"budgets={budgets}, costs={costs}"
+        )
     if any(isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 4 for b in budgets):
         raise ValueError(f"budgets B must be integers in [1, 4], got {budgets}")
     for name, value in (("claim_cost", claim_cost), *(("costs", c) for c in costs)):
@@ -401,8 +408,9 @@ def inspection(
         raise ValueError(f"tolerance must be a misreport rate in [0, 1), got {tolerance!r}")
     V0, L0 = SCENARIOS[scenario]
     V, L = V0 if V is None else V, L0 if L is None else L
-    base = ExchangeAuditConfig.from_preset(preset).replace(V=V, L=L, bad_approval_loss=bad_approval_loss,
-                                                           audit_cost=audit_cost)  # fmt: skip
+    base = ExchangeAuditConfig.from_preset(preset).replace(
+        V=V, L=L, bad_approval_loss=bad_approval_loss, audit_cost=audit_cost
+    )
     for q in qs:
         base.replace(q=q)  # a q outside [0, 1] is refused before anything runs
     for c in costs:
@@ -410,8 +418,12 @@ def inspection(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
-    bar = tqdm(total=len(budgets) * (len(qs) + 1), desc="inspection", unit="cell",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(budgets) * (len(qs) + 1),
+        desc="inspection",
+        unit="cell",
+        disable=None if progress is None else not progress,
+    )
     rule = make_policy("rule", "validator")
     nature = _measured_half(base, episodes, seed)  # (the same states in every cell: q, B and costs draw nothing)
     rho = float((~nature.compliant).mean())
@@ -428,8 +440,16 @@ def inspection(
     frontier = {B: _frontier_q(qs, [c.br.misreport_rate > tolerance for c in cells[B]]) for B in budgets}
     equilibria = []
     for B in budgets:
-        equilibria.append(_nash_row(base.replace(B=B, audit_cost=budget_cost(audit_cost, claim_cost, B)), cells[B],
-                                    frontier[B], nature, rho, rule))  # fmt: skip
+        equilibria.append(
+            _nash_row(
+                base.replace(B=B, audit_cost=budget_cost(audit_cost, claim_cost, B)),
+                cells[B],
+                frontier[B],
+                nature,
+                rho,
+                rule,
+            )
+        )
         bar.update()
     bar.close()
 
@@ -443,41 +463,95 @@ def inspection(
     welfare_leader = _leader_row(everything, cost_of(audit_cost), "welfare")
     sweep = _cost_rows(everything, costs, claim_cost, frontier, base, rho, min(budgets))
     result = Inspection(
-        rows=rows, equilibria=equilibria, costs=sweep, leader=leader, welfare_leader=welfare_leader,
+        rows=rows,
+        equilibria=equilibria,
+        costs=sweep,
+        leader=leader,
+        welfare_leader=welfare_leader,
         noncompliant_share=rho,
-        parameters={"scenario": scenario, "V": V, "L": L, "audit_cost": audit_cost, "claim_cost": claim_cost,
-                    "bad_approval_loss": bad_approval_loss, "no_trade_payoff": n0, "preset": preset,
-                    "episodes": episodes, "seed": seed, "tolerance": tolerance, "qs": list(qs),
-                    "budgets": list(budgets), "measured": nature.n,
-                    "reveal_compliance": base.reveal_compliance},
-    )  # fmt: skip
+        parameters={
+            "scenario": scenario,
+            "V": V,
+            "L": L,
+            "audit_cost": audit_cost,
+            "claim_cost": claim_cost,
+            "bad_approval_loss": bad_approval_loss,
+            "no_trade_payoff": n0,
+            "preset": preset,
+            "episodes": episodes,
+            "seed": seed,
+            "tolerance": tolerance,
+            "qs": list(qs),
+            "budgets": list(budgets),
+            "measured": nature.n,
+            "reveal_compliance": base.reveal_compliance,
+        },
+    )
     _write(out, result, frontier)
     return result
 
 
-def _row(c: _Cell, frontier_q: float, V: float, L: float, audit_cost: float, claim_cost: float,
-         loss: float) -> dict[str, Any]:  # fmt: skip
+def _row(
+    c: _Cell, frontier_q: float, V: float, L: float, audit_cost: float, claim_cost: float, loss: float
+) -> dict[str, Any]:
     v, v_ci = _mean_ci(c.validator)
     w, w_ci = _mean_ci(c.welfare)
-    return {"V": V, "L": L, "audit_cost": audit_cost, "claim_cost": claim_cost, "bad_approval_loss": loss,
-            "B": c.B, "cost_per_audit": c.cost, "q": c.q, "misreport_rate": c.br.misreport_rate,
-            "deterred": c.q >= frontier_q, "proposer_payoff": float(c.proposer.mean()),
-            "honest_payoff": c.br.honest_payoff, "validator_payoff": v, "validator_ci": v_ci, "welfare": w,
-            "welfare_ci": w_ci}  # fmt: skip
+    return {
+        "V": V,
+        "L": L,
+        "audit_cost": audit_cost,
+        "claim_cost": claim_cost,
+        "bad_approval_loss": loss,
+        "B": c.B,
+        "cost_per_audit": c.cost,
+        "q": c.q,
+        "misreport_rate": c.br.misreport_rate,
+        "deterred": c.q >= frontier_q,
+        "proposer_payoff": float(c.proposer.mean()),
+        "honest_payoff": c.br.honest_payoff,
+        "validator_payoff": v,
+        "validator_ci": v_ci,
+        "welfare": w,
+        "welfare_ci": w_ci,
+    }
 
 
-def _nash_row(config: ExchangeAuditConfig, cells: Sequence[_Cell], frontier_q: float, nature: Nature, rho: float,
-              rule: Any) -> dict[str, Any]:  # fmt: skip
+def _nash_row(
+    config: ExchangeAuditConfig, cells: Sequence[_Cell], frontier_q: float, nature: Nature, rho: float, rule: Any
+) -> dict[str, Any]:
     """The equilibrium of one budget: analytic, and measured from the lie the best response found."""
     n0, loss, cost = config.no_trade_payoff, config.bad_approval_loss, config.audit_cost
-    eq = nash_equilibrium(V=config.V, audit_cost=cost, bad_approval_loss=loss, noncompliant_share=rho,
-                          no_trade_payoff=n0)  # fmt: skip
-    row: dict[str, Any] = {"B": config.checks_per_audit, "cost_per_audit": cost, "noncompliant_share": rho,
-                           "frontier_q": frontier_q, "game_threshold": game_threshold(config), "nash_kind": eq.kind,
-                           "nash_q": eq.q, "nash_m": eq.m}  # fmt: skip
-    keys = ("lie_from_q", "lie_misreport_rate", "honest_from_q", "measured_q", "gain_below", "gain_below_ci",
-            "gain_above", "gain_above_ci", "measured_m", "validator_below", "validator_at", "validator_above",
-            "validator_slope", "validator_slope_ci", "nash_validator_payoff", "nash_welfare")  # fmt: skip
+    eq = nash_equilibrium(
+        V=config.V, audit_cost=cost, bad_approval_loss=loss, noncompliant_share=rho, no_trade_payoff=n0
+    )
+    row: dict[str, Any] = {
+        "B": config.checks_per_audit,
+        "cost_per_audit": cost,
+        "noncompliant_share": rho,
+        "frontier_q": frontier_q,
+        "game_threshold": game_threshold(config),
+        "nash_kind": eq.kind,
+        "nash_q": eq.q,
+        "nash_m": eq.m,
+    }
+    keys = (
+        "lie_from_q",
+        "lie_misreport_rate",
+        "honest_from_q",
+        "measured_q",
+        "gain_below",
+        "gain_below_ci",
+        "gain_above",
+        "gain_above_ci",
+        "measured_m",
+        "validator_below",
+        "validator_at",
+        "validator_above",
+        "validator_slope",
+        "validator_slope_ci",
+        "nash_validator_payoff",
+        "nash_welfare",
+    )
     row.update(dict.fromkeys(keys, math.nan))
     liars = [c for c in cells if c.q < frontier_q and c.br.misreport_rate > 0]
     if not liars:
@@ -529,9 +603,18 @@ def _leader_row(cells: Sequence[_Cell], cost_of: Any, objective: str) -> dict[st
     per_episode = (lambda x: x.validator) if objective == "validator" else (lambda x: x.welfare)
     best = _best(cells, cost_of, value)
     mean, ci = _mean_ci(per_episode(best))
-    row: dict[str, Any] = {"objective": objective, "q": best.q, "B": best.B, "value": mean, "value_ci": ci,
-                           "misreport_rate": best.br.misreport_rate, "runner_up_q": math.nan,
-                           "runner_up_B": math.nan, "margin": math.nan, "margin_ci": math.nan}  # fmt: skip
+    row: dict[str, Any] = {
+        "objective": objective,
+        "q": best.q,
+        "B": best.B,
+        "value": mean,
+        "value_ci": ci,
+        "misreport_rate": best.br.misreport_rate,
+        "runner_up_q": math.nan,
+        "runner_up_B": math.nan,
+        "margin": math.nan,
+        "margin_ci": math.nan,
+    }
     others = [c for c in cells if c is not best]
     if others:
         second = _best(others, cost_of, value)
@@ -540,8 +623,15 @@ def _leader_row(cells: Sequence[_Cell], cost_of: Any, objective: str) -> dict[st
     return row
 
 
-def _cost_rows(cells: Sequence[_Cell], costs: Sequence[float], claim_cost: float, frontier: dict[int, float],
-               base: ExchangeAuditConfig, rho: float, cheapest: int) -> list[dict[str, Any]]:  # fmt: skip
+def _cost_rows(
+    cells: Sequence[_Cell],
+    costs: Sequence[float],
+    claim_cost: float,
+    frontier: dict[int, float],
+    base: ExchangeAuditConfig,
+    rho: float,
+    cheapest: int,
+) -> list[dict[str, Any]]:
     """The leader's choice (numeric and analytic) and the Nash equilibrium at each audit cost c."""
     out = []
     for c in costs:
@@ -551,19 +641,33 @@ def _cost_rows(cells: Sequence[_Cell], costs: Sequence[float], claim_cost: float
 
         best = _best(cells, cost_of, lambda x: x.validator_at(cost_of(x.B)))
         planner = _best(cells, cost_of, lambda x: x.welfare_at(cost_of(x.B)))
-        common: dict[str, Any] = {"V": base.V, "bad_approval_loss": base.bad_approval_loss, "noncompliant_share": rho,
-                  "no_trade_payoff": base.no_trade_payoff, "audit_cost": cost_of(cheapest)}  # fmt: skip
+        common: dict[str, Any] = {
+            "V": base.V,
+            "bad_approval_loss": base.bad_approval_loss,
+            "noncompliant_share": rho,
+            "no_trade_payoff": base.no_trade_payoff,
+            "audit_cost": cost_of(cheapest),
+        }
         nash = nash_equilibrium(**common)
         without_cost = {k: v for k, v in common.items() if k != "audit_cost"}
-        out.append({
-            "audit_cost": c, "leader_q": best.q, "leader_B": best.B, "leader_misreport_rate": best.br.misreport_rate,
-            "leader_validator_payoff": best.validator_at(cost_of(best.B)),
-            "analytic_leader_q": commitment(q_deter=frontier[cheapest], **common),
-            "break_even_cost_per_audit": break_even_cost(q_deter=frontier[cheapest], **without_cost),
-            "welfare_leader_q": planner.q, "welfare_leader_B": planner.B,
-            "analytic_welfare_leader_q": commitment(q_deter=frontier[cheapest], objective="welfare", **common),
-            "nash_B": cheapest, "nash_q": nash.q, "nash_m": nash.m, "nash_kind": nash.kind,
-        })  # fmt: skip
+        out.append(
+            {
+                "audit_cost": c,
+                "leader_q": best.q,
+                "leader_B": best.B,
+                "leader_misreport_rate": best.br.misreport_rate,
+                "leader_validator_payoff": best.validator_at(cost_of(best.B)),
+                "analytic_leader_q": commitment(q_deter=frontier[cheapest], **common),
+                "break_even_cost_per_audit": break_even_cost(q_deter=frontier[cheapest], **without_cost),
+                "welfare_leader_q": planner.q,
+                "welfare_leader_B": planner.B,
+                "analytic_welfare_leader_q": commitment(q_deter=frontier[cheapest], objective="welfare", **common),
+                "nash_B": cheapest,
+                "nash_q": nash.q,
+                "nash_m": nash.m,
+                "nash_kind": nash.kind,
+            }
+        )
     return out
 
 
@@ -585,34 +689,72 @@ def _pm(mean: float, ci: float, digits: int = 3) -> str:
 def _tables(result: Inspection) -> tuple[str, str, str]:
     """The equilibria per B, the payoff grid (q × B), and the leader against the audit cost."""
     eq = markdown_table(
-        ["B", "c_B", "fixed-q frontier", "Nash q* (analytic / measured)", "Nash m* (analytic / measured)",
-         "validator at q*−h, q*, q*+h vs m*", "its slope in q (95% CI)", "lying gains at q*−h / q*+h"],
-        [[e["B"], f"{e['cost_per_audit']:.3g}", _fmt_q(e["frontier_q"]),
-          f"{_fmt_q(e['nash_q'])} / {_fmt_q(e['measured_q'])}",
-          f"{e['nash_m']:.3f} / " + ("—" if math.isnan(e["measured_m"]) else f"{e['measured_m']:.3f}"),
-          "—" if math.isnan(e["validator_at"]) else
-          f"{e['validator_below']:.4f}, {e['validator_at']:.4f}, {e['validator_above']:.4f}",
-          _pm(e["validator_slope"], e["validator_slope_ci"]),
-          f"{_pm(e['gain_below'], e['gain_below_ci'])} / {_pm(e['gain_above'], e['gain_above_ci'])}"]
-         for e in result.equilibria],
-    )  # fmt: skip
+        [
+            "B",
+            "c_B",
+            "fixed-q frontier",
+            "Nash q* (analytic / measured)",
+            "Nash m* (analytic / measured)",
+            "validator at q*−h, q*, q*+h vs m*",
+            "its slope in q (95% CI)",
+            "lying gains at q*−h / q*+h",
+        ],
+        [
+            [
+                e["B"],
+                f"{e['cost_per_audit']:.3g}",
+                _fmt_q(e["frontier_q"]),
+                f"{_fmt_q(e['nash_q'])} / {_fmt_q(e['measured_q'])}",
+                f"{e['nash_m']:.3f} / " + ("—" if math.isnan(e["measured_m"]) else f"{e['measured_m']:.3f}"),
+                "—"
+                if math.isnan(e["validator_at"])
+                else f"{e['validator_below']:.4f}, {e['validator_at']:.4f}, {e['validator_above']:.4f}",
+                _pm(e["validator_slope"], e["validator_slope_ci"]),
+                f"{_pm(e['gain_below'], e['gain_below_ci'])} / {_pm(e['gain_above'], e['gain_above_ci'])}",
+            ]
+            for e in result.equilibria
+        ],
+    )
     budgets = result.parameters["budgets"]
     by = {(r["q"], r["B"]): r for r in result.rows}
     first = budgets[0]
     grid = markdown_table(
         ["q", *(f"validator, B={B}" for B in budgets), *(f"misreport, B={B}" for B in budgets), f"welfare, B={first}"],
-        [[f"{q:g}", *(_pm(by[q, B]["validator_payoff"], by[q, B]["validator_ci"]) for B in budgets),
-          *(f"{by[q, B]['misreport_rate']:.3f}" for B in budgets), f"{by[q, first]['welfare']:.3f}"]
-         for q in result.parameters["qs"]],
-    )  # fmt: skip
+        [
+            [
+                f"{q:g}",
+                *(_pm(by[q, B]["validator_payoff"], by[q, B]["validator_ci"]) for B in budgets),
+                *(f"{by[q, B]['misreport_rate']:.3f}" for B in budgets),
+                f"{by[q, first]['welfare']:.3f}",
+            ]
+            for q in result.parameters["qs"]
+        ],
+    )
     costs = markdown_table(
-        ["audit cost c", "leader (q, B)", "analytic leader q", "misreport there", "leader's payoff",
-         "welfare-maximising (q, B)", "analytic", "Nash (q*, m*) at the cheapest B"],
-        [[f"{r['audit_cost']:g}", f"({r['leader_q']:g}, {r['leader_B']})", f"{r['analytic_leader_q']:g}",
-          f"{r['leader_misreport_rate']:.3f}", f"{r['leader_validator_payoff']:.4f}",
-          f"({r['welfare_leader_q']:g}, {r['welfare_leader_B']})", f"{r['analytic_welfare_leader_q']:g}",
-          f"({r['nash_q']:.3f}, {r['nash_m']:.3f}) {r['nash_kind']}"] for r in result.costs],
-    )  # fmt: skip
+        [
+            "audit cost c",
+            "leader (q, B)",
+            "analytic leader q",
+            "misreport there",
+            "leader's payoff",
+            "welfare-maximising (q, B)",
+            "analytic",
+            "Nash (q*, m*) at the cheapest B",
+        ],
+        [
+            [
+                f"{r['audit_cost']:g}",
+                f"({r['leader_q']:g}, {r['leader_B']})",
+                f"{r['analytic_leader_q']:g}",
+                f"{r['leader_misreport_rate']:.3f}",
+                f"{r['leader_validator_payoff']:.4f}",
+                f"({r['welfare_leader_q']:g}, {r['welfare_leader_B']})",
+                f"{r['analytic_welfare_leader_q']:g}",
+                f"({r['nash_q']:.3f}, {r['nash_m']:.3f}) {r['nash_kind']}",
+            ]
+            for r in result.costs
+        ],
+    )
     return eq, grid, costs
 
 
@@ -629,15 +771,42 @@ def _write(out: Path, result: Inspection, frontier: dict[int, float]) -> None:
         f"measured (seed {p['seed']}, the same states in every cell); ρ = {result.noncompliant_share:.4f} of "
         f"them non-compliant; h = {STEP:g}."
     )
-    md = "\n".join([
-        "# The validator as a strategic auditor", "", heading, "", "## Equilibria by budget B", "", eq,
-        _leader_text(result), "", "## Validator payoff (95% CI over states) and misreport rate by (q, B)", "", grid,
-        "## The leader's choice as the audit cost c grows (κ fixed)", "", costs,
-    ])  # fmt: skip
+    md = "\n".join(
+        [
+            "# The validator as a strategic auditor",
+            "",
+            heading,
+            "",
+            "## Equilibria by budget B",
+            "",
+            eq,
+            _leader_text(result),
+            "",
+            "## Validator payoff (95% CI over states) and misreport rate by (q, B)",
+            "",
+            grid,
+            "## The leader's choice as the audit cost c grows (κ fixed)",
+            "",
+            costs,
+        ]
+    )
     (out / "inspection.md").write_text(md)
     _plots(out, result, frontier)
-    (out / "summary.md").write_text("\n".join(["# The validator as a strategic auditor", "", heading, "",
-                                               *_summary(result, frontier), "", eq, grid, costs]))  # fmt: skip
+    (out / "summary.md").write_text(
+        "\n".join(
+            [
+                "# The validator as a strategic auditor",
+                "",
+                heading,
+                "",
+                *_summary(result, frontier),
+                "",
+                eq,
+                grid,
+                costs,
+            ]
+        )
+    )
 
 
 def _leader_text(result: Inspection) -> str:
@@ -651,9 +820,11 @@ def _leader_text(result: Inspection) -> str:
             if not math.isnan(r["margin"])
             else ""
         )
-        lines.append(f"Committing to maximise {what}, the validator picks q = {r['q']:g}, B = {r['B']}: "
-                     f"{_pm(r['value'], r['value_ci'], 4)} per episode, the proposer misreporting in "
-                     f"{r['misreport_rate']:.1%} of non-compliant episodes{margin}.")  # fmt: skip
+        lines.append(
+            f"Committing to maximise {what}, the validator picks q = {r['q']:g}, B = {r['B']}: "
+            f"{_pm(r['value'], r['value_ci'], 4)} per episode, the proposer misreporting in "
+            f"{r['misreport_rate']:.1%} of non-compliant episodes{margin}."
+        )
     return "\n\n".join(lines)
 
 
@@ -672,15 +843,20 @@ def _summary(result: Inspection, frontier: dict[int, float]) -> list[str]:
     if frontier[lead["B"]] == 0:
         lines.append("Lying does not pay at any q of the grid: the validator needs no audits to deter it.")
     elif lead["q"] == frontier[lead["B"]]:
-        lines.append("The leader commits to exactly the fixed-q frontier: deterrence is worth its audits, and it "
-                     "audits no more than deterrence needs.")  # fmt: skip
+        lines.append(
+            "The leader commits to exactly the fixed-q frontier: deterrence is worth its audits, and it "
+            "audits no more than deterrence needs."
+        )
     elif lead["q"] == 0:
         lines.append("The leader does not audit: deterring would cost more than the lies it prevents.")
     else:
         lines.append(f"The leader's q differs from the fixed-q frontier ({_fmt_q(frontier[lead['B']])}).")
     if not p["reveal_compliance"]:
-        lines += ["", "(In this preset the proposer does not know its compliance: the analytic model assumes it "
-                      "does; the measured columns do not.)"]  # fmt: skip
+        lines += [
+            "",
+            "(In this preset the proposer does not know its compliance: the analytic model assumes it "
+            "does; the measured columns do not.)",
+        ]
     lines.append("")
     if e["nash_kind"] == "mixed":
         measured_m = "—" if math.isnan(e["measured_m"]) else f"{e['measured_m']:.4f}"
@@ -688,15 +864,20 @@ def _summary(result: Inspection, frontier: dict[int, float]) -> list[str]:
             f"**Nash equilibrium** (simultaneous moves, B = {e['B']}): q* = {e['nash_q']:.3f} (measured "
             f"{_fmt_q(e['measured_q'])}) and misreport rate m* = c_B/(ρΛ) = {e['nash_m']:.4f} (measured "
             f"{measured_m}). It is mixed, m* > 0, as inspection games are"
-        )  # fmt: skip
+        )
         if math.isnan(e["validator_at"]):  # no lie found on the grid: nothing to mix, nothing measured
-            lines.append(head + ". The run does not check it: no q of the grid below the fixed-q frontier has the "
-                         "best response lie, so there is no lie to mix with honesty (add a q below q* to the "
-                         "grid).")  # fmt: skip
+            lines.append(
+                head + ". The run does not check it: no q of the grid below the fixed-q frontier has the "
+                "best response lie, so there is no lie to mix with honesty (add a q below q* to the "
+                "grid)."
+            )
         else:
             worth = lead["value"] - e["nash_validator_payoff"]
-            held = (" (below zero only because no q of the grid deters: the leader is held to the grid, the Nash "
-                    "q* is not)" if worth < 0 and math.isinf(frontier[lead["B"]]) else "")  # fmt: skip
+            held = (
+                " (below zero only because no q of the grid deters: the leader is held to the grid, the Nash q* is not)"
+                if worth < 0 and math.isinf(frontier[lead["B"]])
+                else ""
+            )
             lines.append(
                 head + f": against m* the validator's payoff is flat in q ({e['validator_below']:.4f}, "
                 f"{e['validator_at']:.4f}, {e['validator_above']:.4f} at q* − h, q*, q* + h; slope "
@@ -705,20 +886,27 @@ def _summary(result: Inspection, frontier: dict[int, float]) -> list[str]:
                 f"{_pm(e['gain_above'], e['gain_above_ci'])} above). The validator earns "
                 f"{e['nash_validator_payoff']:.4f} there against {lead['value']:.4f} committing: commitment is worth "
                 f"{worth:+.4f} per episode{held}."
-            )  # fmt: skip
+            )
     else:
-        lines.append(f"**Nash equilibrium** (B = {e['B']}): pure, (q, m) = ({e['nash_q']:g}, {e['nash_m']:g}): "
-                     f"{e['nash_kind']}.")  # fmt: skip
+        lines.append(
+            f"**Nash equilibrium** (B = {e['B']}): pure, (q, m) = ({e['nash_q']:g}, {e['nash_m']:g}): {e['nash_kind']}."
+        )
     auditing = [r["audit_cost"] for r in result.costs if r["leader_q"] > 0]
     idle = [r["audit_cost"] for r in result.costs if r["leader_q"] == 0]
     agree = sum(r["leader_q"] == r["analytic_leader_q"] for r in result.costs)
     text = f"audits at every c up to {max(auditing):g}" if auditing else "never audits"
     text += f" and stops from c = {min(idle):g}" if auditing and idle else ""
     worth = result.costs[0]["break_even_cost_per_audit"]
-    analytic = (f"analytically it deters while an audit of the cheapest budget costs at most ρ·(n₀ + Λ)/q_F = "
-                f"{worth:.3f}, and" if 0 < worth < math.inf else "analytically")  # fmt: skip
-    lines += ["", f"**As the audit cost c grows** (last table): the leader {text}; {analytic} its q agrees with "
-                  f"the measured one at {agree} of {len(result.costs)} costs."]  # fmt: skip
+    analytic = (
+        f"analytically it deters while an audit of the cheapest budget costs at most ρ·(n₀ + Λ)/q_F = {worth:.3f}, and"
+        if 0 < worth < math.inf
+        else "analytically"
+    )
+    lines += [
+        "",
+        f"**As the audit cost c grows** (last table): the leader {text}; {analytic} its q agrees with "
+        f"the measured one at {agree} of {len(result.costs)} costs.",
+    ]
     return lines
 
 
@@ -730,43 +918,105 @@ def _plots(out: Path, result: Inspection, frontier: dict[int, float]) -> None:
         series: list[dict[str, Any]] = []
         for B in budgets:
             mine = [r for r in result.rows if r["B"] == B]
-            series.append({"label": f"B = {B}", "x": [r["q"] for r in mine], "y": [r[key] for r in mine],
-                           "yerr": [r[ci] for r in mine] if ci else None})  # fmt: skip
+            series.append(
+                {
+                    "label": f"B = {B}",
+                    "x": [r["q"] for r in mine],
+                    "y": [r[key] for r in mine],
+                    "yerr": [r[ci] for r in mine] if ci else None,
+                }
+            )
         ys = [r[key] for r in result.rows]
         q_f = frontier[lead["B"]]
         if not math.isinf(q_f):
-            series.append({"label": f"fixed-q frontier (B = {lead['B']})", "x": [q_f, q_f], "y": [min(ys), max(ys)],
-                           "style": {"fmt": "k--", "markersize": 0}})  # fmt: skip
+            series.append(
+                {
+                    "label": f"fixed-q frontier (B = {lead['B']})",
+                    "x": [q_f, q_f],
+                    "y": [min(ys), max(ys)],
+                    "style": {"fmt": "k--", "markersize": 0},
+                }
+            )
         if nash["nash_kind"] == "mixed":
-            series.append({"label": f"Nash equilibrium (B = {nash['B']})", "x": [nash["nash_q"]], "y": [nash_y],
-                           "style": {"fmt": "D", "color": "k", "markersize": 8, "mfc": "white"}})  # fmt: skip
-        series.append({"label": f"leader's commitment (B = {lead['B']})", "x": [lead["q"]], "y": [lead_y],
-                       "style": {"fmt": "*", "color": "k", "markersize": 13}})  # fmt: skip
+            series.append(
+                {
+                    "label": f"Nash equilibrium (B = {nash['B']})",
+                    "x": [nash["nash_q"]],
+                    "y": [nash_y],
+                    "style": {"fmt": "D", "color": "k", "markersize": 8, "mfc": "white"},
+                }
+            )
+        series.append(
+            {
+                "label": f"leader's commitment (B = {lead['B']})",
+                "x": [lead["q"]],
+                "y": [lead_y],
+                "style": {"fmt": "*", "color": "k", "markersize": 13},
+            }
+        )
         return {"ylabel": ylabel, "series": series}
 
-    plot_lines(out / "inspection.png",
-               [panel("validator_payoff", "validator payoff per episode", "validator_ci",
-                      nash["nash_validator_payoff"], lead["value"]),
-                panel("misreport_rate", "best response's misreport rate", None, nash["nash_m"],
-                      lead["misreport_rate"])],
-               xlabel="audit intensity q", title="The validator as a strategic auditor")  # fmt: skip
+    plot_lines(
+        out / "inspection.png",
+        [
+            panel(
+                "validator_payoff",
+                "validator payoff per episode",
+                "validator_ci",
+                nash["nash_validator_payoff"],
+                lead["value"],
+            ),
+            panel("misreport_rate", "best response's misreport rate", None, nash["nash_m"], lead["misreport_rate"]),
+        ],
+        xlabel="audit intensity q",
+        title="The validator as a strategic auditor",
+    )
     labels = [f"{r['audit_cost']:g}" for r in result.costs]
     x = list(range(len(labels)))
-    plot_lines(out / "inspection_costs.png", [
-        {"ylabel": "audit intensity q", "series": [
-            {"label": "Nash q*", "x": x, "y": [r["nash_q"] for r in result.costs], "style": {"fmt": "s--"}},
-            {"label": "leader (commitment), measured", "x": x, "y": [r["leader_q"] for r in result.costs],
-             "style": {"fmt": "o", "markersize": 7}},
-            {"label": "leader, analytic", "x": x, "y": [r["analytic_leader_q"] for r in result.costs],
-             "style": {"fmt": "x", "markersize": 9}},
-            {"label": "welfare-maximising, measured", "x": x, "y": [r["welfare_leader_q"] for r in result.costs],
-             "style": {"fmt": "^", "markersize": 5}}]},
-        {"ylabel": "misreport rate", "series": [
-            {"label": "leader (commitment), measured", "x": x,
-             "y": [r["leader_misreport_rate"] for r in result.costs], "style": {"fmt": "o", "markersize": 7}},
-            {"label": "Nash m*", "x": x, "y": [r["nash_m"] for r in result.costs], "style": {"fmt": "s--"}}]},
-    ], xlabel="audit cost c per audit (κ fixed)", xticklabels=labels,
-       title="The leader's audit intensity and the Nash equilibrium as audits grow dearer")  # fmt: skip
+    plot_lines(
+        out / "inspection_costs.png",
+        [
+            {
+                "ylabel": "audit intensity q",
+                "series": [
+                    {"label": "Nash q*", "x": x, "y": [r["nash_q"] for r in result.costs], "style": {"fmt": "s--"}},
+                    {
+                        "label": "leader (commitment), measured",
+                        "x": x,
+                        "y": [r["leader_q"] for r in result.costs],
+                        "style": {"fmt": "o", "markersize": 7},
+                    },
+                    {
+                        "label": "leader, analytic",
+                        "x": x,
+                        "y": [r["analytic_leader_q"] for r in result.costs],
+                        "style": {"fmt": "x", "markersize": 9},
+                    },
+                    {
+                        "label": "welfare-maximising, measured",
+                        "x": x,
+                        "y": [r["welfare_leader_q"] for r in result.costs],
+                        "style": {"fmt": "^", "markersize": 5},
+                    },
+                ],
+            },
+            {
+                "ylabel": "misreport rate",
+                "series": [
+                    {
+                        "label": "leader (commitment), measured",
+                        "x": x,
+                        "y": [r["leader_misreport_rate"] for r in result.costs],
+                        "style": {"fmt": "o", "markersize": 7},
+                    },
+                    {"label": "Nash m*", "x": x, "y": [r["nash_m"] for r in result.costs], "style": {"fmt": "s--"}},
+                ],
+            },
+        ],
+        xlabel="audit cost c per audit (κ fixed)",
+        xticklabels=labels,
+        title="The leader's audit intensity and the Nash equilibrium as audits grow dearer",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -775,48 +1025,86 @@ def _plots(out: Path, result: Inspection, frontier: dict[int, float]) -> None:
 def _inspection_arguments(ins: argparse.ArgumentParser) -> None:
     costs = list_of(non_negative_float, "audit costs (non-negative numbers)", distinct=True)
     ins.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
-    ins.add_argument("--scenario", choices=sorted(SCENARIOS), default="temptation",
-                     help="(V, L): " + ", ".join(f"{k} ({v[0]:g}, {v[1]:g})" for k, v in SCENARIOS.items())
-                          + " (default temptation)")  # fmt: skip
+    ins.add_argument(
+        "--scenario",
+        choices=sorted(SCENARIOS),
+        default="temptation",
+        help="(V, L): "
+        + ", ".join(f"{k} ({v[0]:g}, {v[1]:g})" for k, v in SCENARIOS.items())
+        + " (default temptation)",
+    )
     ins.add_argument("--V", type=non_negative_float, help="the approval reward V (default: the scenario's)")
     ins.add_argument("--L", type=non_negative_float, help="the penalty L of a failed audit (default: the scenario's)")
     ins.add_argument(
         "--audit-cost", type=non_negative_float, default=0.1, help="c, the cost of one audit (default 0.1)"
     )
-    ins.add_argument("--claim-cost", type=non_negative_float, default=0.025,
-                     help="κ, the cost per claim type of the budget: an audit with budget B costs c + κ·B "
-                          "(default 0.025)")  # fmt: skip
-    ins.add_argument("--bad-approval-loss", type=non_negative_float, default=10.0,
-                     help="Λ, the validator's loss for approving a non-compliant trade (default 10)")  # fmt: skip
-    ins.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                     help="the q grid (default 0 to 1 in steps of 0.1)")  # fmt: skip
+    ins.add_argument(
+        "--claim-cost",
+        type=non_negative_float,
+        default=0.025,
+        help="κ, the cost per claim type of the budget: an audit with budget B costs c + κ·B (default 0.025)",
+    )
+    ins.add_argument(
+        "--bad-approval-loss",
+        type=non_negative_float,
+        default=10.0,
+        help="Λ, the validator's loss for approving a non-compliant trade (default 10)",
+    )
+    ins.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+        help="the q grid (default 0 to 1 in steps of 0.1)",
+    )
     ins.add_argument(
         "--budgets",
         type=list_of(int_in(1, 4), "budgets B", distinct=True),
         default=",".join(map(str, DEFAULT_BUDGETS)),
         help="the budgets B (default %(default)s)",
     )
-    ins.add_argument("--costs", type=costs, default=",".join(f"{c:g}" for c in DEFAULT_COSTS),
-                     help="the audit costs c of the leader-vs-cost table (default %(default)s)")  # fmt: skip
+    ins.add_argument(
+        "--costs",
+        type=costs,
+        default=",".join(f"{c:g}" for c in DEFAULT_COSTS),
+        help="the audit costs c of the leader-vs-cost table (default %(default)s)",
+    )
     ins.add_argument(
         "--preset",
         choices=sorted(PRESETS),
         default="paper_scripted",
         help="game preset (default paper_scripted: the proposer knows its true compliance)",
     )
-    ins.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=10_000,
-                     help="episodes per best response: half choose it, half measure it (default 10000)")  # fmt: skip
+    ins.add_argument(
+        "--episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=10_000,
+        help="episodes per best response: half choose it, half measure it (default 10000)",
+    )
     ins.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _inspection(args: argparse.Namespace) -> int:
-    inspection(args.out, scenario=args.scenario, V=args.V, L=args.L, audit_cost=args.audit_cost,
-               claim_cost=args.claim_cost, bad_approval_loss=args.bad_approval_loss, qs=args.qs,
-               budgets=args.budgets, costs=args.costs, preset=args.preset, episodes=args.episodes, seed=args.seed,
-               progress=None)  # fmt: skip
+    inspection(
+        args.out,
+        scenario=args.scenario,
+        V=args.V,
+        L=args.L,
+        audit_cost=args.audit_cost,
+        claim_cost=args.claim_cost,
+        bad_approval_loss=args.bad_approval_loss,
+        qs=args.qs,
+        budgets=args.budgets,
+        costs=args.costs,
+        preset=args.preset,
+        episodes=args.episodes,
+        seed=args.seed,
+        progress=None,
+    )
     print((args.out / "inspection.md").read_text())
-    print(f"wrote inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, inspection.png, "
-          f"inspection_costs.png and summary.md to {args.out}")  # fmt: skip
+    print(
+        f"wrote inspection.csv, inspection_equilibria.csv, inspection_costs.csv, inspection.md, inspection.png, "
+        f"inspection_costs.png and summary.md to {args.out}"
+    )
     return 0
 
 

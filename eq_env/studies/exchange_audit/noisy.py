@@ -104,8 +104,12 @@ def noisy_audits(
         base.with_audit_noise(miss, false_fail)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    bar = tqdm(total=len(noise) * (2 + len(qs)), desc="noisy audits", unit="run",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(noise) * (2 + len(qs)),
+        desc="noisy audits",
+        unit="run",
+        disable=None if progress is None else not progress,
+    )
     honest = "honest:claims_from=truth" if base.reveal_compliance else "honest"
     strategic = "strategic:trigger=payoff,claims_from=truth" if base.reveal_compliance else "strategic:p=0.5"
     from eq_env.core.policy import make_policy
@@ -126,29 +130,67 @@ def noisy_audits(
         for qq in qs:
             br = proposer_best_response(config.replace(q=qq), episodes=episodes, seed=seed)
             pays.append(br.misreport_rate > tolerance)
-            rows.append({"miss": miss, "false_fail": false_fail, "q": qq, "br_misreport_rate": br.misreport_rate,
-                         "br_gap": br.gap, "br_payoff": br.best_payoff, "honest_payoff": br.honest_payoff})  # fmt: skip
+            rows.append(
+                {
+                    "miss": miss,
+                    "false_fail": false_fail,
+                    "q": qq,
+                    "br_misreport_rate": br.misreport_rate,
+                    "br_gap": br.gap,
+                    "br_payoff": br.best_payoff,
+                    "honest_payoff": br.honest_payoff,
+                }
+            )
             bar.update()
         d, phi = noisy_detection(config.checks_per_audit, miss, false_fail)
-        summary.append({
-            "miss": miss, "false_fail": false_fail, "detect_given_audit": d, "honest_fail_given_audit": phi,
-            "analytic_q_star": noisy_threshold(V, L, config.checks_per_audit, miss, false_fail),
-            "best_response_q_star": _frontier_q(qs, pays), **measured,
-        })  # fmt: skip
+        summary.append(
+            {
+                "miss": miss,
+                "false_fail": false_fail,
+                "detect_given_audit": d,
+                "honest_fail_given_audit": phi,
+                "analytic_q_star": noisy_threshold(V, L, config.checks_per_audit, miss, false_fail),
+                "best_response_q_star": _frontier_q(qs, pays),
+                **measured,
+            }
+        )
     bar.close()
     write_csv(out / "noisy_audits.csv", rows, list(rows[0]))
     write_csv(out / "noisy_audits_summary.csv", summary, list(summary[0]))
-    shown = ("miss", "false_fail", "analytic_q_star", "best_response_q_star", "honest_penalty", "honest_welfare",
-             "strategic_welfare", "strategic_bad_approval_rate")  # fmt: skip
-    table = markdown_table(["ε₀", "ε₁", "q* analytic", "q* best response", f"honest penalty @q={q:g}",
-                            "honest welfare", "strategic welfare", "strategic bad approvals"],
-                           [[_fmt_q(r[k]) if k.endswith("q_star") else r[k] for k in shown]
-                            for r in summary])  # fmt: skip
+    shown = (
+        "miss",
+        "false_fail",
+        "analytic_q_star",
+        "best_response_q_star",
+        "honest_penalty",
+        "honest_welfare",
+        "strategic_welfare",
+        "strategic_bad_approval_rate",
+    )
+    table = markdown_table(
+        [
+            "ε₀",
+            "ε₁",
+            "q* analytic",
+            "q* best response",
+            f"honest penalty @q={q:g}",
+            "honest welfare",
+            "strategic welfare",
+            "strategic bad approvals",
+        ],
+        [[_fmt_q(r[k]) if k.endswith("q_star") else r[k] for k in shown] for r in summary],
+    )
     (out / "noisy_audits.md").write_text(table)
     keys = [(m, f) for m, f in noise]
-    series = [{"label": f"ε₀={m:g}, ε₁={f:g}", "x": [r["q"] for r in rows if (r["miss"], r["false_fail"]) == k],
-               "y": [r["br_misreport_rate"] for r in rows if (r["miss"], r["false_fail"]) == k]}
-              for k in keys for m, f in [k]]  # fmt: skip
+    series = [
+        {
+            "label": f"ε₀={m:g}, ε₁={f:g}",
+            "x": [r["q"] for r in rows if (r["miss"], r["false_fail"]) == k],
+            "y": [r["br_misreport_rate"] for r in rows if (r["miss"], r["false_fail"]) == k],
+        }
+        for k in keys
+        for m, f in [k]
+    ]
     plot_lines(
         out / "noisy_audits.png",
         [{"ylabel": "best response's misreport rate", "series": series}],
@@ -157,8 +199,14 @@ def noisy_audits(
     )
     # The honest proposer's expected penalty against the false-fail rate, a line per miss rate (its own x axis).
     misses = sorted({m for m, _ in noise})
-    penalty = [{"label": f"ε₀={m:g}", "x": [r["false_fail"] for r in summary if r["miss"] == m],
-                "y": [r["honest_penalty"] for r in summary if r["miss"] == m]} for m in misses]  # fmt: skip
+    penalty = [
+        {
+            "label": f"ε₀={m:g}",
+            "x": [r["false_fail"] for r in summary if r["miss"] == m],
+            "y": [r["honest_penalty"] for r in summary if r["miss"] == m],
+        }
+        for m in misses
+    ]
     plot_lines(
         out / "noisy_audits_penalty.png",
         [{"ylabel": f"honest proposer's expected penalty at q={q:g}", "series": penalty}],
@@ -196,27 +244,50 @@ def _noisy_audits_arguments(na: argparse.ArgumentParser) -> None:
         default="paper_scripted",
         help="game preset (default paper_scripted: the proposer knows its true compliance)",
     )
-    na.add_argument("--noise", type=_noise, default=",".join(f"{m:g}:{f:g}" for m, f in DEFAULT_NOISE),
-                    help="the (ε₀, ε₁) grid as EPS0:EPS1 pairs, the same rates for every claim type "
-                         "(default %(default)s)")  # fmt: skip
-    na.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the q grid of the best-response frontier (default 0 to 1 in steps of 0.1)")  # fmt: skip
+    na.add_argument(
+        "--noise",
+        type=_noise,
+        default=",".join(f"{m:g}:{f:g}" for m, f in DEFAULT_NOISE),
+        help="the (ε₀, ε₁) grid as EPS0:EPS1 pairs, the same rates for every claim type (default %(default)s)",
+    )
+    na.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+        help="the q grid of the best-response frontier (default 0 to 1 in steps of 0.1)",
+    )
     na.add_argument(
         "--q", type=audit_intensity, default=0.3, help="the q of welfare, penalty and bad approvals (default 0.3)"
     )
     na.add_argument("--V", type=non_negative_float, default=2.0, help="a misreport's gain V (default 2)")
     na.add_argument("--L", type=non_negative_float, default=1.0, help="the penalty L of a failed audit (default 1)")
-    na.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
-                    help="episodes per measurement and per best response (default 20000)")  # fmt: skip
+    na.add_argument(
+        "--episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="episodes per measurement and per best response (default 20000)",
+    )
     na.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _noisy_audits(args: argparse.Namespace) -> int:
-    noisy_audits(args.out, noise=args.noise, qs=args.qs, preset=args.preset, V=args.V, L=args.L, q=args.q,
-                 episodes=args.episodes, seed=args.seed, progress=None)  # fmt: skip
+    noisy_audits(
+        args.out,
+        noise=args.noise,
+        qs=args.qs,
+        preset=args.preset,
+        V=args.V,
+        L=args.L,
+        q=args.q,
+        episodes=args.episodes,
+        seed=args.seed,
+        progress=None,
+    )
     print((args.out / "noisy_audits.md").read_text())
-    print(f"wrote noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png, "
-          f"noisy_audits_penalty.png and summary.md to {args.out}")  # fmt: skip
+    print(
+        f"wrote noisy_audits.csv, noisy_audits_summary.csv, noisy_audits.md, noisy_audits.png, "
+        f"noisy_audits_penalty.png and summary.md to {args.out}"
+    )
     return 0
 
 

@@ -73,23 +73,45 @@ SCRIPTED_WORDS = 13
 TABLE2_Q = 0.3
 
 TABLE1_COLUMNS = (
-    "q", "regime", "proposer",
-    "ambiguous_welfare_mean", "ambiguous_welfare_std",
-    "ambiguous_approval_mean", "ambiguous_approval_std",
-    "bad_approval_mean", "bad_approval_std",
+    "q",
+    "regime",
+    "proposer",
+    "ambiguous_welfare_mean",
+    "ambiguous_welfare_std",
+    "ambiguous_approval_mean",
+    "ambiguous_approval_std",
+    "bad_approval_mean",
+    "bad_approval_std",
     "avg_words_mean",
-    "net_gain_mean", "net_gain_ci_low", "net_gain_ci_high",
-    "paper_ambiguous_welfare_mean", "paper_ambiguous_welfare_std",
-    "paper_ambiguous_approval", "paper_ambiguous_approval_min", "paper_net_gain",
-)  # fmt: skip
+    "net_gain_mean",
+    "net_gain_ci_low",
+    "net_gain_ci_high",
+    "paper_ambiguous_welfare_mean",
+    "paper_ambiguous_welfare_std",
+    "paper_ambiguous_approval",
+    "paper_ambiguous_approval_min",
+    "paper_net_gain",
+)
 TABLE2_COLUMNS = (
-    "scenario", "V", "L", "B", "proposer", "policy",
-    "audit_fail_mean", "audit_fail_std",
-    "bad_approval_mean", "bad_approval_std",
-    "ambiguous_approval_mean", "ambiguous_approval_std",
-    "paper_audit_fail_mean", "paper_audit_fail_std", "paper_bad_approval_mean", "paper_bad_approval_std",
-    "paper_ambiguous_approval_mean", "paper_ambiguous_approval_std",
-)  # fmt: skip
+    "scenario",
+    "V",
+    "L",
+    "B",
+    "proposer",
+    "policy",
+    "audit_fail_mean",
+    "audit_fail_std",
+    "bad_approval_mean",
+    "bad_approval_std",
+    "ambiguous_approval_mean",
+    "ambiguous_approval_std",
+    "paper_audit_fail_mean",
+    "paper_audit_fail_std",
+    "paper_bad_approval_mean",
+    "paper_bad_approval_std",
+    "paper_ambiguous_approval_mean",
+    "paper_ambiguous_approval_std",
+)
 
 
 @dataclass(frozen=True)
@@ -156,17 +178,31 @@ def conditions(opts: ReproduceOptions) -> list[Condition]:
     for q in paper.TABLE1_QS:
         cfg = base.replace(q=q)
         for regime, spec in regimes.items():
-            out.append(Condition(cfg, _pair(spec, opts.validator), opts.episodes,
-                                 (("table", "table1"), ("regime", regime), ("q", q))))  # fmt: skip
+            out.append(
+                Condition(
+                    cfg, _pair(spec, opts.validator), opts.episodes, (("table", "table1"), ("regime", regime), ("q", q))
+                )
+            )
         if opts.scripted and opts.words != SCRIPTED_WORDS:
-            out.append(Condition(cfg, _pair(f"honest:claims_from=truth,words={SCRIPTED_WORDS}", opts.validator),
-                                 opts.episodes,
-                                 (("table", "table1_text_length"), ("regime", "artifacts"), ("q", q))))  # fmt: skip
+            out.append(
+                Condition(
+                    cfg,
+                    _pair(f"honest:claims_from=truth,words={SCRIPTED_WORDS}", opts.validator),
+                    opts.episodes,
+                    (("table", "table1_text_length"), ("regime", "artifacts"), ("q", q)),
+                )
+            )
     for scenario, params in paper.TABLE2_SCENARIOS.items():
         cfg = base.replace(q=TABLE2_Q, **params)
         for who, spec in _proposers(opts).items():
-            out.append(Condition(cfg, _pair(spec, opts.validator), opts.episodes,
-                                 (("table", "table2"), ("scenario", scenario), ("proposer", who))))  # fmt: skip
+            out.append(
+                Condition(
+                    cfg,
+                    _pair(spec, opts.validator),
+                    opts.episodes,
+                    (("table", "table2"), ("scenario", scenario), ("proposer", who)),
+                )
+            )
     return out
 
 
@@ -174,8 +210,13 @@ def _pair(proposer: str, validator: str) -> dict[str, str]:
     return {"proposer": proposer, "validator": validator}
 
 
-def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None,
-              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
+def reproduce(
+    out: Path | str,
+    opts: ReproduceOptions | None = None,
+    *,
+    progress: bool | None = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
     """Run everything and write the files listed in the module docstring; returns the table rows, the
     time taken and, under ``failed``, the runs with failed episodes (LLM policies): (key, failed, episodes).
 
@@ -191,9 +232,16 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     out.mkdir(parents=True, exist_ok=True)
     seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
     records = run_all(
-        conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
-        progress=progress, desc="reproduce", concurrency=opts.concurrency, executor=executor,
-    )  # fmt: skip
+        conds,
+        seeds,
+        ResultsStore(out / "results.jsonl"),
+        engine=opts.engine,
+        jobs=opts.jobs,
+        progress=progress,
+        desc="reproduce",
+        concurrency=opts.concurrency,
+        executor=executor,
+    )
     results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     engines = sorted({r["engine"] for r in records})
 
@@ -216,43 +264,51 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
             paper_welfare = p[regime]
             assert isinstance(paper_welfare, tuple)
             approval_known = paper.FIGURE4_ACTION_ONLY_APPROVAL.get(q) if regime == "action_only" else None
-            t1_rows.append({
-                "q": q, "regime": regime,
-                "proposer": regime_names[regime],
-                "ambiguous_welfare_mean": summary["ambiguous_welfare"][0],
-                "ambiguous_welfare_std": summary["ambiguous_welfare"][1],
-                "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
-                "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
-                "bad_approval_mean": summary["bad_approval_rate"][0],
-                "bad_approval_std": summary["bad_approval_rate"][1],
-                "avg_words_mean": summary["words"][0],
-                "net_gain_mean": gain[0] if regime == "artifacts" else None,
-                "net_gain_ci_low": gain[1] if regime == "artifacts" else None,
-                "net_gain_ci_high": gain[2] if regime == "artifacts" else None,
-                "paper_ambiguous_welfare_mean": paper_welfare[0],
-                "paper_ambiguous_welfare_std": paper_welfare[1],
-                "paper_ambiguous_approval": approval_known,
-                "paper_ambiguous_approval_min": (
-                    paper.FIGURE4_ARTIFACTS_APPROVAL_MIN if regime == "artifacts" else None
-                ),
-                "paper_net_gain": p["net_gain"] if regime == "artifacts" else None,
-            })  # fmt: skip
+            t1_rows.append(
+                {
+                    "q": q,
+                    "regime": regime,
+                    "proposer": regime_names[regime],
+                    "ambiguous_welfare_mean": summary["ambiguous_welfare"][0],
+                    "ambiguous_welfare_std": summary["ambiguous_welfare"][1],
+                    "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
+                    "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
+                    "bad_approval_mean": summary["bad_approval_rate"][0],
+                    "bad_approval_std": summary["bad_approval_rate"][1],
+                    "avg_words_mean": summary["words"][0],
+                    "net_gain_mean": gain[0] if regime == "artifacts" else None,
+                    "net_gain_ci_low": gain[1] if regime == "artifacts" else None,
+                    "net_gain_ci_high": gain[2] if regime == "artifacts" else None,
+                    "paper_ambiguous_welfare_mean": paper_welfare[0],
+                    "paper_ambiguous_welfare_std": paper_welfare[1],
+                    "paper_ambiguous_approval": approval_known,
+                    "paper_ambiguous_approval_min": (
+                        paper.FIGURE4_ARTIFACTS_APPROVAL_MIN if regime == "artifacts" else None
+                    ),
+                    "paper_net_gain": p["net_gain"] if regime == "artifacts" else None,
+                }
+            )
     write_csv(out / "table1.csv", t1_rows, TABLE1_COLUMNS)
     length_rows = []
     if opts.scripted and opts.words != SCRIPTED_WORDS:
         for q in paper.TABLE1_QS:
             s13, _ = get(table="table1_text_length", regime="artifacts", q=q)
-            length_rows.append({
-                "q": q, "regime": "artifacts", "proposer": f"honest (truth, {SCRIPTED_WORDS} words)",
-                "ambiguous_welfare_mean": s13["ambiguous_welfare"][0],
-                "ambiguous_welfare_std": s13["ambiguous_welfare"][1],
-                "ambiguous_approval_mean": s13["ambiguous_approval_rate"][0],
-                "ambiguous_approval_std": s13["ambiguous_approval_rate"][1],
-                "bad_approval_mean": s13["bad_approval_rate"][0], "bad_approval_std": s13["bad_approval_rate"][1],
-                "avg_words_mean": s13["words"][0],
-                "paper_ambiguous_welfare_mean": paper.TABLE1[q]["artifacts"][0],  # type: ignore[index]
-                "paper_ambiguous_welfare_std": paper.TABLE1[q]["artifacts"][1],  # type: ignore[index]
-            })  # fmt: skip
+            length_rows.append(
+                {
+                    "q": q,
+                    "regime": "artifacts",
+                    "proposer": f"honest (truth, {SCRIPTED_WORDS} words)",
+                    "ambiguous_welfare_mean": s13["ambiguous_welfare"][0],
+                    "ambiguous_welfare_std": s13["ambiguous_welfare"][1],
+                    "ambiguous_approval_mean": s13["ambiguous_approval_rate"][0],
+                    "ambiguous_approval_std": s13["ambiguous_approval_rate"][1],
+                    "bad_approval_mean": s13["bad_approval_rate"][0],
+                    "bad_approval_std": s13["bad_approval_rate"][1],
+                    "avg_words_mean": s13["words"][0],
+                    "paper_ambiguous_welfare_mean": paper.TABLE1[q]["artifacts"][0],  # type: ignore[index]
+                    "paper_ambiguous_welfare_std": paper.TABLE1[q]["artifacts"][1],  # type: ignore[index]
+                }
+            )
         write_csv(out / "table1_text_length.csv", length_rows, TABLE1_COLUMNS)
     table1_md = _table1_markdown(t1_rows)
     (out / "table1.md").write_text(table1_md)
@@ -263,19 +319,28 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
         p2 = paper.TABLE2[scenario]
         for who, spec in _proposers(opts).items():
             summary, _ = get(table="table2", scenario=scenario, proposer=who)
-            t2_rows.append({
-                "scenario": scenario, "V": params["V"], "L": params["L"], "B": params["B"],
-                "proposer": who, "policy": spec,
-                "audit_fail_mean": summary["audit_fail_rate"][0], "audit_fail_std": summary["audit_fail_rate"][1],
-                "bad_approval_mean": summary["bad_approval_rate"][0],
-                "bad_approval_std": summary["bad_approval_rate"][1],
-                "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
-                "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
-                "paper_audit_fail_mean": p2["audit_fail"][0], "paper_audit_fail_std": p2["audit_fail"][1],
-                "paper_bad_approval_mean": p2["bad_approval"][0], "paper_bad_approval_std": p2["bad_approval"][1],
-                "paper_ambiguous_approval_mean": p2["ambiguous_approval"][0],
-                "paper_ambiguous_approval_std": p2["ambiguous_approval"][1],
-            })  # fmt: skip
+            t2_rows.append(
+                {
+                    "scenario": scenario,
+                    "V": params["V"],
+                    "L": params["L"],
+                    "B": params["B"],
+                    "proposer": who,
+                    "policy": spec,
+                    "audit_fail_mean": summary["audit_fail_rate"][0],
+                    "audit_fail_std": summary["audit_fail_rate"][1],
+                    "bad_approval_mean": summary["bad_approval_rate"][0],
+                    "bad_approval_std": summary["bad_approval_rate"][1],
+                    "ambiguous_approval_mean": summary["ambiguous_approval_rate"][0],
+                    "ambiguous_approval_std": summary["ambiguous_approval_rate"][1],
+                    "paper_audit_fail_mean": p2["audit_fail"][0],
+                    "paper_audit_fail_std": p2["audit_fail"][1],
+                    "paper_bad_approval_mean": p2["bad_approval"][0],
+                    "paper_bad_approval_std": p2["bad_approval"][1],
+                    "paper_ambiguous_approval_mean": p2["ambiguous_approval"][0],
+                    "paper_ambiguous_approval_std": p2["ambiguous_approval"][1],
+                }
+            )
     write_csv(out / "table2.csv", t2_rows, TABLE2_COLUMNS)
     table2_md = _table2_markdown(t2_rows)
     (out / "table2.md").write_text(table2_md)
@@ -283,8 +348,16 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     # -- Figure 4 ------------------------------------------------------------
     _figure4(out / "figure4.png", t1_rows, opts)
 
-    files = ["table1.csv", "table1.md", "table1_text_length.csv", "table2.csv", "table2.md", "figure4.png",
-             "results.jsonl", "summary.md"]  # fmt: skip
+    files = [
+        "table1.csv",
+        "table1.md",
+        "table1_text_length.csv",
+        "table2.csv",
+        "table2.md",
+        "figure4.png",
+        "results.jsonl",
+        "summary.md",
+    ]
     llm_rows = llm_report(conds, records)
     if llm_rows:
         write_csv(out / "llm_costs.csv", llm_rows, llm_columns(ExchangeAuditConfig.NAME))
@@ -297,8 +370,13 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
         opts, seeds, engines, t1_rows, length_rows, t2_rows, table1_md, table2_md, elapsed, files, llm_rows
     )
     (out / "summary.md").write_text(summary_md)
-    return {"table1": t1_rows, "table1_text_length": length_rows, "table2": t2_rows, "seconds": elapsed,
-            "failed": failed_runs(records)}  # fmt: skip
+    return {
+        "table1": t1_rows,
+        "table1_text_length": length_rows,
+        "table2": t2_rows,
+        "seconds": elapsed,
+        "failed": failed_runs(records),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -312,22 +390,31 @@ def _table1_markdown(rows: Sequence[dict[str, Any]]) -> str:
     art, act = _rows(rows, "artifacts"), _rows(rows, "action_only")
     body = []
     for a, b in zip(art, act, strict=True):
-        body.append([
-            f"{a['q']:.1f}",
-            mean_std(a["ambiguous_welfare_mean"], a["ambiguous_welfare_std"]),
-            mean_std(a["paper_ambiguous_welfare_mean"], a["paper_ambiguous_welfare_std"]),
-            mean_std(b["ambiguous_welfare_mean"], b["ambiguous_welfare_std"]),
-            mean_std(b["paper_ambiguous_welfare_mean"], b["paper_ambiguous_welfare_std"]),
-            f"{_fmt(a['net_gain_mean'], '+.2f')} [{_fmt(a['net_gain_ci_low'], '+.2f')}, "
-            f"{_fmt(a['net_gain_ci_high'], '+.2f')}]",
-            f"{a['paper_net_gain']:+.2f}",
-            mean_std(a["ambiguous_approval_mean"], a["ambiguous_approval_std"]),
-            mean_std(b["ambiguous_approval_mean"], b["ambiguous_approval_std"]),
-        ])  # fmt: skip
+        body.append(
+            [
+                f"{a['q']:.1f}",
+                mean_std(a["ambiguous_welfare_mean"], a["ambiguous_welfare_std"]),
+                mean_std(a["paper_ambiguous_welfare_mean"], a["paper_ambiguous_welfare_std"]),
+                mean_std(b["ambiguous_welfare_mean"], b["ambiguous_welfare_std"]),
+                mean_std(b["paper_ambiguous_welfare_mean"], b["paper_ambiguous_welfare_std"]),
+                f"{_fmt(a['net_gain_mean'], '+.2f')} [{_fmt(a['net_gain_ci_low'], '+.2f')}, "
+                f"{_fmt(a['net_gain_ci_high'], '+.2f')}]",
+                f"{a['paper_net_gain']:+.2f}",
+                mean_std(a["ambiguous_approval_mean"], a["ambiguous_approval_std"]),
+                mean_std(b["ambiguous_approval_mean"], b["ambiguous_approval_std"]),
+            ]
+        )
     headers = [
-        "q", "artifacts (ours)", "artifacts (paper)", "action only (ours)", "action only (paper)",
-        "net gain (ours, 95% CI)", "net gain (paper)", "amb. approval, artifacts", "amb. approval, action only",
-    ]  # fmt: skip
+        "q",
+        "artifacts (ours)",
+        "artifacts (paper)",
+        "action only (ours)",
+        "action only (paper)",
+        "net gain (ours, 95% CI)",
+        "net gain (paper)",
+        "amb. approval, artifacts",
+        "amb. approval, action only",
+    ]
     return (
         "Ambiguous welfare (mean ± std over seeds) and ambiguous approval vs audit intensity q.\n\n"
         + markdown_table(headers, body)
@@ -337,16 +424,27 @@ def _table1_markdown(rows: Sequence[dict[str, Any]]) -> str:
 def _table2_markdown(rows: Sequence[dict[str, Any]]) -> str:
     body = []
     for r in rows:
-        body.append([
-            r["scenario"], f"V={r['V']:g}, L={r['L']:g}, B={r['B']}", r["proposer"],
-            mean_std(r["audit_fail_mean"], r["audit_fail_std"]),
-            mean_std(r["bad_approval_mean"], r["bad_approval_std"], 3),
-            mean_std(r["ambiguous_approval_mean"], r["ambiguous_approval_std"]),
-            f"{r['paper_audit_fail_mean']:.2f} / {r['paper_bad_approval_mean']:.3f} / "
-            f"{r['paper_ambiguous_approval_mean']:.2f}",
-        ])  # fmt: skip
-    headers = ["scenario", "params", "proposer", "audit fail", "bad approval", "amb. approval",
-               "paper (GPT-4.1): fail / bad / amb."]  # fmt: skip
+        body.append(
+            [
+                r["scenario"],
+                f"V={r['V']:g}, L={r['L']:g}, B={r['B']}",
+                r["proposer"],
+                mean_std(r["audit_fail_mean"], r["audit_fail_std"]),
+                mean_std(r["bad_approval_mean"], r["bad_approval_std"], 3),
+                mean_std(r["ambiguous_approval_mean"], r["ambiguous_approval_std"]),
+                f"{r['paper_audit_fail_mean']:.2f} / {r['paper_bad_approval_mean']:.3f} / "
+                f"{r['paper_ambiguous_approval_mean']:.2f}",
+            ]
+        )
+    headers = [
+        "scenario",
+        "params",
+        "proposer",
+        "audit fail",
+        "bad approval",
+        "amb. approval",
+        "paper (GPT-4.1): fail / bad / amb.",
+    ]
     return f"At q = {TABLE2_Q} (mean ± std over seeds).\n\n" + markdown_table(headers, body)
 
 
@@ -360,32 +458,67 @@ def _figure4(path: Path, rows: Sequence[dict[str, Any]], opts: ReproduceOptions)
         {
             "ylabel": "ambiguous approval rate",
             "series": [
-                {"label": f"artifacts (ours, {opts.words} words)", "x": qs, "style": ours[0],
-                 "y": [r["ambiguous_approval_mean"] for r in art], "yerr": [r["ambiguous_approval_std"] for r in art]},
-                {"label": "action only (ours)", "x": qs, "style": ours[1],
-                 "y": [r["ambiguous_approval_mean"] for r in act], "yerr": [r["ambiguous_approval_std"] for r in act]},
-                {"label": "paper: artifacts > 0.96", "hline": paper.FIGURE4_ARTIFACTS_APPROVAL_MIN,
-                 "style": {"color": "tab:blue"}},
-                {"label": "paper: action only", "x": list(approval_points), "y": list(approval_points.values()),
-                 "style": theirs[1]},
+                {
+                    "label": f"artifacts (ours, {opts.words} words)",
+                    "x": qs,
+                    "style": ours[0],
+                    "y": [r["ambiguous_approval_mean"] for r in art],
+                    "yerr": [r["ambiguous_approval_std"] for r in art],
+                },
+                {
+                    "label": "action only (ours)",
+                    "x": qs,
+                    "style": ours[1],
+                    "y": [r["ambiguous_approval_mean"] for r in act],
+                    "yerr": [r["ambiguous_approval_std"] for r in act],
+                },
+                {
+                    "label": "paper: artifacts > 0.96",
+                    "hline": paper.FIGURE4_ARTIFACTS_APPROVAL_MIN,
+                    "style": {"color": "tab:blue"},
+                },
+                {
+                    "label": "paper: action only",
+                    "x": list(approval_points),
+                    "y": list(approval_points.values()),
+                    "style": theirs[1],
+                },
             ],
         },
         {
             "ylabel": "ambiguous welfare",
             "series": [
-                {"label": f"artifacts (ours, {opts.words} words)", "x": qs, "style": ours[0],
-                 "y": [r["ambiguous_welfare_mean"] for r in art], "yerr": [r["ambiguous_welfare_std"] for r in art]},
-                {"label": "action only (ours)", "x": qs, "style": ours[1],
-                 "y": [r["ambiguous_welfare_mean"] for r in act], "yerr": [r["ambiguous_welfare_std"] for r in act]},
-                {"label": "artifacts (paper, GPT-4.1)", "x": qs, "style": theirs[0],
-                 "y": [r["paper_ambiguous_welfare_mean"] for r in art],
-                 "yerr": [r["paper_ambiguous_welfare_std"] for r in art]},
-                {"label": "action only (paper, GPT-4.1)", "x": qs, "style": theirs[1],
-                 "y": [r["paper_ambiguous_welfare_mean"] for r in act],
-                 "yerr": [r["paper_ambiguous_welfare_std"] for r in act]},
+                {
+                    "label": f"artifacts (ours, {opts.words} words)",
+                    "x": qs,
+                    "style": ours[0],
+                    "y": [r["ambiguous_welfare_mean"] for r in art],
+                    "yerr": [r["ambiguous_welfare_std"] for r in art],
+                },
+                {
+                    "label": "action only (ours)",
+                    "x": qs,
+                    "style": ours[1],
+                    "y": [r["ambiguous_welfare_mean"] for r in act],
+                    "yerr": [r["ambiguous_welfare_std"] for r in act],
+                },
+                {
+                    "label": "artifacts (paper, GPT-4.1)",
+                    "x": qs,
+                    "style": theirs[0],
+                    "y": [r["paper_ambiguous_welfare_mean"] for r in art],
+                    "yerr": [r["paper_ambiguous_welfare_std"] for r in art],
+                },
+                {
+                    "label": "action only (paper, GPT-4.1)",
+                    "x": qs,
+                    "style": theirs[1],
+                    "y": [r["paper_ambiguous_welfare_mean"] for r in act],
+                    "yerr": [r["paper_ambiguous_welfare_std"] for r in act],
+                },
             ],
         },
-    ]  # fmt: skip
+    ]
     title = f"Figure 4: scripted proposers vs the paper ({opts.seeds} seeds x {opts.episodes} episodes)"
     plot_lines(path, panels, xlabel="audit intensity q", title=title)
 
@@ -395,9 +528,22 @@ def _fmt(x: float, spec: str) -> str:
 
 
 def _llm_paragraph(rows: Sequence[dict[str, Any]]) -> str:
-    total = {k: sum(r[k] for r in rows) for k in ("episodes", "failed_episodes", "calls", "fallbacks", "reasks",
-                                                 "prompt_tokens", "completion_tokens", "cost_usd", "requests",
-                                                 "retries", "cache_hits")}  # fmt: skip
+    total = {
+        k: sum(r[k] for r in rows)
+        for k in (
+            "episodes",
+            "failed_episodes",
+            "calls",
+            "fallbacks",
+            "reasks",
+            "prompt_tokens",
+            "completion_tokens",
+            "cost_usd",
+            "requests",
+            "retries",
+            "cache_hits",
+        )
+    }
     return (
         f"**LLM calls** (`llm_costs.csv` has them per condition). {total['calls']} calls over "
         f"{total['episodes']} episodes: {total['failed_episodes']} episodes failed (no answer after retries), "
@@ -466,8 +612,12 @@ def _extreme(pick: Any, values: Sequence[float]) -> float:
 
 
 def _command(opts: ReproduceOptions) -> str:
-    parts = ["eq-env reproduce --out DIR", f"--seeds {opts.seeds}", f"--episodes {opts.episodes}",
-             f"--words {opts.words}"]  # fmt: skip
+    parts = [
+        "eq-env reproduce --out DIR",
+        f"--seeds {opts.seeds}",
+        f"--episodes {opts.episodes}",
+        f"--words {opts.words}",
+    ]
     defaults = ReproduceOptions()
     if opts.first_seed != defaults.first_seed:
         parts.append(f"--first-seed {opts.first_seed}")
@@ -627,10 +777,7 @@ def _summary(
         else "not always between our truth-knowing proposer and our *sincere* one"
     )
     by_budget = [by[(s, "honest_sincere")]["audit_fail_mean"] for s in ("spot_check", "partial_audit", "full_audit")]
-    budget_trend = (
-        "rise with B" if by_budget[0] < by_budget[1] < by_budget[2]
-        else "do not move monotonically with B"
-    )  # fmt: skip
+    budget_trend = "rise with B" if by_budget[0] < by_budget[1] < by_budget[2] else "do not move monotonically with B"
     lines.append(
         f"**Table 2.** The truth-knowing honest proposer's largest audit fail rate is {_fmt(honest_fail, '.2f')}: "
         f"its claims are true. GPT-4.1 failed {min(paper_fail):.2f}–{max(paper_fail):.2f} of audits, {relation}, "
@@ -659,20 +806,38 @@ def _reproduce_arguments(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5, as the paper)")
     rep.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
     rep.add_argument("--episodes", type=episodes_arg, default=200, help="episodes per seed (default 200, as the paper)")
-    rep.add_argument("--words", type=int_in(0, 60, " (the paper's max_words is 60)"), default=18,
-                     help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
-                     "scripted trader wrote 13)")  # fmt: skip
-    rep.add_argument("--engine", choices=ENGINES, default="auto",
-                     help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
-                     "auto: batch whenever possible")  # fmt: skip
-    rep.add_argument("--jobs", type=jobs_arg, help="worker processes (default 1); with --backend ray, the CPUs of "
-                     "the Ray instance started here")  # fmt: skip
+    rep.add_argument(
+        "--words",
+        type=int_in(0, 60, " (the paper's max_words is 60)"),
+        default=18,
+        help="words of the honest proposer's text (default 18, about GPT-4.1's average; the paper's "
+        "scripted trader wrote 13)",
+    )
+    rep.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help="batch: vectorised (scripted policies); aec: step the PettingZoo environment; "
+        "auto: batch whenever possible",
+    )
+    rep.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        help="worker processes (default 1); with --backend ray, the CPUs of the Ray instance started here",
+    )
     add_backend_flags(rep)
-    rep.add_argument("--proposer", help="run the paper's experiments with this proposer instead of the scripted "
-                     "ones, e.g. 'llm' (its action-only regime strips the same replies)")  # fmt: skip
+    rep.add_argument(
+        "--proposer",
+        help="run the paper's experiments with this proposer instead of the scripted "
+        "ones, e.g. 'llm' (its action-only regime strips the same replies)",
+    )
     rep.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine)")
-    rep.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
-                     help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
+    rep.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
     add_flag_groups(rep, "OUT/llm_cache", ["proposer", "validator"])
 
 
@@ -681,13 +846,21 @@ def _reproduce(args: argparse.Namespace) -> int:
     validator = fill_spec(args.validator, args)
     executor = executor_of(args, default_jobs=1)
     opts = ReproduceOptions(
-        seeds=args.seeds, episodes=args.episodes, words=args.words, first_seed=args.first_seed,
-        engine=args.engine, jobs=args.jobs or 1, proposer=proposer, validator=validator, preset=args.preset,
+        seeds=args.seeds,
+        episodes=args.episodes,
+        words=args.words,
+        first_seed=args.first_seed,
+        engine=args.engine,
+        jobs=args.jobs or 1,
+        proposer=proposer,
+        validator=validator,
+        preset=args.preset,
         concurrency=getattr(args, "concurrency", 8),
-    )  # fmt: skip
+    )
     if getattr(args, "dry_run", False):
-        return dry_run(ExchangeAuditConfig.from_preset(args.preset),
-                       {"proposer": [proposer or "honest"], "validator": [validator]})  # fmt: skip
+        return dry_run(
+            ExchangeAuditConfig.from_preset(args.preset), {"proposer": [proposer or "honest"], "validator": [validator]}
+        )
     configure_flag_groups(args, args.out / "llm_cache")
     result = reproduce(args.out, opts, progress=None, executor=executor)
     print((args.out / "table1.md").read_text())

@@ -25,15 +25,20 @@ from eq_env.exchange_audit.config import ExchangeAuditConfig
 # the command
 # ---------------------------------------------------------------------------
 def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--rounds", type=int_in(1, MAX_ROUNDS), default=3,
-                    help="rounds of proposer-then-validator (default 3)")  # fmt: skip
+    sp.add_argument(
+        "--rounds", type=int_in(1, MAX_ROUNDS), default=3, help="rounds of proposer-then-validator (default 3)"
+    )
     sp.add_argument("--timesteps", type=timesteps_arg, default=30_000, help="steps per training, at least 64")
     sp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     sp.add_argument("--algo", choices=("ppo", "maskable_ppo"), default="ppo")
-    sp.add_argument("--opponents", choices=("all", "latest"), default="all",
-                    help="each training faces every policy the other role has played so far, one drawn per "
-                         "episode (default: fictitious play), or its latest only (best-response dynamics, which "
-                         "cycle)")  # fmt: skip
+    sp.add_argument(
+        "--opponents",
+        choices=("all", "latest"),
+        default="all",
+        help="each training faces every policy the other role has played so far, one drawn per "
+        "episode (default: fictitious play), or its latest only (best-response dynamics, which "
+        "cycle)",
+    )
     sp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
     add_config_flags(sp, ExchangeAuditConfig)
 
@@ -41,9 +46,16 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
 def _selfplay(args: argparse.Namespace) -> int:
     from eq_env.baselines.exchange_audit.rl import selfplay
 
-    selfplay(args.out, rounds=args.rounds, timesteps=args.timesteps, seed=args.seed,
-             config=config_from_args(args, ExchangeAuditConfig), algo=args.algo, progress=None,
-             opponents=args.opponents)  # fmt: skip
+    selfplay(
+        args.out,
+        rounds=args.rounds,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        config=config_from_args(args, ExchangeAuditConfig),
+        algo=args.algo,
+        progress=None,
+        opponents=args.opponents,
+    )
     print((args.out / "selfplay.md").read_text())
     print(f"wrote selfplay.csv, selfplay.md, selfplay.png and a model per training to {args.out}")
     return 0

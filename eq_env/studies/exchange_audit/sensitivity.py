@@ -232,8 +232,10 @@ def _failure_rate(record: Mapping[str, Any]) -> float:
 
 def _values(record: Mapping[str, Any]) -> dict[str, float]:
     metrics = {k: from_json_number(v) for k, v in record["metrics"].items()}
-    return {**{m: metrics.get(m, math.nan) for m in METRICS if m != "llm_failure_rate"},
-            "llm_failure_rate": _failure_rate(record)}  # fmt: skip
+    return {
+        **{m: metrics.get(m, math.nan) for m in METRICS if m != "llm_failure_rate"},
+        "llm_failure_rate": _failure_rate(record),
+    }
 
 
 def _grid_mean(values: Sequence[float]) -> float:
@@ -258,8 +260,9 @@ def _per_seed(
     return out
 
 
-def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: SensitivityOptions
-            ) -> dict[tuple[str, str, str, str], dict[int, float]]:  # fmt: skip
+def _pooled(
+    per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: SensitivityOptions
+) -> dict[tuple[str, str, str, str], dict[int, float]]:
     """{(model, regime, metric, variant): {seed: mean over the q grid}}, with the net gain as a regime."""
     seeds = range(opts.first_seed, opts.first_seed + opts.seeds)
     out: dict[tuple[str, str, str, str], dict[int, float]] = {}
@@ -268,9 +271,11 @@ def _pooled(per_seed: Mapping[Cell, Mapping[int, Mapping[str, float]]], opts: Se
             for regime in opts.regimes:
                 for metric in METRICS:
                     out[(model, regime, metric, variant)] = {
-                        s: _grid_mean([per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan)
-                                     for q in opts.qs]) for s in seeds
-                    }  # fmt: skip
+                        s: _grid_mean(
+                            [per_seed[(model, variant, regime, q)].get(s, {}).get(metric, math.nan) for q in opts.qs]
+                        )
+                        for s in seeds
+                    }
             if set(REGIMES) <= set(opts.regimes):
                 gains = {}
                 for s in seeds:
@@ -316,13 +321,24 @@ def _variant_rows(pooled: Pooled, opts: SensitivityOptions) -> list[dict[str, An
         for regime, metric in _shown(opts):
             for variant in opts.variants:
                 mean, low, high, n = mean_interval(list(pooled[(model, regime, metric, variant)].values()))
-                rows.append({"model": model, "regime": regime, "metric": metric, "variant": variant, "mean": mean,
-                             "ci_low": low, "ci_high": high, "seeds": n})  # fmt: skip
+                rows.append(
+                    {
+                        "model": model,
+                        "regime": regime,
+                        "metric": metric,
+                        "variant": variant,
+                        "mean": mean,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "seeds": n,
+                    }
+                )
     return rows
 
 
-def _spread_rows(pooled: Pooled, variant_rows: Sequence[Mapping[str, Any]], opts: SensitivityOptions
-                 ) -> list[dict[str, Any]]:  # fmt: skip
+def _spread_rows(
+    pooled: Pooled, variant_rows: Sequence[Mapping[str, Any]], opts: SensitivityOptions
+) -> list[dict[str, Any]]:
     rows = []
     for model in opts.models:
         for regime, metric in _shown(opts):
@@ -331,14 +347,25 @@ def _spread_rows(pooled: Pooled, variant_rows: Sequence[Mapping[str, Any]], opts
             test = blocked_anova({v: pooled[(model, regime, metric, v)] for v in opts.variants})
             low = min(means, key=means.__getitem__) if means else ""
             high = max(means, key=means.__getitem__) if means else ""
-            rows.append({
-                "model": model, "regime": regime, "metric": metric,
-                "min": means[low] if means else math.nan, "min_variant": low,
-                "max": means[high] if means else math.nan, "max_variant": high,
-                "range": means[high] - means[low] if means else math.nan,
-                "between_sd": test.between_sd, "within_sd": test.within_sd, "f": test.f,
-                "df_variants": test.df_treatments, "df_residual": test.df_residual, "p": test.p, "seeds": test.blocks,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "model": model,
+                    "regime": regime,
+                    "metric": metric,
+                    "min": means[low] if means else math.nan,
+                    "min_variant": low,
+                    "max": means[high] if means else math.nan,
+                    "max_variant": high,
+                    "range": means[high] - means[low] if means else math.nan,
+                    "between_sd": test.between_sd,
+                    "within_sd": test.within_sd,
+                    "f": test.f,
+                    "df_variants": test.df_treatments,
+                    "df_residual": test.df_residual,
+                    "p": test.p,
+                    "seeds": test.blocks,
+                }
+            )
     return rows
 
 
@@ -362,19 +389,27 @@ def _test_cell(r: Mapping[str, Any]) -> str:
     return f"F({r['df_variants']}, {r['df_residual']}) = {f}, p {'' if p.startswith('<') else '= '}{p}"
 
 
-def _markdown(variant_rows: Sequence[Mapping[str, Any]], spread: Sequence[Mapping[str, Any]], opts: SensitivityOptions,
-              model: str) -> str:  # fmt: skip
+def _markdown(
+    variant_rows: Sequence[Mapping[str, Any]], spread: Sequence[Mapping[str, Any]], opts: SensitivityOptions, model: str
+) -> str:
     body = []
     for regime, metric in _shown(opts):
         label, digits = METRICS[metric]
         sign = regime == GAIN
-        cells = [_interval(r, digits, sign) for r in variant_rows
-                 if (r["model"], r["regime"], r["metric"]) == (model, regime, metric)]  # fmt: skip
+        cells = [
+            _interval(r, digits, sign)
+            for r in variant_rows
+            if (r["model"], r["regime"], r["metric"]) == (model, regime, metric)
+        ]
         s = next(r for r in spread if (r["model"], r["regime"], r["metric"]) == (model, regime, metric))
-        span = "—" if math.isnan(s["range"]) else (
-            f"{_num(s['range'], digits)} ({_num(s['min'], digits, sign)} {s['min_variant']} – "
-            f"{_num(s['max'], digits, sign)} {s['max_variant']})"
-        )  # fmt: skip
+        span = (
+            "—"
+            if math.isnan(s["range"])
+            else (
+                f"{_num(s['range'], digits)} ({_num(s['min'], digits, sign)} {s['min_variant']} – "
+                f"{_num(s['max'], digits, sign)} {s['max_variant']})"
+            )
+        )
         body.append([regime.replace("_", " ") if regime != GAIN else "net gain", label, *cells, span, _test_cell(s)])
     headers = ["regime", "metric", *opts.variants, "range (min – max)", "variants vs seeds"]
     return markdown_table(headers, body)
@@ -391,12 +426,21 @@ def _figure(path: Path, variant_rows: Sequence[Mapping[str, Any]], opts: Sensiti
             offset = (i - (len(opts.models) - 1) / 2) * width
             low = [r["mean"] - r["ci_low"] if not math.isnan(r["ci_low"]) else 0.0 for r in rows]
             high = [r["ci_high"] - r["mean"] if not math.isnan(r["ci_high"]) else 0.0 for r in rows]
-            series.append({"label": model, "x": [j + offset for j in range(len(rows))], "y": [r["mean"] for r in rows],
-                           "yerr": [low, high], "style": {"fmt": "o"}})  # fmt: skip
+            series.append(
+                {
+                    "label": model,
+                    "x": [j + offset for j in range(len(rows))],
+                    "y": [r["mean"] for r in rows],
+                    "yerr": [low, high],
+                    "style": {"fmt": "o"},
+                }
+            )
         name = METRICS[metric][0] if regime != GAIN else "net gain (ambiguous welfare, artifacts − action only)"
         panels.append({"ylabel": name if regime in ("artifacts", GAIN) else f"{name} ({regime})", "series": series})
-    title = (f"Prompt sensitivity: mean over q in {{{', '.join(f'{q:g}' for q in opts.qs)}}}, 95% interval over "
-             f"{opts.seeds} seeds" + (" (scripted demo models)" if opts.demo else ""))  # fmt: skip
+    title = (
+        f"Prompt sensitivity: mean over q in {{{', '.join(f'{q:g}' for q in opts.qs)}}}, 95% interval over "
+        f"{opts.seeds} seeds" + (" (scripted demo models)" if opts.demo else "")
+    )
     plot_lines(path, panels, xlabel="prompt variant", title=title, xticklabels=list(opts.variants))
 
 
@@ -420,16 +464,25 @@ def sensitivity(out: Path | str, opts: SensitivityOptions, *, progress: bool | N
         check_runs(conds, "auto", 1)
         out.mkdir(parents=True, exist_ok=True)
         seeds = list(range(opts.first_seed, opts.first_seed + opts.seeds))
-        records = run_all(conds, seeds, ResultsStore(out / "results.jsonl"), progress=progress, desc="sensitivity",
-                          concurrency=opts.concurrency)  # fmt: skip
+        records = run_all(
+            conds,
+            seeds,
+            ResultsStore(out / "results.jsonl"),
+            progress=progress,
+            desc="sensitivity",
+            concurrency=opts.concurrency,
+        )
     per_seed = _per_seed(conds, records)
     pooled = _pooled(per_seed, opts)
     condition_rows = _condition_rows(per_seed)
     variant_rows = _variant_rows(pooled, opts)
     spread = _spread_rows(pooled, variant_rows, opts)
     metric_columns = [f"{m}_{s}" for m in METRICS for s in ("mean", "ci_low", "ci_high")]
-    write_csv(out / "sensitivity_conditions.csv", condition_rows, ["model", "variant", "regime", "q", "seeds",
-                                                                  *metric_columns])  # fmt: skip
+    write_csv(
+        out / "sensitivity_conditions.csv",
+        condition_rows,
+        ["model", "variant", "regime", "q", "seeds", *metric_columns],
+    )
     write_csv(out / "sensitivity_variants.csv", variant_rows, list(variant_rows[0]))
     write_csv(out / "sensitivity_spread.csv", spread, list(spread[0]))
     tables = {m: _markdown(variant_rows, spread, opts, m) for m in opts.models}
@@ -477,23 +530,35 @@ def _reading(spread: Sequence[Mapping[str, Any]], variant_rows: Sequence[Mapping
         lines[0] += (
             f" Artifacts against action only, in ambiguous welfare: {_num(spread_row['min'], 3, True)} "
             f"({spread_row['min_variant']}) to {_num(spread_row['max'], 3, True)} ({spread_row['max_variant']}) across "
-            + (f"variants; the 95% interval lies above zero for {len(above)} of {intervals} variants"
-               + (f" ({', '.join(above)})." if 0 < len(above) < intervals else ".") if intervals
-               else "variants; no interval (it needs two seeds with the variant defined).")
-        )  # fmt: skip
+            + (
+                f"variants; the 95% interval lies above zero for {len(above)} of {intervals} variants"
+                + (f" ({', '.join(above)})." if 0 < len(above) < intervals else ".")
+                if intervals
+                else "variants; no interval (it needs two seeds with the variant defined)."
+            )
+        )
     tested = [r for r in rows if not math.isnan(r["p"])]
     if not tested:
         agree = any(r["df_variants"] >= 1 and r["seeds"] >= 2 for r in rows)  # testable, but nothing varied
-        why = ("the variants agree seed by seed on every metric with two seeds defined: no difference to weigh"
-               if agree else "it needs at least two variants and two seeds with every variant defined")  # fmt: skip
+        why = (
+            "the variants agree seed by seed on every metric with two seeds defined: no difference to weigh"
+            if agree
+            else "it needs at least two variants and two seeds with every variant defined"
+        )
         return [*lines, "", f"No test: {why}."]
     moved = [r for r in tested if r["p"] < 0.05]
-    lines += ["", "The prompt variant moves by more than seed noise (p < 0.05):" if moved
-              else "No metric differs across variants by more than seed noise (every p ≥ 0.05)."]  # fmt: skip
+    lines += [
+        "",
+        "The prompt variant moves by more than seed noise (p < 0.05):"
+        if moved
+        else "No metric differs across variants by more than seed noise (every p ≥ 0.05).",
+    ]
     for r in moved:
         digits = METRICS[r["metric"]][1]
-        lines.append(f"- {name(r)}: {_num(r['min'], digits)} ({r['min_variant']}) to {_num(r['max'], digits)} "
-                     f"({r['max_variant']}); {_test_cell(r)}")  # fmt: skip
+        lines.append(
+            f"- {name(r)}: {_num(r['min'], digits)} ({r['min_variant']}) to {_num(r['max'], digits)} "
+            f"({r['max_variant']}); {_test_cell(r)}"
+        )
     flat = [r for r in tested if r["p"] >= 0.05]
     if flat and moved:
         lines += ["", "Not distinguishable from seed noise: " + ", ".join(map(name, flat)) + "."]
@@ -520,9 +585,14 @@ def _command(opts: SensitivityOptions) -> str:
     return " ".join(parts)
 
 
-def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequence[Mapping[str, Any]],
-             variant_rows: Sequence[Mapping[str, Any]], llm_rows: Sequence[dict[str, Any]], elapsed: float
-             ) -> str:  # fmt: skip
+def _summary(
+    opts: SensitivityOptions,
+    tables: Mapping[str, str],
+    spread: Sequence[Mapping[str, Any]],
+    variant_rows: Sequence[Mapping[str, Any]],
+    llm_rows: Sequence[dict[str, Any]],
+    elapsed: float,
+) -> str:
     seeds = f"{opts.first_seed}..{opts.first_seed + opts.seeds - 1}"
     lines = [
         "# Sensitivity of the LLM proposer to its prompt and its model",
@@ -549,13 +619,13 @@ def _summary(opts: SensitivityOptions, tables: Mapping[str, str], spread: Sequen
         from eq_env.agents.exchange_audit.demo import BEHAVIOURS
 
         lines += [
-            "The demo's scripted behaviours, by variant: " + ", ".join(f"`{v}` {BEHAVIOURS.get(v, 'honest')}"
-                                                                        for v in opts.variants)
+            "The demo's scripted behaviours, by variant: "
+            + ", ".join(f"`{v}` {BEHAVIOURS.get(v, 'honest')}" for v in opts.variants)
             + "; `demo-hostile` answers the same through a hostile transport (one prompt in twenty always "
             "refused with a 503, others first met with a 429, a 500 or malformed JSON, or answered with an "
             "injected instruction). See `agents/exchange_audit/demo.py`.",
             "",
-        ]  # fmt: skip
+        ]
     for model, table in tables.items():
         lines += [f"## Model `{model}`", "", table, ""]
     lines += ["![metrics by prompt variant](sensitivity.png)", "", "## Reading", ""]
@@ -594,23 +664,44 @@ def _sensitivity_arguments(se: argparse.ArgumentParser) -> None:
     from eq_env.agents.cli import LLM_FLAGS  # (the command runs the LLM proposer: its flags, --model repeatable)
 
     se.add_argument("--out", type=out_dir, required=True, help="output directory")
-    se.add_argument("--demo", action="store_true", help="serve scripted models from a local server (no key, "
-                    "no network): a behaviour per prompt variant, and a second model behind a hostile "
-                    "transport")  # fmt: skip
-    se.add_argument("--variants", type=list_of(_variant, "prompt variants", distinct=True),
-                    help="prompt variants to compare (default: every proposer_<variant>.txt template)")  # fmt: skip
-    se.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in DEFAULT_QS),
-                    help="the q grid (default %(default)s)")  # fmt: skip
-    se.add_argument("--regimes", type=list_of(_regime, "regimes", distinct=True), default="artifacts,action_only",
-                    help="artifacts (claims and text), action_only (the same reply stripped), or both "
-                         "(default %(default)s)")  # fmt: skip
+    se.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve scripted models from a local server (no key, "
+        "no network): a behaviour per prompt variant, and a second model behind a hostile "
+        "transport",
+    )
+    se.add_argument(
+        "--variants",
+        type=list_of(_variant, "prompt variants", distinct=True),
+        help="prompt variants to compare (default: every proposer_<variant>.txt template)",
+    )
+    se.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in DEFAULT_QS),
+        help="the q grid (default %(default)s)",
+    )
+    se.add_argument(
+        "--regimes",
+        type=list_of(_regime, "regimes", distinct=True),
+        default="artifacts,action_only",
+        help="artifacts (claims and text), action_only (the same reply stripped), or both (default %(default)s)",
+    )
     se.add_argument("--seeds", type=seeds_arg, default=5, help="seeds per condition (default 5)")
     se.add_argument("--first-seed", type=seed_arg, default=0, help="first seed (default 0)")
     se.add_argument("--episodes", type=episodes_arg, default=50, help="episodes per seed (default 50)")
-    se.add_argument("--preset", choices=sorted(PRESETS), default="paper_scripted",
-                    help="game preset (default paper_scripted: the proposer knows its true compliance)")  # fmt: skip
-    se.add_argument("--validator", default="rule", help="validator spec (default: the paper's rule engine); an "
-                    "'llm' validator is played by the model under test")  # fmt: skip
+    se.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper_scripted",
+        help="game preset (default paper_scripted: the proposer knows its true compliance)",
+    )
+    se.add_argument(
+        "--validator",
+        default="rule",
+        help="validator spec (default: the paper's rule engine); an 'llm' validator is played by the model under test",
+    )
     LLM_FLAGS.add(se, "OUT/llm_cache", ["proposer", "validator"], many_models=True)
 
 
@@ -624,14 +715,26 @@ def _sensitivity(args: argparse.Namespace) -> int:
         proposers.append(fill_spec("llm", one))
         validators.append(fill_spec(args.validator, one))
     opts = SensitivityOptions(
-        proposers=tuple(proposers), variants=tuple(args.variants or ()), qs=tuple(args.qs),
-        regimes=tuple(args.regimes), seeds=args.seeds, first_seed=args.first_seed, episodes=args.episodes,
-        preset=args.preset, validators=tuple(validators), concurrency=args.concurrency, demo=args.demo,
-    )  # fmt: skip
+        proposers=tuple(proposers),
+        variants=tuple(args.variants or ()),
+        qs=tuple(args.qs),
+        regimes=tuple(args.regimes),
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        episodes=args.episodes,
+        preset=args.preset,
+        validators=tuple(validators),
+        concurrency=args.concurrency,
+        demo=args.demo,
+    )
     if args.dry_run:  # one prompt per variant (of the first model): what would be sent
-        return dry_run(ExchangeAuditConfig.from_preset(args.preset),
-                       {"proposer": [variant_spec(proposers[0], v, "artifacts") for v in opts.variants],
-                        "validator": [validators[0]]})  # fmt: skip
+        return dry_run(
+            ExchangeAuditConfig.from_preset(args.preset),
+            {
+                "proposer": [variant_spec(proposers[0], v, "artifacts") for v in opts.variants],
+                "validator": [validators[0]],
+            },
+        )
     configure_flag_groups(args, args.out / "llm_cache")
     result = sensitivity(args.out, opts, progress=None)
     print((args.out / "sensitivity.md").read_text())
@@ -639,8 +742,10 @@ def _sensitivity(args: argparse.Namespace) -> int:
     print(f"wrote {', '.join(wrote)} to {args.out} in {result['seconds']:.1f} s")
     code = failures(args.command, result["failed"], args.cache)
     if args.demo and code:  # (the advice to run again cannot help here: the outage is part of the script)
-        print("(--demo: demo-hostile's outage is scripted, so these episodes fail again on every run; the status "
-              "3 shows how a real run reports failures)")  # fmt: skip
+        print(
+            "(--demo: demo-hostile's outage is scripted, so these episodes fail again on every run; the status "
+            "3 shows how a real run reports failures)"
+        )
     return code
 
 

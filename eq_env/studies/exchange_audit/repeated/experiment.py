@@ -131,15 +131,25 @@ def horizon_cap(continuation: float) -> int:
     return min(MAX_ROUNDS, max(1, math.ceil(math.log(TAIL) / math.log(continuation))))
 
 
-def policy_config(base: RepeatedConfig, policy: str, knob: float, horizon: Horizon, *, q0: float, gamma: float,
-                  q_punish: float, punish_rounds: int | None) -> RepeatedConfig:  # fmt: skip
+def policy_config(
+    base: RepeatedConfig,
+    policy: str,
+    knob: float,
+    horizon: Horizon,
+    *,
+    q0: float,
+    gamma: float,
+    q_punish: float,
+    punish_rounds: int | None,
+) -> RepeatedConfig:
     """The repeated game of one experiment policy at one knob (module docstring)."""
     common: dict[str, Any] = {"rounds": horizon.rounds, "continuation": horizon.continuation}
     if policy == "fixed":
         return base.replace(audit_policy="fixed", q=knob, **common)
     if policy in ("decay", "decay-reset"):
-        return base.replace(audit_policy="decay", q=q0, gamma=gamma, q_min=knob,
-                            reset_on_fail=policy == "decay-reset", **common)  # fmt: skip
+        return base.replace(
+            audit_policy="decay", q=q0, gamma=gamma, q_min=knob, reset_on_fail=policy == "decay-reset", **common
+        )
     if policy == "trigger":
         return base.replace(audit_policy="trigger", q=knob, q_punish=q_punish, punish_rounds=punish_rounds, **common)
     raise ValueError(f"unknown audit policy {policy!r}; choose from {', '.join(POLICIES)}")
@@ -178,14 +188,21 @@ def repeated(
     horizons = [Horizon(horizon_cap(d), d) for d in deltas] + [Horizon(int(t), 1.0) for t in rounds]
     unknown = [p for p in policies if p not in POLICIES]
     if not qs or not horizons or not policies or unknown:
-        raise ValueError(f"the experiment needs at least one knob value, horizon and audit policy (of "
-                         f"{', '.join(POLICIES)}), got qs={qs}, deltas={list(deltas)}, rounds={list(rounds)}, "
-                         f"policies={list(policies)}")  # fmt: skip
+        raise ValueError(
+            f"the experiment needs at least one knob value, horizon and audit policy (of "
+            f"{', '.join(POLICIES)}), got qs={qs}, deltas={list(deltas)}, rounds={list(rounds)}, "
+            f"policies={list(policies)}"
+        )
 
-    if isinstance(ppo_timesteps, bool) or not isinstance(ppo_timesteps, int) or not (
-            ppo_timesteps == 0 or 64 <= ppo_timesteps <= MAX_TIMESTEPS):  # fmt: skip
-        raise ValueError(f"ppo_timesteps must be 0 (no PPO) or an integer in [64, {MAX_TIMESTEPS}], got "
-                         f"{shown(repr(ppo_timesteps), quoted=False)}")  # fmt: skip
+    if (
+        isinstance(ppo_timesteps, bool)
+        or not isinstance(ppo_timesteps, int)
+        or not (ppo_timesteps == 0 or 64 <= ppo_timesteps <= MAX_TIMESTEPS)
+    ):
+        raise ValueError(
+            f"ppo_timesteps must be 0 (no PPO) or an integer in [64, {MAX_TIMESTEPS}], got "
+            f"{shown(repr(ppo_timesteps), quoted=False)}"
+        )
     base = RepeatedConfig.from_preset(preset, V=V, L=L)
     if not base.stage.reveal_compliance:
         raise ValueError(
@@ -198,14 +215,17 @@ def repeated(
     for h in horizons:  # every configuration is refused, if it must be, before anything runs
         for policy in policies:
             for knob in qs:
-                policy_config(base, policy, knob, h, q0=q0, gamma=gamma, q_punish=q_punish,
-                              punish_rounds=punish_rounds)  # fmt: skip
+                policy_config(base, policy, knob, h, q0=q0, gamma=gamma, q_punish=q_punish, punish_rounds=punish_rounds)
     horizon_cap(check_delta)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = [c for c in CHECK_CELLS if c[0] in policies]
-    bar = tqdm(total=len(qs) + len(horizons) * len(policies) + len(cells), desc="repeated", unit="step",
-               disable=None if progress is None else not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(qs) + len(horizons) * len(policies) + len(cells),
+        desc="repeated",
+        unit="step",
+        disable=None if progress is None else not progress,
+    )
 
     estimates = estimate_stage(base.stage, episodes=episodes, seed=seed)
     one_shot = []
@@ -229,8 +249,9 @@ def repeated(
     checks = []
     check = Horizon(horizon_cap(check_delta), check_delta)
     for policy, knob in cells:
-        checks.append(_check(config(policy, knob, check), policy, knob, estimates, out, simulate_episodes,
-                             ppo_timesteps, seed))  # fmt: skip
+        checks.append(
+            _check(config(policy, knob, check), policy, knob, estimates, out, simulate_episodes, ppo_timesteps, seed)
+        )
         bar.update()
     bar.close()
     honest = next(iter(estimates[1].values()))  # (the menu's first strategy is the honest one)
@@ -238,13 +259,30 @@ def repeated(
     write_csv(out / "repeated_summary.csv", summary, list(summary[0]))
     if checks:
         write_csv(out / "repeated_checks.csv", checks, list(checks[0]))
-    context = {"preset": preset, "V": V, "L": L, "miss": miss, "false_fail": false_fail,
-               "B": base.stage.checks_per_audit, "episodes": episodes,
-               "tolerance": tolerance, "seed": seed, "one_shot_q": one_shot_q, "analytic_q": analytic_q,
-               "qs": qs, "q0": q0, "gamma": gamma, "q_punish": q_punish, "punish_rounds": punish_rounds,
-               "check": check, "simulate_episodes": simulate_episodes, "ppo_timesteps": ppo_timesteps,
-               "honest_r0": honest.proposer[0], "honest_r1": honest.proposer[1],
-               "honest_failed": honest.failed}  # fmt: skip
+    context = {
+        "preset": preset,
+        "V": V,
+        "L": L,
+        "miss": miss,
+        "false_fail": false_fail,
+        "B": base.stage.checks_per_audit,
+        "episodes": episodes,
+        "tolerance": tolerance,
+        "seed": seed,
+        "one_shot_q": one_shot_q,
+        "analytic_q": analytic_q,
+        "qs": qs,
+        "q0": q0,
+        "gamma": gamma,
+        "q_punish": q_punish,
+        "punish_rounds": punish_rounds,
+        "check": check,
+        "simulate_episodes": simulate_episodes,
+        "ppo_timesteps": ppo_timesteps,
+        "honest_r0": honest.proposer[0],
+        "honest_r1": honest.proposer[1],
+        "honest_failed": honest.failed,
+    }
     tables = _tables(summary, rows, checks, context)
     (out / "repeated.md").write_text(tables)
     _plots(out, rows, summary, horizons, policies, context)
@@ -259,21 +297,41 @@ def _row(h: Horizon, policy: str, knob: float, br: BestResponse, estimates: tupl
     fit = list(estimates[0].values())
     c = br.config
     return {
-        "horizon": h.label, "rounds": h.rounds, "continuation": h.continuation, "policy": policy,
-        "knob": KNOBS[policy], "value": knob,
-        "br_misreport_rate": br.best.misreport_rate, "br_gain": br.gain, "br_gain_per_round": br.gain / br.best.rounds,
-        "br_payoff": br.best.value, "honest_payoff": br.honest.value, "expected_rounds": br.best.rounds,
-        "br_mean_q": br.best.mean_q, "honest_mean_q": br.honest.mean_q,
-        "br_welfare": br.best.welfare, "honest_welfare": br.honest.welfare,
-        "br_audit_cost": br.best.audit_cost, "honest_audit_cost": br.honest.audit_cost,
-        "br_bad_approvals": br.best.bad_approved, "honest_bad_approvals": br.honest.bad_approved,
+        "horizon": h.label,
+        "rounds": h.rounds,
+        "continuation": h.continuation,
+        "policy": policy,
+        "knob": KNOBS[policy],
+        "value": knob,
+        "br_misreport_rate": br.best.misreport_rate,
+        "br_gain": br.gain,
+        "br_gain_per_round": br.gain / br.best.rounds,
+        "br_payoff": br.best.value,
+        "honest_payoff": br.honest.value,
+        "expected_rounds": br.best.rounds,
+        "br_mean_q": br.best.mean_q,
+        "honest_mean_q": br.honest.mean_q,
+        "br_welfare": br.best.welfare,
+        "honest_welfare": br.honest.welfare,
+        "br_audit_cost": br.best.audit_cost,
+        "honest_audit_cost": br.honest.audit_cost,
+        "br_bad_approvals": br.best.bad_approved,
+        "honest_bad_approvals": br.honest.bad_approved,
         "condition_holds": deterrence_holds(br.states, fit, c.rounds, c.continuation),
         "br_plan": br.describe(),
-    }  # fmt: skip
+    }
 
 
-def _summary_row(h: Horizon, policy: str, qs: Sequence[float], results: Sequence[BestResponse], tolerance: float,
-                 config: Any, estimates: tuple[Estimates, Estimates], one_shot_q: float) -> dict:  # fmt: skip
+def _summary_row(
+    h: Horizon,
+    policy: str,
+    qs: Sequence[float],
+    results: Sequence[BestResponse],
+    tolerance: float,
+    config: Any,
+    estimates: tuple[Estimates, Estimates],
+    one_shot_q: float,
+) -> dict:
     fit = list(estimates[0].values())
     pays = [br.best.misreport_rate > tolerance for br in results]
     measured = _frontier_q(qs, pays)
@@ -295,18 +353,36 @@ def _summary_row(h: Horizon, policy: str, qs: Sequence[float], results: Sequence
 
     measured_q, condition_q = honest_q(measured), honest_q(condition)
     return {
-        "horizon": h.label, "rounds": h.rounds, "continuation": h.continuation, "policy": policy,
-        "knob": KNOBS[policy], "br_frontier": measured, "br_frontier_mean_q": measured_q,
-        "condition_frontier": condition, "condition_frontier_mean_q": condition_q, "one_shot_q": one_shot_q,
+        "horizon": h.label,
+        "rounds": h.rounds,
+        "continuation": h.continuation,
+        "policy": policy,
+        "knob": KNOBS[policy],
+        "br_frontier": measured,
+        "br_frontier_mean_q": measured_q,
+        "condition_frontier": condition,
+        "condition_frontier_mean_q": condition_q,
+        "one_shot_q": one_shot_q,
         # lower by a grid step at least: both frontiers are known to the grid's resolution only
         "below_one_shot": (not math.isinf(measured_q)) and measured_q <= one_shot_q - step + 1e-9,
-        "lowest_knob": qs[0], "lowest_misreport_rate": low.best.misreport_rate, "lowest_gain": low.gain,
-        "lowest_br_mean_q": low.best.mean_q, "lowest_plan": low.describe(),
-    }  # fmt: skip
+        "lowest_knob": qs[0],
+        "lowest_misreport_rate": low.best.misreport_rate,
+        "lowest_gain": low.gain,
+        "lowest_br_mean_q": low.best.mean_q,
+        "lowest_plan": low.describe(),
+    }
 
 
-def _check(cfg: RepeatedConfig, policy: str, knob: float, estimates: tuple[Estimates, Estimates], out: Path,
-           episodes: int, timesteps: int, seed: int) -> dict[str, Any]:  # fmt: skip
+def _check(
+    cfg: RepeatedConfig,
+    policy: str,
+    knob: float,
+    estimates: tuple[Estimates, Estimates],
+    out: Path,
+    episodes: int,
+    timesteps: int,
+    seed: int,
+) -> dict[str, Any]:
     """A cell played in the environment: the best response (and PPO), beside the dynamic programme."""
     from eq_env.core.runner import evaluate as play_runs
     from eq_env.exchange_audit.repeated.spec import ID
@@ -314,10 +390,16 @@ def _check(cfg: RepeatedConfig, policy: str, knob: float, estimates: tuple[Estim
     br = repeated_best_response(cfg, estimates=estimates)
     held_out = [seed + 1000]
     row: dict[str, Any] = {
-        "cell": f"{policy} {KNOBS[policy]}={knob:g}", "horizon": f"δ={cfg.continuation:g}",
-        "dp_payoff": br.best.value, "honest_payoff": br.honest.value, "dp_gain": br.gain, "dp_welfare": br.best.welfare,
-        "dp_misreport_rate": br.best.misreport_rate, "dp_mean_q": br.best.mean_q, "dp_plan": br.describe(),
-    }  # fmt: skip
+        "cell": f"{policy} {KNOBS[policy]}={knob:g}",
+        "horizon": f"δ={cfg.continuation:g}",
+        "dp_payoff": br.best.value,
+        "honest_payoff": br.honest.value,
+        "dp_gain": br.gain,
+        "dp_welfare": br.best.welfare,
+        "dp_misreport_rate": br.best.misreport_rate,
+        "dp_mean_q": br.best.mean_q,
+        "dp_plan": br.describe(),
+    }
     players: list[tuple[str, Any]] = [("honest", br.strategies[0].spec), ("sim", DPProposer(br))]
     if timesteps > 0:
         players.append(("ppo", _ppo(cfg, out / "ppo" / f"{policy}-{knob:g}", timesteps, seed)))
@@ -348,11 +430,24 @@ def _ppo(cfg: RepeatedConfig, path: Path, timesteps: int, seed: int) -> Any:
     wanted = {"config": cfg.to_dict(), "timesteps": timesteps, "seed": seed, "action_encoding": "strategy"}
     if meta.exists() and json.loads(meta.read_text()) == wanted and (path / "model.zip").exists():
         return ViewPolicy(sb3_class("ppo").load(path / "model.zip", device="cpu"), cfg)
-    hyperparameters = {"n_steps": 256, "batch_size": 256, "learning_rate": 1e-3, "n_epochs": 5, "ent_coef": 0.01,
-                       "gamma": 0.8, "gae_lambda": 0.95}  # fmt: skip
-    model, _, _ = learn(lambda: RepeatedProposerEnv(config=cfg, action_encoding="strategy"), algo="ppo",
-                        timesteps=timesteps, seed=seed, hyperparameters=hyperparameters, n_envs=4,
-                        progress=False)  # fmt: skip
+    hyperparameters = {
+        "n_steps": 256,
+        "batch_size": 256,
+        "learning_rate": 1e-3,
+        "n_epochs": 5,
+        "ent_coef": 0.01,
+        "gamma": 0.8,
+        "gae_lambda": 0.95,
+    }
+    model, _, _ = learn(
+        lambda: RepeatedProposerEnv(config=cfg, action_encoding="strategy"),
+        algo="ppo",
+        timesteps=timesteps,
+        seed=seed,
+        hyperparameters=hyperparameters,
+        n_envs=4,
+        progress=False,
+    )
     path.mkdir(parents=True, exist_ok=True)
     model.save(path / "model.zip")
     meta.write_text(json.dumps(wanted))
@@ -368,13 +463,32 @@ def _fmt(x: float) -> str:
 
 def _tables(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict], ctx: dict) -> str:
     main = markdown_table(
-        ["horizon", "audit policy", "knob", "frontier (best response)", "avg q there (honest)",
-         "frontier (condition)", "avg q there (condition)", "misreport at lowest knob", "its plan"],
-        [[r["horizon"], r["policy"], r["knob"], _fmt(r["br_frontier"]), _fmt(r["br_frontier_mean_q"]),
-          _fmt(r["condition_frontier"]), _fmt(r["condition_frontier_mean_q"]),
-          f"{r['lowest_misreport_rate']:.0%} ({r['knob']}={r['lowest_knob']:g})", r["lowest_plan"]]
-         for r in summary],
-    )  # fmt: skip
+        [
+            "horizon",
+            "audit policy",
+            "knob",
+            "frontier (best response)",
+            "avg q there (honest)",
+            "frontier (condition)",
+            "avg q there (condition)",
+            "misreport at lowest knob",
+            "its plan",
+        ],
+        [
+            [
+                r["horizon"],
+                r["policy"],
+                r["knob"],
+                _fmt(r["br_frontier"]),
+                _fmt(r["br_frontier_mean_q"]),
+                _fmt(r["condition_frontier"]),
+                _fmt(r["condition_frontier_mean_q"]),
+                f"{r['lowest_misreport_rate']:.0%} ({r['knob']}={r['lowest_knob']:g})",
+                r["lowest_plan"],
+            ]
+            for r in summary
+        ],
+    )
     text = [
         f"One-shot frontier q*₁ = {_fmt(ctx['one_shot_q'])} (best response over the artifact space; analytic "
         f"1 − no_trade_payoff/V = {ctx['analytic_q']:.2f}). Preset {ctx['preset']}, V = {ctx['V']:g}, "
@@ -385,14 +499,19 @@ def _tables(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict
     ]
     if checks:
         ppo = "ppo_payoff" in checks[0]
-        head = ["cell", "DP plan", "honest payoff", "DP gain", "DP gain in the env", "DP misreport",
-                "in the env"]  # fmt: skip
+        head = ["cell", "DP plan", "honest payoff", "DP gain", "DP gain in the env", "DP misreport", "in the env"]
         head += ["PPO gain in the env", "PPO misreport"] if ppo else []
         body = []
         for c in checks:
-            line = [f"{c['cell']}, {c['horizon']}", c["dp_plan"], f"{c['honest_payoff']:.2f}", f"{c['dp_gain']:+.2f}",
-                    f"{c['sim_gain']:+.2f} ± {c['sim_gain_se']:.2f}", f"{c['dp_misreport_rate']:.1%}",
-                    f"{c['sim_misreport_rate']:.1%}"]  # fmt: skip
+            line = [
+                f"{c['cell']}, {c['horizon']}",
+                c["dp_plan"],
+                f"{c['honest_payoff']:.2f}",
+                f"{c['dp_gain']:+.2f}",
+                f"{c['sim_gain']:+.2f} ± {c['sim_gain_se']:.2f}",
+                f"{c['dp_misreport_rate']:.1%}",
+                f"{c['sim_misreport_rate']:.1%}",
+            ]
             if ppo:
                 line += [f"{c['ppo_gain']:+.2f} ± {c['ppo_gain_se']:.2f}", f"{c['ppo_misreport_rate']:.1%}"]
             body.append(line)
@@ -407,61 +526,96 @@ def _tables(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict
     return "\n".join(text)
 
 
-def _plots(out: Path, rows: Sequence[dict], summary: Sequence[dict], horizons: Sequence[Horizon],
-           policies: Sequence[str], ctx: dict) -> None:  # fmt: skip
+def _plots(
+    out: Path,
+    rows: Sequence[dict],
+    summary: Sequence[dict],
+    horizons: Sequence[Horizon],
+    policies: Sequence[str],
+    ctx: dict,
+) -> None:
     panels = []
     for policy in policies:
         series: list[dict[str, Any]] = []
         for h in horizons:
             mine = [r for r in rows if r["policy"] == policy and r["horizon"] == h.label]
-            series.append({"label": h.label, "x": [r["value"] for r in mine],
-                           "y": [r["br_misreport_rate"] for r in mine]})  # fmt: skip
+            series.append(
+                {"label": h.label, "x": [r["value"] for r in mine], "y": [r["br_misreport_rate"] for r in mine]}
+            )
         if not math.isinf(ctx["one_shot_q"]):  # (a vertical line at the one-shot frontier, on the knob axis)
-            series.append({"label": "one-shot q*₁", "x": [ctx["one_shot_q"]] * 2, "y": [0.0, 1.0],
-                           "style": {"fmt": "k:", "markersize": 0}})  # fmt: skip
+            series.append(
+                {
+                    "label": "one-shot q*₁",
+                    "x": [ctx["one_shot_q"]] * 2,
+                    "y": [0.0, 1.0],
+                    "style": {"fmt": "k:", "markersize": 0},
+                }
+            )
         panels.append({"ylabel": f"{policy}: misreport rate on path (x: {KNOBS[policy]})", "series": series})
-    plot_lines(out / "repeated.png", panels, xlabel="knob",
-               title=f"Best response in the repeated game (V={ctx['V']:g}, L={ctx['L']:g})")  # fmt: skip
+    plot_lines(
+        out / "repeated.png",
+        panels,
+        xlabel="knob",
+        title=f"Best response in the repeated game (V={ctx['V']:g}, L={ctx['L']:g})",
+    )
     labels = [h.label for h in horizons]
     x = list(range(len(labels)))
 
     def capped(policy: str, key: str) -> list[float]:
-        return [min(next(r[key] for r in summary if r["policy"] == policy and r["horizon"] == lab), 1.05)
-                for lab in labels]  # fmt: skip
+        return [
+            min(next(r[key] for r in summary if r["policy"] == policy and r["horizon"] == lab), 1.05) for lab in labels
+        ]
 
     frontier: list[dict[str, Any]] = [
         {"label": f"{p} (best response)", "x": x, "y": capped(p, "br_frontier_mean_q"), "style": {"color": f"C{i}"}}
         for i, p in enumerate(policies)
     ]
-    frontier += [{"label": f"{p} (condition)", "x": x, "y": capped(p, "condition_frontier_mean_q"),
-                  "style": {"fmt": "--x", "color": f"C{i}"}} for i, p in enumerate(policies)]  # fmt: skip
+    frontier += [
+        {
+            "label": f"{p} (condition)",
+            "x": x,
+            "y": capped(p, "condition_frontier_mean_q"),
+            "style": {"fmt": "--x", "color": f"C{i}"},
+        }
+        for i, p in enumerate(policies)
+    ]
     # (behind the policies' lines: fixed q's frontier is q*₁ itself and must stay visible)
-    frontier.append({"label": "one-shot q*₁", "hline": min(ctx["one_shot_q"], 1.05),
-                     "style": {"color": "0.5", "zorder": 0}})  # fmt: skip
-    plot_lines(out / "repeated_frontier.png",
-               [{"ylabel": "honest proposer's avg q at the frontier",
-                 "series": frontier}], xlabel="horizon", xticklabels=labels,
-               title="Average q at each audit policy's deterrence frontier (1.05 = never deterred)")  # fmt: skip
+    frontier.append(
+        {"label": "one-shot q*₁", "hline": min(ctx["one_shot_q"], 1.05), "style": {"color": "0.5", "zorder": 0}}
+    )
+    plot_lines(
+        out / "repeated_frontier.png",
+        [{"ylabel": "honest proposer's avg q at the frontier", "series": frontier}],
+        xlabel="horizon",
+        xticklabels=labels,
+        title="Average q at each audit policy's deterrence frontier (1.05 = never deterred)",
+    )
 
 
-def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict], tables: str,
-                  ctx: dict) -> str:  # fmt: skip
+def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict], tables: str, ctx: dict) -> str:
     q1 = ctx["one_shot_q"]
     lower = [r for r in summary if r["below_one_shot"]]
     if lower:
-        answer = ("Yes, by at least a grid step, in " + ", ".join(
-            f"{r['policy']} at {r['horizon']} (avg q {r['br_frontier_mean_q']:.2f})" for r in lower)
-            + f", against the one-shot q*₁ = {_fmt(q1)}.")  # fmt: skip
+        answer = (
+            "Yes, by at least a grid step, in "
+            + ", ".join(f"{r['policy']} at {r['horizon']} (avg q {r['br_frontier_mean_q']:.2f})" for r in lower)
+            + f", against the one-shot q*₁ = {_fmt(q1)}."
+        )
     else:
-        answer = (f"No: under no audit policy and horizon of the grid does the best response stay honest at an "
-                  f"average q a grid step or more below the one-shot frontier q*₁ = {_fmt(q1)}.")  # fmt: skip
+        answer = (
+            f"No: under no audit policy and horizon of the grid does the best response stay honest at an "
+            f"average q a grid step or more below the one-shot frontier q*₁ = {_fmt(q1)}."
+        )
         knob_lower = [r for r in summary if r["knob"] == "q" and r["br_frontier"] < q1 - 1e-9]
         if knob_lower:
-            answer += (" Yet " + "; ".join(
-                f"the {r['policy']} at {r['horizon']} deters from q = {r['br_frontier']:.2f}" for r in knob_lower)
+            answer += (
+                " Yet "
+                + "; ".join(
+                    f"the {r['policy']} at {r['horizon']} deters from q = {r['br_frontier']:.2f}" for r in knob_lower
+                )
                 + ": below q*₁, but the punishments an honest proposer draws too (its failed audits) raise the "
-                "average q it faces back to " + ", ".join(f"{r['br_frontier_mean_q']:.2f}" for r in knob_lower)
-                + ".")  # fmt: skip
+                "average q it faces back to " + ", ".join(f"{r['br_frontier_mean_q']:.2f}" for r in knob_lower) + "."
+            )
     agree = [r for r in summary if _close(r["br_frontier"], r["condition_frontier"], ctx["qs"])]
     r0, r1, phi = ctx["honest_r0"], ctx["honest_r1"], ctx["honest_failed"]
     if phi == 0.0 and r1 >= r0:
@@ -481,8 +635,11 @@ def _summary_text(summary: Sequence[dict], rows: Sequence[dict], checks: Sequenc
     for r in summary:
         if not r["policy"].startswith("decay"):
             continue
-        worst = [x for x in rows if x["policy"] == r["policy"] and x["horizon"] == r["horizon"]
-                 and x["br_misreport_rate"] > ctx["tolerance"]]  # fmt: skip
+        worst = [
+            x
+            for x in rows
+            if x["policy"] == r["policy"] and x["horizon"] == r["horizon"] and x["br_misreport_rate"] > ctx["tolerance"]
+        ]
         if worst:
             floors = ", ".join(f"{x['value']:g}" for x in worst)
             exploited.append(
@@ -529,8 +686,7 @@ def _checks_text(checks: Sequence[dict]) -> list[str]:
     """A paragraph on the cells played in the environment: does play agree with the programme, how close is PPO."""
     if not checks:
         return []
-    worst = max(abs(c["sim_gain"] - c["dp_gain"]) / c["sim_gain_se"] if c["sim_gain_se"] > 0 else 0.0
-                for c in checks)  # fmt: skip
+    worst = max(abs(c["sim_gain"] - c["dp_gain"]) / c["sim_gain_se"] if c["sim_gain_se"] > 0 else 0.0 for c in checks)
     text = (
         f"**Checks in the environment.** Played as a policy, the best response's gain over honesty is the "
         f"programme's within {worst:.1f} standard errors in every checked cell"
@@ -556,8 +712,9 @@ def _close(a: float, b: float, qs: Sequence[float]) -> bool:
 # the command
 # ---------------------------------------------------------------------------
 _delta = number_type(float, "a continuation δ in [0, 1)", lambda v: 0.0 <= v < 1.0)
-_ppo_timesteps = number_type(int, f"0 (no PPO) or a number of steps in [64, {MAX_TIMESTEPS}]",
-                             lambda v: v == 0 or 64 <= v <= MAX_TIMESTEPS)  # fmt: skip
+_ppo_timesteps = number_type(
+    int, f"0 (no PPO) or a number of steps in [64, {MAX_TIMESTEPS}]", lambda v: v == 0 or 64 <= v <= MAX_TIMESTEPS
+)
 
 
 def _audit_policy(text: str) -> str:
@@ -578,51 +735,108 @@ def _punish_rounds(text: str) -> int | None:
 
 def _repeated_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
-    rp.add_argument("--preset", choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
-                    default="paper_scripted", help="game preset: one whose proposer knows its compliance")  # fmt: skip
+    rp.add_argument(
+        "--preset",
+        choices=sorted(p for p, c in PRESETS.items() if c.reveal_compliance),
+        default="paper_scripted",
+        help="game preset: one whose proposer knows its compliance",
+    )
     rp.add_argument("--V", type=non_negative_float, default=2.0, help="approval reward V (default 2: temptation)")
     rp.add_argument("--L", type=non_negative_float, default=1.0, help="penalty L of a failed audit (default 1)")
     rp.add_argument("--miss", type=rate, default=0.0, help="noisy audits: ε₀, a checked lie passes (default 0)")
-    rp.add_argument("--false-fail", type=rate, default=0.0,
-                    help="noisy audits: ε₁, a checked true claim fails (default 0)")  # fmt: skip
-    rp.add_argument("--deltas", type=list_of(_delta, "continuation probabilities δ in [0, 1)", distinct=True),
-                    default=",".join(f"{d:g}" for d in DEFAULT_DELTAS),
-                    help="geometric horizons: after each round the game goes on with probability δ "
-                         "(default %(default)s)")  # fmt: skip
-    rp.add_argument("--rounds", type=list_of(int_in(1, 100_000), "round counts T", distinct=True), default=[],
-                    help="fixed horizons of exactly T rounds, besides the δ ones (e.g. 1,10)")  # fmt: skip
-    rp.add_argument("--policies", type=list_of(_audit_policy, "audit policies", distinct=True),
-                    default=",".join(POLICIES), help="audit policies (default %(default)s)")  # fmt: skip
-    rp.add_argument("--qs", type=audit_intensities, default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
-                    help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0 to 1 by 0.1)")  # fmt: skip
+    rp.add_argument(
+        "--false-fail", type=rate, default=0.0, help="noisy audits: ε₁, a checked true claim fails (default 0)"
+    )
+    rp.add_argument(
+        "--deltas",
+        type=list_of(_delta, "continuation probabilities δ in [0, 1)", distinct=True),
+        default=",".join(f"{d:g}" for d in DEFAULT_DELTAS),
+        help="geometric horizons: after each round the game goes on with probability δ (default %(default)s)",
+    )
+    rp.add_argument(
+        "--rounds",
+        type=list_of(int_in(1, 100_000), "round counts T", distinct=True),
+        default=[],
+        help="fixed horizons of exactly T rounds, besides the δ ones (e.g. 1,10)",
+    )
+    rp.add_argument(
+        "--policies",
+        type=list_of(_audit_policy, "audit policies", distinct=True),
+        default=",".join(POLICIES),
+        help="audit policies (default %(default)s)",
+    )
+    rp.add_argument(
+        "--qs",
+        type=audit_intensities,
+        default=",".join(f"{q:g}" for q in (0.1 * i for i in range(11))),
+        help="the knob grid: q (fixed, trigger) or q_min (decay) (default 0 to 1 by 0.1)",
+    )
     rp.add_argument("--q0", type=audit_intensity, default=1.0, help="decay: the starting q (default 1)")
     rp.add_argument("--gamma", type=rate, default=0.8, help="decay: q's factor per clean audit (default 0.8)")
     rp.add_argument("--q-punish", type=audit_intensity, default=1.0, help="trigger: q after a failed audit (default 1)")
-    rp.add_argument("--punish-rounds", type=_punish_rounds, default=None,
-                    help="trigger: rounds of punishment, or 'forever' (default: forever, a grim trigger)")  # fmt: skip
-    rp.add_argument("--episodes", type=int_in(4, MAX_EPISODES), default=20_000,
-                    help="positions sampled per stage estimate and one-shot best response (default 20000)")  # fmt: skip
-    rp.add_argument("--check-delta", type=_delta, default=0.9,
-                    help="the δ of the cells also played in the environment (default 0.9)")  # fmt: skip
-    rp.add_argument("--simulate-episodes", type=int_in(2, MAX_EPISODES), default=1000,
-                    help="episodes each checked cell is played (default 1000)")  # fmt: skip
-    rp.add_argument("--ppo-timesteps", type=_ppo_timesteps, default=30_000,
-                    help="train a PPO proposer with the history in its observation for N steps per checked cell "
-                         "(default 30000, about a minute for the four cells; 0: no PPO)")  # fmt: skip
+    rp.add_argument(
+        "--punish-rounds",
+        type=_punish_rounds,
+        default=None,
+        help="trigger: rounds of punishment, or 'forever' (default: forever, a grim trigger)",
+    )
+    rp.add_argument(
+        "--episodes",
+        type=int_in(4, MAX_EPISODES),
+        default=20_000,
+        help="positions sampled per stage estimate and one-shot best response (default 20000)",
+    )
+    rp.add_argument(
+        "--check-delta",
+        type=_delta,
+        default=0.9,
+        help="the δ of the cells also played in the environment (default 0.9)",
+    )
+    rp.add_argument(
+        "--simulate-episodes",
+        type=int_in(2, MAX_EPISODES),
+        default=1000,
+        help="episodes each checked cell is played (default 1000)",
+    )
+    rp.add_argument(
+        "--ppo-timesteps",
+        type=_ppo_timesteps,
+        default=30_000,
+        help="train a PPO proposer with the history in its observation for N steps per checked cell "
+        "(default 30000, about a minute for the four cells; 0: no PPO)",
+    )
     rp.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
 
 
 def _repeated(args: argparse.Namespace) -> int:
     started = time.perf_counter()  # (the time goes to the console only: the files of a seed are byte-identical)
-    repeated(args.out, preset=args.preset, V=args.V, L=args.L, miss=args.miss, false_fail=args.false_fail,
-             deltas=args.deltas, rounds=args.rounds,
-             policies=args.policies, qs=args.qs, q0=args.q0, gamma=args.gamma, q_punish=args.q_punish,
-             punish_rounds=args.punish_rounds, episodes=args.episodes, check_delta=args.check_delta,
-             simulate_episodes=args.simulate_episodes, ppo_timesteps=args.ppo_timesteps, seed=args.seed,
-             progress=None)  # fmt: skip
+    repeated(
+        args.out,
+        preset=args.preset,
+        V=args.V,
+        L=args.L,
+        miss=args.miss,
+        false_fail=args.false_fail,
+        deltas=args.deltas,
+        rounds=args.rounds,
+        policies=args.policies,
+        qs=args.qs,
+        q0=args.q0,
+        gamma=args.gamma,
+        q_punish=args.q_punish,
+        punish_rounds=args.punish_rounds,
+        episodes=args.episodes,
+        check_delta=args.check_delta,
+        simulate_episodes=args.simulate_episodes,
+        ppo_timesteps=args.ppo_timesteps,
+        seed=args.seed,
+        progress=None,
+    )
     print((args.out / "repeated.md").read_text())
-    print(f"wrote repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
-          f"repeated_frontier.png and summary.md to {args.out} in {time.perf_counter() - started:.1f} s")  # fmt: skip
+    print(
+        f"wrote repeated.csv, repeated_summary.csv, repeated_checks.csv, repeated.md, repeated.png, "
+        f"repeated_frontier.png and summary.md to {args.out} in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
