@@ -26,7 +26,7 @@ def main() -> None:
 
     from eq_env import belief_coordination_v0
     from eq_env.baselines.belief_coordination.econ import ECONHyper, train_econ
-    from eq_env.belief_coordination import engine
+    from eq_env.belief_coordination import batch as engine
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
 
     torch.set_num_threads(1)

@@ -5,7 +5,7 @@ In belief coordination the executors' policies choose only (T, p); the answers c
 executor policy asks :class:`~eq_env.agents.belief_coordination.answerer.LLMAnswerer` for exactly the request the
 environment is about to make (same prompt, sample key and cache as ``reproduce --answerer llm``), and hands
 the answer to the environment's answerer (:class:`_Prepared`) for the step. ``eq-env bench``'s
-belief-coordination task plays it (:mod:`eq_env.belief_coordination.bench`). It reads the environment
+belief-coordination task plays it (:mod:`eq_env.studies.belief_coordination.bench`). It reads the environment
 (``aact_privileged``) only to build that request: what it decides — (T, p) — comes from its parameters.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from eq_env.belief_coordination.answerers import Answer, AnswerRequest, round_requests
-from eq_env.belief_coordination.bench import BASE
+from eq_env.belief_coordination.questions import BASELINE_SAMPLING as BASE
 from eq_env.core.policy import REQUIRED, PolicyError, PolicySetupError
 
 __all__ = ["LLMExecutor"]

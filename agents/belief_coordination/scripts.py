@@ -20,7 +20,7 @@ it and a request asked again gets the same reply.
 The question is found by its text among the keys of ``answers`` (question text → correct answer); a
 request for an unknown question is answered without a number.
 
-For ``eq-env bench`` (battery ``bench-v1``, :mod:`eq_env.belief_coordination.bench`): :func:`bench_request`
+For ``eq-env bench`` (battery ``bench-v1``, :mod:`eq_env.studies.belief_coordination.bench`): :func:`bench_request`
 tells this game's chat requests from the other games' (by the system message), and :func:`bench_script`
 plays the scripted model of a quality on the battery's questions (:func:`bench_answers`):
 
@@ -250,11 +250,10 @@ def bench_request(request: dict[str, Any]) -> bool:
 @functools.cache
 def bench_answers() -> Mapping[str, float]:
     """Question text → answer, for every question of ``bench-v1`` (quick and full); made once."""
-    from eq_env.belief_coordination.bench import questions, seeds
-    from eq_env.belief_coordination.questions import generated_question
+    from eq_env.belief_coordination.questions import BENCH_V1_QUESTIONS, generated_question
 
-    return {(q := generated_question(s, i)).text: float(q.answer)
-            for s in seeds(False) for i in range(questions(False))}  # fmt: skip
+    seeds, count = BENCH_V1_QUESTIONS["full"]  # (the quick battery's are among them)
+    return {(q := generated_question(s, i)).text: float(q.answer) for s in seeds for i in range(count)}
 
 
 def _good_accuracy(temperature: float) -> float:

@@ -15,7 +15,7 @@ in the ``none`` mode, guess), so games with a good partner are usually won.
 * :func:`candidates_script` — for ``n > 1`` requests: the first sample is not legal, the others good
   (a verifier has something to correct).
 
-For ``eq-env bench`` (:mod:`eq_env.einstein_puzzle.bench`), :func:`bench_request` says whether a chat
+For ``eq-env bench`` (:mod:`eq_env.studies.einstein_puzzle.bench`), :func:`bench_request` says whether a chat
 request is this game's (the combined test server routes by it) and :func:`bench_script` gives the three
 scripted models of the bench's tests:
 

@@ -26,7 +26,7 @@ value-based learners (``config.grid_point``):
   ``epsilon_end`` over the first ``epsilon_fraction`` of the steps.
 
 :func:`train_econ` trains on questions drawn from a pool made once (``engine.training_batch``), with fresh
-answerer draws at every step (``engine.sample_batch``), played by :func:`eq_env.belief_coordination.engine.play`
+answerer draws at every step (``engine.sample_batch``), played by :func:`eq_env.belief_coordination.batch.play`
 with the majority coordinator; every ``eval_every`` steps (and at steps 0 and the last) it measures the greedy
 policy on a fixed held-out batch (``engine.episodes_batch(config, eval_seed, range(eval_episodes))``). It runs on
 one thread, and the same seed gives bit-identical weights and curve. The network starts from the weights
@@ -54,7 +54,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from eq_env.baselines.belief_coordination.scripted import as_action
-from eq_env.belief_coordination import engine
+from eq_env.belief_coordination import batch as engine
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.env import EXECUTOR_FEATURES
 from eq_env.core.policy import REQUIRED, BasePolicy, PolicySetupError

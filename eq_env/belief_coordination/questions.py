@@ -61,6 +61,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "BASELINE_SAMPLING",
+    "BENCH_V1_QUESTIONS",
     "MAX_LINE_BYTES",
     "MAX_STEPS",
     "MAX_VALUE",
@@ -77,6 +79,12 @@ __all__ = [
     "read_questions",
     "steps_for",
 ]
+
+# The generated questions eq-env bench's belief-coordination task asks in battery bench-v1: (seeds, questions
+# per seed) of the quick and the full battery. A fixed set, like the Einstein puzzle's frozen suite: the
+# bench's scripted models answer from it, so it lives with the game rather than with the bench.
+BENCH_V1_QUESTIONS = {"quick": ((0, 1, 2), 8), "full": ((0, 1, 2, 3, 4), 100)}
+BASELINE_SAMPLING = (0.7, 1.1)  # the fixed baselines' (T, p) of eq-env reproduce and bench: a common chat default
 
 MAX_STEPS = 8  # reasoning steps of the hardest question (difficulty 1)
 MAX_VALUE = 10**6  # bound of every count in a generated question

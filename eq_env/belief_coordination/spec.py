@@ -58,6 +58,5 @@ SPEC = register_env(
             "eq_env/BeliefCoordinationExecutor-v0": "eq_env.belief_coordination.views:BeliefCoordinationExecutorEnv"
         },
         numeric="eq_env.belief_coordination.numeric",
-        cli="eq_env.belief_coordination.cli",
     )
 )

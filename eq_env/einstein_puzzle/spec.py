@@ -53,6 +53,5 @@ SPEC = register_env(
         conformance=CONFORMANCE,
         numeric="eq_env.einstein_puzzle.numeric",
         views={"eq_env/EinsteinPuzzle-v0": "eq_env.einstein_puzzle.views:EinsteinPuzzleEnv"},
-        cli="eq_env.einstein_puzzle.cli",
     )
 )

@@ -15,10 +15,10 @@ modules' docstrings):
 * the exchange–audit game (:mod:`eq_env.studies.exchange_audit.bench`): the model as proposer — artifacts vs
   action only, over the paper's q grid and in the temptation scenario — and as validator, gated and
   ungated, against scripted honest, strategic and text-injecting proposers;
-* the collaborative Einstein puzzle (:mod:`eq_env.einstein_puzzle.bench`): the frozen suite's puzzles with
+* the collaborative Einstein puzzle (:mod:`eq_env.studies.einstein_puzzle.bench`): the frozen suite's puzzles with
   the model in both seats and beside the planner, in each comm mode, with and without the reasoning
   verifier;
-* belief coordination (:mod:`eq_env.belief_coordination.bench`): the model as the answerer under the
+* belief coordination (:mod:`eq_env.studies.belief_coordination.bench`): the model as the answerer under the
   fixed, majority-vote and debate baselines.
 
 ``bench-v1-quick`` (``--quick``) is the same tasks at small sizes: a few minutes against a real endpoint.
@@ -73,8 +73,8 @@ BATTERIES = ("bench-v1", "bench-v1-quick")
 @functools.cache
 def batteries() -> dict[str, Battery]:
     """The batteries by name (the games' task modules are imported on first use)."""
-    from eq_env.belief_coordination.bench import TASKS as BELIEF
-    from eq_env.einstein_puzzle.bench import TASKS as EINSTEIN
+    from eq_env.studies.belief_coordination.bench import TASKS as BELIEF
+    from eq_env.studies.einstein_puzzle.bench import TASKS as EINSTEIN
     from eq_env.studies.exchange_audit.bench import TASKS as EXCHANGE
 
     tasks = (*EXCHANGE, *EINSTEIN, *BELIEF)

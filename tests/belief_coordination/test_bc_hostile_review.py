@@ -20,12 +20,14 @@ import pytest
 
 from eq_env import belief_coordination_v0 as bc
 from eq_env.baselines.belief_coordination.scripted import MajorityCoordinator
-from eq_env.belief_coordination import engine, reproduce, rules
+from eq_env.belief_coordination import batch as engine
+from eq_env.belief_coordination import rules
 from eq_env.belief_coordination.answerers import SimulatedAnswerer, SimulationParams, question_traits
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import Question, load_jsonl
 from eq_env.cli import main
 from eq_env.core.runner import play
+from eq_env.studies.belief_coordination import reproduce
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,11 +22,11 @@ import pytest
 from eq_env.agents.belief_coordination.scripts import solver_script
 from eq_env.agents.client import LLMClient, configure, settings
 from eq_env.agents.fake_server import Reply, ScriptedLLMServer
-from eq_env.belief_coordination import reproduce
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.questions import generated_question
-from eq_env.belief_coordination.verdicts import estimate, holm
 from eq_env.cli import main
+from eq_env.studies.belief_coordination import reproduce
+from eq_env.studies.belief_coordination.verdicts import estimate, holm
 
 TABLES = ("methods.md", "methods.csv", "falsifiers.md", "summary.md")
 ARGS = ["reproduce", "--env", "belief-coordination", "--seeds", "2", "--n-executors", "2", "--questions", "6",

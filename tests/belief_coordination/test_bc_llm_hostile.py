@@ -366,8 +366,8 @@ def test_concurrency_32_keeps_32_in_flight() -> None:
     """Pinned: ``--concurrency 32`` (the answerer reproduce builds) playing 80 questions x 2 executors keeps
     32 requests in flight, never more: the server holds each request until 32 are waiting together (it never
     answers one before), so the run goes in exactly 5 waves of 32 — on a quiet machine or a loaded one."""
-    from eq_env.belief_coordination import engine
-    from eq_env.belief_coordination.reproduce import Options, _answerer, _config, _fixed, play_with
+    from eq_env.belief_coordination import batch as engine
+    from eq_env.studies.belief_coordination.reproduce import Options, _answerer, _config, _fixed, play_with
 
     configure(timeout=60.0)  # (the gate holds requests: only a bug keeps them past a wave)
     config = _config(2, "sensitive")

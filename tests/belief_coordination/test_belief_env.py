@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from eq_env import belief_coordination_v0 as bc
-from eq_env.belief_coordination import engine, rules
+from eq_env.belief_coordination import batch as engine
+from eq_env.belief_coordination import rules
 from eq_env.belief_coordination.answerers import SimulatedAnswerer, SimulationParams
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.records import EpisodeRecord

@@ -20,11 +20,11 @@ from eq_env.agents.belief_coordination.coordinator import coordinator_messages
 from eq_env.agents.belief_coordination.scripts import bench_request, bench_script
 from eq_env.agents.client import LLMClient, configure, settings
 from eq_env.agents.fake_server import ScriptedLLMServer
-from eq_env.belief_coordination import bench
 from eq_env.belief_coordination.answerers import AnswerRequest
 from eq_env.belief_coordination.questions import generated_question
 from eq_env.core.bench import BenchModel, TaskReport
 from eq_env.core.experiments import Condition, ResultsStore, run_all
+from eq_env.studies.belief_coordination import bench
 
 FAST = {"backoff": 0.01, "max_backoff": 0.05, "timeout": 2.0, "max_retries": 1}
 (TASK,) = bench.TASKS

@@ -24,7 +24,7 @@ from eq_env.baselines.belief_coordination.econ import (
     econ,
     train_econ,
 )
-from eq_env.belief_coordination import engine
+from eq_env.belief_coordination import batch as engine
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.belief_coordination.env import COORDINATOR
 

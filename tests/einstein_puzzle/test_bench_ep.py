@@ -1,4 +1,4 @@
-"""The Einstein puzzle's ``eq-env bench`` tasks (:mod:`eq_env.einstein_puzzle.bench`) against the local test
+"""The Einstein puzzle's ``eq-env bench`` tasks (:mod:`eq_env.studies.einstein_puzzle.bench`) against the local test
 server scripted as a good, a mediocre and a hostile model (:func:`eq_env.agents.einstein_puzzle.scripts.bench_script`).
 
 One quick battery per quality is played once for the module (each task with its own answer cache, so the
@@ -30,7 +30,7 @@ from eq_env.agents.einstein_puzzle.scripts import (
 from eq_env.agents.fake_server import ScriptedLLMServer
 from eq_env.core.bench import BenchModel, Cell, TaskReport
 from eq_env.core.experiments import Condition, ResultsStore, run_all
-from eq_env.einstein_puzzle.bench import SEEDS, TASKS, battery_requests, estimate, gain_label, row_label
+from eq_env.studies.einstein_puzzle.bench import SEEDS, TASKS, battery_requests, estimate, gain_label, row_label
 
 QUICK_CAP = 400  # requests of the quick battery for this game, with a good model
 

@@ -23,7 +23,6 @@ from eq_env.cli import main
 from eq_env.einstein_puzzle import spaces as codec
 from eq_env.einstein_puzzle import taxonomy
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
-from eq_env.einstein_puzzle.demos import demonstration_games, demonstrations, split_paths
 from eq_env.einstein_puzzle.env import episode_puzzle, raw_env
 from eq_env.einstein_puzzle.grammar import parse_action
 from eq_env.einstein_puzzle.records import EpisodeRecord, record_episode
@@ -55,6 +54,7 @@ from eq_env.einstein_puzzle.taxonomy import (
 )
 from eq_env.einstein_puzzle.text import describe
 from eq_env.einstein_puzzle.verifiers import rational_reason
+from eq_env.studies.einstein_puzzle.demos import demonstration_games, demonstrations, split_paths
 
 # -- demonstrations -----------------------------------------------------------------------------------
 

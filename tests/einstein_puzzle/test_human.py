@@ -12,9 +12,9 @@ from eq_env import einstein_puzzle_v0
 from eq_env.core.policy import make_policy
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.grammar import GRAMMAR
-from eq_env.einstein_puzzle.human import Session, legal_texts, play_human
 from eq_env.einstein_puzzle.rules import ILLEGAL
 from eq_env.einstein_puzzle.spaces import actions
+from eq_env.studies.einstein_puzzle.human import Session, legal_texts, play_human
 
 CONFIG = EinsteinPuzzleConfig(n=4)
 

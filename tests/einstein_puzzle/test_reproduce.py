@@ -16,8 +16,8 @@ from eq_env.cli import main
 from eq_env.core import experiments
 from eq_env.core.executors import Executor, LocalExecutor
 from eq_env.core.policy import make_policy, parse_policy_spec
-from eq_env.einstein_puzzle import reproduce as rp
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+from eq_env.studies.einstein_puzzle import reproduce as rp
 
 ENV = "einstein-puzzle"
 # (4 episodes: the random player's verifier gains are 62 and 88 points, as 60 and 90 with 10; the test asks 20)

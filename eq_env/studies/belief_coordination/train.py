@@ -1,81 +1,21 @@
-"""Belief coordination's own ``eq-env`` commands.
+"""``eq-env train --env belief-coordination --out DIR``: train ECON once, save it (a policy: ``econ:path=DIR``), write
+its learning curve, and compare it with the baselines on held-out questions.
 
-* ``eq-env reproduce --env belief-coordination --out DIR``: ECON's claims against the three falsifiers
-  (:mod:`eq_env.belief_coordination.reproduce`).
-* ``eq-env train --env belief-coordination --out DIR``: train ECON once, save it (a policy:
-  ``econ:path=DIR``), write its learning curve, and compare it with the baselines on held-out questions.
-  With ``--backend rllib``: the executors (one shared module choosing grid points) and the coordinator
-  with RLlib's multi-agent PPO on Ray (``baselines/rllib.py``; a policy: ``rllib:path=DIR``). With
-  ``--backend sb3``: one executor with Stable-Baselines3's PPO on the single-agent view, the others fixed
-  (:mod:`eq_env.baselines.belief_coordination.rl`; a policy: ``sb3:path=DIR``).
-
-(``eq-env play --env belief-coordination`` plays questions with any policies and prints the metrics.)
+With ``--backend rllib``: the executors (one shared module choosing grid points) and the coordinator with RLlib's
+multi-agent PPO on Ray (:mod:`eq_env.baselines.rllib`; a policy: ``rllib:path=DIR``). With ``--backend sb3``: one
+executor with Stable-Baselines3's PPO on the single-agent view, the others fixed
+(:mod:`eq_env.baselines.belief_coordination.rl`; a policy: ``sb3:path=DIR``).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from eq_env.core.cli import Command, int_in, out_dir
 
-__all__ = ["COMMANDS", "describe_config", "dry_run"]
-
-
-def describe_config(config: object) -> str:
-    """The parameters ``eq-env play`` shows beside the preset."""
-    c = config
-    return (f"{c.n_executors} executors, {c.rounds} round(s), {c.action_space} actions, "  # type: ignore[attr-defined]
-            f"difficulty {'mixed' if c.difficulty is None else c.difficulty}, "  # type: ignore[attr-defined]
-            f"{'sensitive' if c.sensitive else 'insensitive (null)'} answerer")  # type: ignore[attr-defined]  # fmt: skip
-
-
-def dry_run(config: object, policies: Mapping[str, Sequence[str]]) -> int:
-    """``--dry-run``: what each LLM coordinator among ``policies`` (role → specs) would be sent for seed 0's first
-    question, the executors playing at (0.7, 1.1) with the simulated answerer; nothing is called."""
-    from eq_env import belief_coordination_v0
-    from eq_env.core.policy import make_policy
-
-    shown = 0
-    for spec in dict.fromkeys(policies.get("coordinator", ())):
-        policy: Any = make_policy(spec, "coordinator", "belief-coordination")
-        if not callable(getattr(policy, "messages", None)):
-            continue
-        env = belief_coordination_v0.parallel_env(config=config)
-        obs, _ = env.reset(seed=0)
-        while obs["coordinator"]["idle"]:
-            obs, *_ = env.step({a: None if obs[a]["idle"] else _fixed_action(obs[a]) for a in env.agents})
-        print(f"===== coordinator: {policy!r} =====")
-        for m in policy.messages(obs["coordinator"]):
-            print(f"--- {m['role']} ---\n{m['content']}")
-        print('--- reply: a justification, then a last line "#### N" ---\n')
-        shown += 1
-    if any(spec.startswith("llm") for spec in policies.get("executor", ())):
-        print("executors choose (T, p); an LLM answers them only through --answerer llm of eq-env reproduce")
-    if not shown:
-        print("no LLM coordinator among the policies: nothing would be sent")
-    return 0
-
-
-def _fixed_action(observation: Mapping[str, object]) -> object:
-    from eq_env.baselines.belief_coordination.scripted import as_action
-
-    return as_action(observation, 0.7, 1.1)
-
-
-def _reproduce_arguments(parser: argparse.ArgumentParser) -> None:
-    from eq_env.belief_coordination import reproduce
-
-    reproduce.add_arguments(parser)
-
-
-def _reproduce(args: argparse.Namespace) -> int:
-    from eq_env.belief_coordination import reproduce
-
-    return reproduce.run(args)
+__all__ = ["COMMAND"]
 
 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,17 +84,17 @@ def _train(args: argparse.Namespace) -> int:
         return _train_sb3(args)
     args.steps = 1500 if args.steps is None else args.steps
     args.eval_questions = 2000 if args.eval_questions is None else args.eval_questions
-    from eq_env.belief_coordination.reproduce import need_torch
+    from eq_env.studies.belief_coordination.reproduce import need_torch
 
     need_torch()
     import numpy as np
     import torch
 
     from eq_env.baselines.belief_coordination.econ import ECON, ECONHyper, train_econ
-    from eq_env.belief_coordination import engine
+    from eq_env.belief_coordination import batch as engine
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
-    from eq_env.belief_coordination.reproduce import BASE, _fixed, _schedule, _tuned
     from eq_env.core.report import markdown_table, plot_lines, write_csv
+    from eq_env.studies.belief_coordination.reproduce import BASE, _fixed, _schedule, _tuned
 
     torch.set_num_threads(1)  # 2 cores: more threads only contend
     args.out.mkdir(parents=True, exist_ok=True)  # (an unwritable --out fails now, not after the training)
@@ -256,19 +196,10 @@ def _train_rllib(args: argparse.Namespace) -> int:
     return run_from_args("belief-coordination", args, config)
 
 
-COMMANDS = (
-    Command(
-        "reproduce",
-        "ECON's claims against the three falsifiers, with intervals over seeds",
-        _reproduce_arguments,
-        _reproduce,
-        interrupted="finished runs are saved in --out/results.jsonl; run the same command to resume",
-    ),
-    Command(
-        "train",
-        "train ECON (belief networks + QMIX mixer) and compare it with the baselines; or, with --backend rllib, "
-        "every role with RLlib's multi-agent PPO; or, with --backend sb3, one executor with PPO, the others fixed",
-        _train_arguments,
-        _train,
-    ),
+COMMAND = Command(
+    "train",
+    "train ECON (belief networks + QMIX mixer) and compare it with the baselines; or, with --backend rllib, "
+    "every role with RLlib's multi-agent PPO; or, with --backend sb3, one executor with PPO, the others fixed",
+    _train_arguments,
+    _train,
 )

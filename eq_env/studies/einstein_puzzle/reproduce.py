@@ -35,7 +35,7 @@ nothing it has. Writes into the output directory:
 
 Python use::
 
-    from eq_env.einstein_puzzle.reproduce import ReproduceOptions, reproduce
+    from eq_env.studies.einstein_puzzle.reproduce import ReproduceOptions, reproduce
     result = reproduce("runs/einstein", ReproduceOptions(episodes=20, seeds=2, sizes=(4, 6)))
 """
 
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eq_env.core.cli import Command
 from eq_env.core.executors import Call, Executor, LocalExecutor
 from eq_env.core.experiments import (
     Condition,
@@ -307,9 +308,9 @@ def _is_llm(condition: Condition) -> bool:
 def plan_lengths(sizes: Sequence[int], modes: Sequence[str], puzzles: int) -> list[dict[str, Any]]:
     """The oracle's mean optimal plan length on the suite's first ``puzzles`` puzzles per n (4–8) and mode,
     with the paper's at n = 4."""
-    from eq_env.einstein_puzzle.cli import PAPER_PLAN_LENGTHS
     from eq_env.einstein_puzzle.planner import mean_plan_length
     from eq_env.einstein_puzzle.suite import SUITE_SIZES, load_suite
+    from eq_env.studies.einstein_puzzle.plan import PAPER_PLAN_LENGTHS
 
     rows = []
     for n in sizes:
@@ -800,7 +801,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.core.cli import seeds_arg as seeds_type
     from eq_env.core.experiments import ENGINES
     from eq_env.core.spec import registered_envs
-    from eq_env.einstein_puzzle.cli import _modes, _sizes
+    from eq_env.studies.einstein_puzzle.flags import comm_modes as _modes
+    from eq_env.studies.einstein_puzzle.flags import object_counts as _sizes
 
     parser.description = (
         (parser.description or "") + f" The default run (3 players x 4 verifier settings x 4 comm modes x n = 4-8, "
@@ -892,3 +894,15 @@ def run(args: argparse.Namespace) -> int:
     print((args.out / "table_success.md").read_text())
     print(f"wrote {', '.join(result['files'])} to {args.out} in {result['seconds']:.1f} s")
     return failures(args.command, result["failed"], getattr(args, "cache", None))
+
+
+COMMAND = Command(
+    "reproduce",
+    "the paper's experiments on the Einstein puzzle (with --env einstein-puzzle)",
+    add_arguments,
+    run,
+    "Success, steps, rejected placements, rule-inconsistent actions and partial success per comm mode and n, "
+    "for scripted (or LLM) players with and without each verifier; the oracle's plan lengths beside the "
+    "paper's. Re-running resumes.",
+    "finished runs are saved in --out; run the same command to resume",
+)

@@ -75,7 +75,7 @@ from typing import Any
 
 from eq_env.belief_coordination.answerers import AnswerRequest
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
-from eq_env.belief_coordination.questions import generated_question
+from eq_env.belief_coordination.questions import BASELINE_SAMPLING, BENCH_V1_QUESTIONS, generated_question
 from eq_env.core.bench import (
     COUNT,
     RATE,
@@ -110,11 +110,11 @@ __all__ = [
 
 TASK = "belief-coordination/answerer"
 N_EXECUTORS = 3
-BASE = (0.7, 1.1)  # the fixed baselines' (T, p), as eq-env reproduce's
+BASE = BASELINE_SAMPLING  # the fixed baselines' (T, p), as eq-env reproduce's
 SCHEDULE = (0.3, 1.2)  # majority vote's temperature schedule, as eq-env reproduce's (F3)
 DEBATE_ROUNDS = 3
-QUICK = ((0, 1, 2), 8)  # (seeds, questions per seed)
-FULL = ((0, 1, 2, 3, 4), 100)
+QUICK = BENCH_V1_QUESTIONS["quick"]  # (seeds, questions per seed)
+FULL = BENCH_V1_QUESTIONS["full"]
 ROWS = ("single", "fixed", "majority vote", "debate")
 
 METRICS = (

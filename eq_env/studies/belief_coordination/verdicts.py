@@ -1,6 +1,6 @@
 """Verdicts on ECON's claims over seeds: paired t-tests, Holm's correction over one run's claims, undefined seeds.
 
-``eq-env reproduce --env belief-coordination`` (:mod:`eq_env.belief_coordination.reproduce`) measures each
+``eq-env reproduce --env belief-coordination`` (:mod:`eq_env.studies.belief_coordination.reproduce`) measures each
 claim as a per-seed paired difference (ECON − a baseline on the same questions, draws and seed). Here:
 
 * :func:`estimate` — the mean over seeds, its 95% Student-t half-width and the two-sided p-value of the

@@ -50,6 +50,7 @@ from typing import Any
 
 from eq_env.core.cli import MAX_SEED, episodes_arg, new_file, seed_arg
 from eq_env.einstein_puzzle.rules import COMMON, Move
+from eq_env.studies.einstein_puzzle.flags import comm_modes, object_counts
 
 __all__ = [
     "SPLITS",
@@ -220,18 +221,6 @@ def demonstration_games(sizes: Sequence[int] | None = None, comm_modes: Sequence
 # -- the command --------------------------------------------------------------------------------------
 
 
-def _sizes_arg(text: str) -> list[int]:
-    from eq_env.einstein_puzzle.cli import _sizes
-
-    return _sizes(text)
-
-
-def _modes_arg(text: str) -> list[str]:
-    from eq_env.einstein_puzzle.cli import _modes
-
-    return _modes(text)
-
-
 def _version_arg(text: str) -> str:
     from eq_env.agents.einstein_puzzle.prompt import PROMPT_DIR
 
@@ -259,21 +248,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--n",
-        type=_sizes_arg,
+        type=object_counts,
         default=None,
         dest="sizes",
         help="object counts of the train split: 4, 4,6 or 4-6 (default 4-6)",
     )
     parser.add_argument(
         "--test-n",
-        type=_sizes_arg,
+        type=object_counts,
         default=None,
         dest="test_sizes",
         help="object counts of the test split, 4-8 (the suite's sizes; default 7-8)",
     )
     parser.add_argument(
         "--comm-mode",
-        type=_modes_arg,
+        type=comm_modes,
         default=None,
         dest="comm_modes",
         help="comm modes, comma-separated, or all (default): each puzzle is played in each",
