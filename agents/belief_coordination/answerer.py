@@ -260,27 +260,35 @@ class LLMAnswerer:
         sample, seed = sample_ids(request.sample_key)
         extra = penalty_parameters(self.penalty, request.penalty)
         info = new_info(self.model)
-        info.update(sampling={"temperature": float(request.temperature), **extra}, seed=seed, failed=False,
-                    error=None)  # fmt: skip
+        info.update(sampling={"temperature": float(request.temperature), **extra}, seed=seed, failed=False, error=None)
         async with self._semaphore():
             try:
                 c = await self.client.complete(
-                    self.messages(request), schema_name="answer", schema=None,
-                    prompt_version=f"executor_{self.prompt_version}", temperature=float(request.temperature),
-                    max_tokens=self.max_tokens, seed=seed, sample=sample, extra=extra or None,
-                )  # fmt: skip
+                    self.messages(request),
+                    schema_name="answer",
+                    schema=None,
+                    prompt_version=f"executor_{self.prompt_version}",
+                    temperature=float(request.temperature),
+                    max_tokens=self.max_tokens,
+                    seed=seed,
+                    sample=sample,
+                    extra=extra or None,
+                )
             except NotRecordedError:
                 raise  # a replay of another run: see the module docstring
             except LLMUnavailableError as err:  # the executor gave no answer; the episode goes on
                 # a 400/422 naming the penalty parameter: every request would fail the same way
                 rejected = next((k for k in extra if k in str(err)), None)
                 if rejected is not None and ("(400)" in str(err) or "(422)" in str(err)):
-                    raise LLMSetupError(f"the endpoint {self.base_url} rejected {rejected} ({err}); choose another "
-                                        f"penalty mapping: {', '.join(PENALTY_MODES)}") from None  # fmt: skip
+                    raise LLMSetupError(
+                        f"the endpoint {self.base_url} rejected {rejected} ({err}); choose another "
+                        f"penalty mapping: {', '.join(PENALTY_MODES)}"
+                    ) from None
                 unavailable(info, err)
                 info.update(failed=True, error=str(err))
                 return Answer(None, "", 0, 0, failed=True, info=info)
         info["attempts"] = 1
         account(info, c)
-        return Answer(final_number(c.content), tail(c.content, TEXT_CAP), c.prompt_tokens, c.completion_tokens,
-                      info=info)  # fmt: skip
+        return Answer(
+            final_number(c.content), tail(c.content, TEXT_CAP), c.prompt_tokens, c.completion_tokens, info=info
+        )

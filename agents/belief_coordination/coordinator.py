@@ -57,8 +57,16 @@ from eq_env.agents.replies import ReplyError
 from eq_env.belief_coordination.questions import final_number, show_number
 from eq_env.belief_coordination.rules import ATOL, RTOL
 
-__all__ = ["BLOCK_CAP", "ID", "LLMCoordinator", "coordinator_messages", "majority", "parse_answers",
-           "read_commitment", "split_transcript"]  # fmt: skip
+__all__ = [
+    "BLOCK_CAP",
+    "ID",
+    "LLMCoordinator",
+    "coordinator_messages",
+    "majority",
+    "parse_answers",
+    "read_commitment",
+    "split_transcript",
+]
 
 ID = "eq_env/belief-coordination-v0"  # the game (eq_env.belief_coordination.spec registers it)
 BLOCK_CAP = 2000  # characters of each executor's reply the coordinator reads (their ends)
@@ -126,9 +134,14 @@ def majority(values: Sequence[float | None], allowed: Sequence[int]) -> int | No
     return min(given, key=lambda i: (-support[i], i))
 
 
-def coordinator_messages(question: str, transcript: str, n: int, version: str = "v1",
-                         replies: Sequence[str] | None = None,
-                         values: Sequence[float | None] | None = None) -> list[dict[str, str]]:  # fmt: skip
+def coordinator_messages(
+    question: str,
+    transcript: str,
+    n: int,
+    version: str = "v1",
+    replies: Sequence[str] | None = None,
+    values: Sequence[float | None] | None = None,
+) -> list[dict[str, str]]:
     """The chat messages (system, user) of a coordinator's observation (``replies``: each executor's, when the
     observation gives them apart; else they are read out of ``transcript``)."""
     parts = sections("coordinator", version)
@@ -136,10 +149,15 @@ def coordinator_messages(question: str, transcript: str, n: int, version: str = 
     if any(b is not None for b in blocks):
         # each reply's final answer as the environment scores it, in the tag (outside the untrusted text: a long
         # reply's own last line may be cut away)
-        shown = [fence(b if b is not None else "(no reply)", BLOCK_CAP, solver=i,
-                       **({} if values is None else {"final_answer": "none" if values[i] is None
-                                                     else show_number(values[i])}))  # type: ignore[arg-type]
-                 for i, b in enumerate(blocks)]  # fmt: skip
+        shown = [
+            fence(
+                b if b is not None else "(no reply)",
+                BLOCK_CAP,
+                solver=i,
+                **({} if values is None else {"final_answer": "none" if values[i] is None else show_number(values[i])}),  # type: ignore[arg-type]
+            )
+            for i, b in enumerate(blocks)
+        ]
         answers = "\n\n".join(shown)
     else:  # not the environment's layout: the whole text, fenced all the same
         answers = fence(transcript, TRANSCRIPT_CAP, solver="all")
@@ -182,8 +200,9 @@ class LLMCoordinator(LLMPolicy):
         replies = observation.get("replies")
         texts = None if replies is None else [str(r) for r in replies]
         values = parse_answers(str(observation["answers"]), n) if "answers" in observation else None
-        return coordinator_messages(str(observation["question"]), str(observation.get("transcript", "")), n,
-                                    self.prompt_version, texts, values)  # fmt: skip
+        return coordinator_messages(
+            str(observation["question"]), str(observation.get("transcript", "")), n, self.prompt_version, texts, values
+        )
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         mask = np.asarray(observation["action_mask"])
@@ -202,8 +221,10 @@ class LLMCoordinator(LLMPolicy):
             info.update(fallback=True, fallback_reason=f"{reason}: nothing asked, executor {chosen}")
             return chosen, self._finish(info, chosen, None, values)
         shown = ", ".join(dict.fromkeys(show_number(values[i]) for i in eligible))  # type: ignore[arg-type]
-        reask = ('That reply is invalid: {error}. End your reply with one line "#### N", N being one of the '
-                 f"solvers' final answers: {shown}.")  # fmt: skip
+        reask = (
+            'That reply is invalid: {error}. End your reply with one line "#### N", N being one of the '
+            f"solvers' final answers: {shown}."
+        )
         committed: list[float] = []
 
         def parse(c: Any) -> int:
@@ -222,8 +243,16 @@ class LLMCoordinator(LLMPolicy):
         return int(picked), self._finish(info, int(picked), committed[-1] if committed else None, values)
 
     @staticmethod
-    def _finish(info: dict[str, Any], chosen: int, committed: float | None, values: list[float | None]
-                ) -> dict[str, Any]:  # fmt: skip
-        info.update(committed=committed, values=values, executor=chosen, action=f"executor {chosen}",
-                    decisions=1, fallbacks=int(info["fallback"]), reasks=len(info["invalid_replies"]))  # fmt: skip
+    def _finish(
+        info: dict[str, Any], chosen: int, committed: float | None, values: list[float | None]
+    ) -> dict[str, Any]:
+        info.update(
+            committed=committed,
+            values=values,
+            executor=chosen,
+            action=f"executor {chosen}",
+            decisions=1,
+            fallbacks=int(info["fallback"]),
+            reasks=len(info["invalid_replies"]),
+        )
         return info

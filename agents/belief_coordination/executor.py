@@ -46,8 +46,10 @@ class _Prepared:
         for request in requests:
             request_seen, answer = self.answers.pop(request.sample_key, (None, None))
             if request_seen != request or answer is None:
-                raise RuntimeError(f"no prepared answer for executor {request.executor}'s request in round "
-                                   f"{request.round} (the bench executor asked another one): a bug")  # fmt: skip
+                raise RuntimeError(
+                    f"no prepared answer for executor {request.executor}'s request in round "
+                    f"{request.round} (the bench executor asked another one): a bug"
+                )
             out.append(answer)
         return out
 
@@ -82,8 +84,14 @@ class LLMExecutor:
                 raise ValueError(f"{name} must be a number, got {value!r}")
         self.temperature, self.penalty = float(temperature), float(penalty)
         self.t_high = None if t_high is None else float(t_high)
-        self.answerer = LLMAnswerer(str(model), base_url, penalty=penalty_mode, max_tokens=max_tokens,
-                                    prompt_version=prompt_version, concurrency=concurrency)  # fmt: skip
+        self.answerer = LLMAnswerer(
+            str(model),
+            base_url,
+            penalty=penalty_mode,
+            max_tokens=max_tokens,
+            prompt_version=prompt_version,
+            concurrency=concurrency,
+        )
 
     @classmethod
     def canonical_parameters(cls, params: dict[str, Any]) -> dict[str, Any]:
@@ -124,8 +132,9 @@ class LLMExecutor:
         action = as_action(observation, *self.sampling(index, n))
         t, p = game.executor_parameters(agent, action)  # exactly the (T, p) the environment will send
         previous = game.replies[-1] if game.replies else None
-        request = round_requests(game.question, [(t, p)] * n, previous, game.draws, game.stream_seed,
-                                 game.episode, game.round)[index]  # fmt: skip
+        request = round_requests(
+            game.question, [(t, p)] * n, previous, game.draws, game.stream_seed, game.episode, game.round
+        )[index]
         try:
             (answer,) = await self.answerer.aanswer([request])
         except NotRecordedError as err:  # a replay of another run: nothing of this one can be played

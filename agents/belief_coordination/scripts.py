@@ -136,8 +136,12 @@ def request_penalty(request: dict[str, Any]) -> float:
     return 1.0
 
 
-def _solve(request: dict[str, Any], answers: Mapping[str, float], accuracy_at: Callable[[float], float],
-           loops_below_penalty: float | None) -> str:  # fmt: skip
+def _solve(
+    request: dict[str, Any],
+    answers: Mapping[str, float],
+    accuracy_at: Callable[[float], float],
+    loops_below_penalty: float | None,
+) -> str:
     gold = _gold(request, answers)
     if gold is None:
         return "I cannot find the quantities this question needs."
@@ -149,8 +153,11 @@ def _solve(request: dict[str, Any], answers: Mapping[str, float], accuracy_at: C
     return f"Take the quantities in order.\nCombine them step by step.\n#### {show_number(value)}"
 
 
-def solver_script(answers: Mapping[str, float], accuracy_at: Callable[[float], float] = default_accuracy,
-                  loops_below_penalty: float | None = None) -> Script:  # fmt: skip
+def solver_script(
+    answers: Mapping[str, float],
+    accuracy_at: Callable[[float], float] = default_accuracy,
+    loops_below_penalty: float | None = None,
+) -> Script:
     """Answer executor requests (see the module docstring)."""
 
     def script(request: dict[str, Any], n: int) -> Reply:
@@ -181,8 +188,11 @@ def coordinator_script(request: dict[str, Any], n: int) -> Reply:
     return Reply(content=f"Most solvers agree on this value.\n#### {show_number(value)}")
 
 
-def game_script(answers: Mapping[str, float], accuracy_at: Callable[[float], float] = default_accuracy,
-                loops_below_penalty: float | None = None) -> Script:  # fmt: skip
+def game_script(
+    answers: Mapping[str, float],
+    accuracy_at: Callable[[float], float] = default_accuracy,
+    loops_below_penalty: float | None = None,
+) -> Script:
     """One server for a whole episode: executors as :func:`solver_script`, the coordinator as
     :func:`coordinator_script`."""
     solver = solver_script(answers, accuracy_at, loops_below_penalty)
@@ -193,8 +203,11 @@ def game_script(answers: Mapping[str, float], accuracy_at: Callable[[float], flo
     return script
 
 
-def hostile_script(answers: Mapping[str, float], fates: Sequence[str] = HOSTILE_FATES, retry_after: str = "0.05",
-                   ) -> Script:  # fmt: skip
+def hostile_script(
+    answers: Mapping[str, float],
+    fates: Sequence[str] = HOSTILE_FATES,
+    retry_after: str = "0.05",
+) -> Script:
     """Every failure mode (module docstring), one per request by the hash of its messages and seed; ``fates``
     narrows the choice (``("down",)``: every request fails). Good executor replies are always correct."""
     unknown = sorted(set(fates) - set(HOSTILE_FATES))
@@ -236,8 +249,18 @@ def hostile_script(answers: Mapping[str, float], fates: Sequence[str] = HOSTILE_
 # eq-env bench: the scripted models of the local test server
 # ---------------------------------------------------------------------------
 BENCH_QUALITIES = ("good", "mediocre", "hostile")
-BENCH_HOSTILE_FATES = ("good", "good", "good", "good", "malformed", "injected", "empty", "down", "rate_limited_once",
-                       "error_once")  # fmt: skip
+BENCH_HOSTILE_FATES = (
+    "good",
+    "good",
+    "good",
+    "good",
+    "malformed",
+    "injected",
+    "empty",
+    "down",
+    "rate_limited_once",
+    "error_once",
+)
 _SYSTEM_OPENINGS = ("You solve math word problems.", "You coordinate a group of solvers.")
 
 

@@ -84,8 +84,9 @@ def _line_breaks(reply: str) -> str:
     the same — line breaks stay where lines start and end, and the grammar reads whitespace as one space —
     but finding the ``ACTION:`` line takes time quadratic in the length of such runs (a megabyte of newlines
     would take hours)."""
-    return _SPACE.sub(lambda m: m.group() if "\n" not in m.group() else "\n" if m.group().isascii() else "\n\xa0",
-                      reply)  # fmt: skip
+    return _SPACE.sub(
+        lambda m: m.group() if "\n" not in m.group() else "\n" if m.group().isascii() else "\n\xa0", reply
+    )
 
 
 def read_action(reply: str, n: int) -> Action:
@@ -233,8 +234,9 @@ class LLMPlayer(LLMPolicy):
 
     async def aact(self, observation: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
         n = n_from_actions(len(_mask(observation)))
-        action, info = await self._ask(self.messages(observation), "action", None,
-                                       lambda c: _check(c.content, observation, n), reask=self._reask)  # fmt: skip
+        action, info = await self._ask(
+            self.messages(observation), "action", None, lambda c: _check(c.content, observation, n), reask=self._reask
+        )
         if action is None:  # the documented fallback
             action = Pass()
         info.update(
@@ -294,10 +296,15 @@ class VerifiedLLMPlayer(LLMPlayer):
         info = new_info(self.model)
         try:
             answers = await self.client.complete_many(
-                self.messages(observation), self.k, schema_name="action", schema=None,
-                prompt_version=self.prompt_version, temperature=self.temperature, max_tokens=self.max_tokens,
+                self.messages(observation),
+                self.k,
+                schema_name="action",
+                schema=None,
+                prompt_version=self.prompt_version,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
                 seed=self.seed,
-            )  # fmt: skip
+            )
         except LLMUnavailableError as err:
             unavailable(info, err)  # (with what the samples that were answered cost)
             raise PolicyError(f"{self.name}: {err}", info=info) from None
@@ -340,9 +347,14 @@ class VerifiedLLMPlayer(LLMPlayer):
             index = action_index(played, n)
         except ValueError:  # (a move from a bin to itself: no index; the game would reject it anyway)
             played, index = Pass(), action_index(Pass(), n)
-        info.update(action=played.text(), fallbacks=int(info["fallback"]), reasks=0, decisions=1,
-                    verifier_interventions=int(not (candidates[0] is not None and all(screened[0]))),
-                    verifier_candidates=len(candidates))  # fmt: skip
+        info.update(
+            action=played.text(),
+            fallbacks=int(info["fallback"]),
+            reasks=0,
+            decisions=1,
+            verifier_interventions=int(not (candidates[0] is not None and all(screened[0]))),
+            verifier_candidates=len(candidates),
+        )
         return index, info
 
 
@@ -367,9 +379,16 @@ def player_factory(role: str) -> Callable[..., LLMPlayer]:
     ) -> LLMPlayer:
         """An LLM player (text observation in, one action out); with verifier=... and/or k=..., screened by a
         verifier over k candidates (``verifier=none``: the first candidate that is an action)."""
-        common = {"model": model, "base_url": base_url, "temperature": temperature, "max_tokens": max_tokens,
-                  "seed": seed, "prompt_version": prompt_version, "max_reasks": max_reasks,
-                  "reasoning": reasoning}  # fmt: skip
+        common = {
+            "model": model,
+            "base_url": base_url,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "prompt_version": prompt_version,
+            "max_reasks": max_reasks,
+            "reasoning": reasoning,
+        }
         if verifier == "" and k is None:  # ("" is "not given": the spec parser reads verifier=none as None)
             return plain(**common)  # type: ignore[no-any-return]
         chosen = None if verifier == "" else verifier

@@ -30,8 +30,14 @@ from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.belief_coordination.spec import ID
 from eq_env.core.policy import REQUIRED, register_policy
 
-__all__ = ["FirstCoordinator", "FixedExecutor", "MajorityCoordinator", "RandomCoordinator", "RandomExecutor",
-           "ScheduleExecutors"]  # fmt: skip
+__all__ = [
+    "FirstCoordinator",
+    "FixedExecutor",
+    "MajorityCoordinator",
+    "RandomCoordinator",
+    "RandomExecutor",
+    "ScheduleExecutors",
+]
 
 
 def sb3(path: str, deterministic: bool = True) -> Any:  # (torch loads only when used)

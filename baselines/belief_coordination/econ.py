@@ -86,8 +86,16 @@ class ECONHyper:
     eval_episodes: int = 1000
 
     def __post_init__(self) -> None:
-        positive = ("belief_dim", "hidden", "heads", "mixer_hidden", "batch_size", "pool", "eval_every",
-                    "eval_episodes")  # fmt: skip
+        positive = (
+            "belief_dim",
+            "hidden",
+            "heads",
+            "mixer_hidden",
+            "batch_size",
+            "pool",
+            "eval_every",
+            "eval_episodes",
+        )
         for name in positive:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -95,16 +103,24 @@ class ECONHyper:
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
             raise ValueError(f"ECONHyper.steps must be a non-negative integer, got {self.steps!r}")
         if self.belief_dim % self.heads:
-            raise ValueError(f"ECONHyper.heads ({self.heads}) must divide belief_dim ({self.belief_dim}): "
-                             "multi-head attention splits the belief vector between the heads")  # fmt: skip
-        ranges = {"lr": (0.0, 1.0, False), "epsilon_start": (0.0, 1.0, True), "epsilon_end": (0.0, 1.0, True),
-                  "epsilon_fraction": (0.0, 1.0, False), "consistency_weight": (0.0, 1e6, True)}  # fmt: skip
+            raise ValueError(
+                f"ECONHyper.heads ({self.heads}) must divide belief_dim ({self.belief_dim}): "
+                "multi-head attention splits the belief vector between the heads"
+            )
+        ranges = {
+            "lr": (0.0, 1.0, False),
+            "epsilon_start": (0.0, 1.0, True),
+            "epsilon_end": (0.0, 1.0, True),
+            "epsilon_fraction": (0.0, 1.0, False),
+            "consistency_weight": (0.0, 1e6, True),
+        }
         for name, (low, high, low_ok) in ranges.items():
             value = getattr(self, name)
             ok = isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
             if not ok or not ((low <= value) if low_ok else (low < value)) or value > high:
-                raise ValueError(f"ECONHyper.{name} must be a number in {'[' if low_ok else '('}{low:g}, {high:g}], "
-                                 f"got {value!r}")  # fmt: skip
+                raise ValueError(
+                    f"ECONHyper.{name} must be a number in {'[' if low_ok else '('}{low:g}, {high:g}], got {value!r}"
+                )
 
     def epsilon(self, step: int) -> float:
         """Exploration rate at gradient step ``step`` (0-based)."""
@@ -138,8 +154,9 @@ class BeliefNetwork(nn.Module):
 class ECONNetwork(nn.Module):
     """The belief networks (one per executor), the belief encoder and the QMIX mixer (module docstring)."""
 
-    def __init__(self, n_executors: int, n_actions: int, hyper: ECONHyper = ECONHyper(),
-                 features: int = EXECUTOR_FEATURES) -> None:  # fmt: skip
+    def __init__(
+        self, n_executors: int, n_actions: int, hyper: ECONHyper = ECONHyper(), features: int = EXECUTOR_FEATURES
+    ) -> None:
         super().__init__()
         self.n_executors, self.n_actions, self.features = n_executors, n_actions, features
         d, h = hyper.belief_dim, hyper.mixer_hidden
@@ -197,8 +214,10 @@ def _check_config(config: BeliefCoordinationConfig) -> None:
     if not isinstance(config, BeliefCoordinationConfig):
         raise TypeError(f"config must be a BeliefCoordinationConfig, got {type(config).__name__}")
     if config.rounds != 1:
-        raise ValueError(f"ECON answers once per question (as in the paper): it needs rounds=1, got "
-                         f"rounds={config.rounds} (a debate)")  # fmt: skip
+        raise ValueError(
+            f"ECON answers once per question (as in the paper): it needs rounds=1, got "
+            f"rounds={config.rounds} (a debate)"
+        )
 
 
 class ECON(BasePolicy):
@@ -211,13 +230,23 @@ class ECON(BasePolicy):
 
     role: ClassVar[str] = "executor"
 
-    def __init__(self, network: ECONNetwork, config: BeliefCoordinationConfig, hyper: ECONHyper, *, seed: int,
-                 curve: list[dict[str, Any]] | None = None, seconds: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        network: ECONNetwork,
+        config: BeliefCoordinationConfig,
+        hyper: ECONHyper,
+        *,
+        seed: int,
+        curve: list[dict[str, Any]] | None = None,
+        seconds: float | None = None,
+    ) -> None:
         super().__init__()
         _check_config(config)
         if (network.n_executors, network.n_actions) != (config.n_executors, config.grid_size):
-            raise ValueError(f"the network is for {network.n_executors} executors and {network.n_actions} grid "
-                             f"points, the configuration has {config.n_executors} and {config.grid_size}")  # fmt: skip
+            raise ValueError(
+                f"the network is for {network.n_executors} executors and {network.n_actions} grid "
+                f"points, the configuration has {config.n_executors} and {config.grid_size}"
+            )
         self.network = network.eval()
         self.config, self.hyper, self.seed = config, hyper, seed
         self.curve: list[dict[str, Any]] = list(curve or [])
@@ -244,8 +273,9 @@ class ECON(BasePolicy):
         """Greedy grid indices (B, N) for executor features (B, N, 5): executor i's argmax of its own Q_i."""
         x = np.asarray(features, dtype=np.float32)
         if x.ndim != 3 or x.shape[1:] != (self.n_executors, self.network.features):
-            raise ValueError(f"features must have shape (B, {self.n_executors}, {self.network.features}), "
-                             f"got {x.shape}")  # fmt: skip
+            raise ValueError(
+                f"features must have shape (B, {self.n_executors}, {self.network.features}), got {x.shape}"
+            )
         with torch.no_grad():
             _, q = self.network.agents(torch.from_numpy(x))
         return q.argmax(dim=-1).numpy().astype(np.int64)
@@ -284,14 +314,17 @@ class ECON(BasePolicy):
         """Each executor's action (agents ordered by their index: executor i uses network i)."""
         agents = sorted(observations, key=lambda a: int(a.rpartition("_")[2]))
         if len(agents) != self.n_executors:
-            raise PolicySetupError(f"ECON was trained for a team of {self.n_executors} executors; this team has "
-                                   f"{len(agents)} ({', '.join(agents)})")  # fmt: skip
+            raise PolicySetupError(
+                f"ECON was trained for a team of {self.n_executors} executors; this team has "
+                f"{len(agents)} ({', '.join(agents)})"
+            )
         for agent in agents:
             self._check_space(agent, observations[agent])
         features = np.stack([np.asarray(observations[a]["observation"], dtype=np.float32) for a in agents])
         if features[:, 1:].any():  # round > 0, or a previous reply: a debate
-            raise PolicySetupError("ECON answers once per question (rounds=1, the paper's setting); this game has "
-                                   "debate rounds")  # fmt: skip
+            raise PolicySetupError(
+                "ECON answers once per question (rounds=1, the paper's setting); this game has debate rounds"
+            )
         chosen = self.act_batch(features[None])[0]
         actions: dict[str, Any] = {}
         for agent, index in zip(agents, chosen, strict=True):
@@ -337,8 +370,9 @@ class ECON(BasePolicy):
         """The ECON saved in ``directory``; a one-line ValueError naming the file when it cannot be read."""
         path = Path(directory)
         if not path.is_dir():
-            raise ValueError(f"{path}: no such directory (train one there: eq-env train --env belief-coordination "
-                             f"--out {path})")  # fmt: skip
+            raise ValueError(
+                f"{path}: no such directory (train one there: eq-env train --env belief-coordination --out {path})"
+            )
         meta_path, weights_path = path / META_FILE, path / WEIGHTS_FILE
         for file in (meta_path, weights_path):
             if not file.is_file():
@@ -399,9 +433,12 @@ def _read_metadata(path: Path, meta: Any) -> tuple[BeliefCoordinationConfig, ECO
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise bad(f"seed must be an integer, got {seed!r}")
     training = meta["training"]
-    if (not isinstance(training, dict) or not isinstance(training.get("curve"), list)
-            or not all(isinstance(row, dict) for row in training["curve"])
-            or not isinstance(training.get("seconds"), (int, float, type(None)))):  # fmt: skip
+    if (
+        not isinstance(training, dict)
+        or not isinstance(training.get("curve"), list)
+        or not all(isinstance(row, dict) for row in training["curve"])
+        or not isinstance(training.get("seconds"), (int, float, type(None)))
+    ):
         raise bad("training must be an object with a curve (a list of objects) and seconds (a number or null)")
     return config, hyper, seed, training
 
@@ -417,8 +454,9 @@ def _check_state(path: Path, state: Any, network: ECONNetwork) -> None:
     found = (("missing", missing), ("unexpected", unexpected), ("wrong shape", shapes))
     problems = [f"{what} {', '.join(keys[:3])}{' ...' if len(keys) > 3 else ''}" for what, keys in found if keys]
     if problems:
-        raise ValueError(f"{path}: the state dict does not match the network described in {META_FILE} "
-                         f"({'; '.join(problems)})")  # fmt: skip
+        raise ValueError(
+            f"{path}: the state dict does not match the network described in {META_FILE} ({'; '.join(problems)})"
+        )
 
 
 def econ(path: str = REQUIRED) -> ECON:
@@ -468,8 +506,14 @@ def train_econ(
         torch.set_num_threads(threads)
 
 
-def _train(config: BeliefCoordinationConfig, hyper: ECONHyper, seed: int, progress: bool | None, eval_seed: int,
-           on_eval: Callable[[dict[str, Any]], None] | None) -> tuple[ECON, list[dict[str, Any]]]:  # fmt: skip
+def _train(
+    config: BeliefCoordinationConfig,
+    hyper: ECONHyper,
+    seed: int,
+    progress: bool | None,
+    eval_seed: int,
+    on_eval: Callable[[dict[str, Any]], None] | None,
+) -> tuple[ECON, list[dict[str, Any]]]:
     start = time.perf_counter()
     pool_rng, batch_rng, explore_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     network = _initial_network(config, hyper, seed)
@@ -483,8 +527,12 @@ def _train(config: BeliefCoordinationConfig, hyper: ECONHyper, seed: int, progre
 
     def evaluate(step: int) -> None:
         network.eval()
-        row = {"step": step, **_evaluate(policy, held_out), "epsilon": hyper.epsilon(max(step - 1, 0)),
-               "loss": float(np.mean(losses)) if losses else None}  # fmt: skip
+        row = {
+            "step": step,
+            **_evaluate(policy, held_out),
+            "epsilon": hyper.epsilon(max(step - 1, 0)),
+            "loss": float(np.mean(losses)) if losses else None,
+        }
         network.train()
         losses.clear()
         curve.append(row)

@@ -16,8 +16,15 @@ import numpy as np
 
 from eq_env.core.policy import BasePolicy
 
-__all__ = ["FirstCoordinator", "FixedExecutor", "MajorityCoordinator", "RandomCoordinator", "RandomExecutor",
-           "ScheduleExecutors", "as_action"]  # fmt: skip
+__all__ = [
+    "FirstCoordinator",
+    "FixedExecutor",
+    "MajorityCoordinator",
+    "RandomCoordinator",
+    "RandomExecutor",
+    "ScheduleExecutors",
+    "as_action",
+]
 
 
 def _finite(name: str, value: Any, low: float, high: float) -> float:
@@ -38,10 +45,13 @@ def as_action(observation: Mapping[str, Any], temperature: float, penalty: float
     wanted = np.array([temperature, penalty])
     outside = (wanted < ranges[:, 0] - 1e-6) | (wanted > ranges[:, 1] + 1e-6)
     if outside.any():  # never silently another (T, p) than the one asked for
-        name, value, (low, high) = (("temperature", temperature, ranges[0]) if outside[0]
-                                    else ("penalty", penalty, ranges[1]))  # fmt: skip
-        raise ValueError(f"{name} {value:g} is outside this game's range [{low:g}, {high:g}] (its "
-                         "temperature_min/max, penalty_min/max)")  # fmt: skip
+        name, value, (low, high) = (
+            ("temperature", temperature, ranges[0]) if outside[0] else ("penalty", penalty, ranges[1])
+        )
+        raise ValueError(
+            f"{name} {value:g} is outside this game's range [{low:g}, {high:g}] (its "
+            "temperature_min/max, penalty_min/max)"
+        )
     if grid is None:
         width = np.maximum(ranges[:, 1] - ranges[:, 0], 1e-12)
         return np.clip((wanted - ranges[:, 0]) / width, 0, 1).astype(np.float32)

@@ -28,8 +28,14 @@ from eq_env.einstein_puzzle.spec import ID
 
 __all__ = ["Mover", "Oracle", "Planner", "RandomPlayer", "Verified"]
 
-for _name, _cls in (("random", RandomPlayer), ("mover", Mover), ("planner", Planner), ("oracle", Oracle),
-                    ("verified", Verified), ("noisy", Noisy)):  # fmt: skip
+for _name, _cls in (
+    ("random", RandomPlayer),
+    ("mover", Mover),
+    ("planner", Planner),
+    ("oracle", Oracle),
+    ("verified", Verified),
+    ("noisy", Noisy),
+):
     for _role in ("player_0", "player_1"):
         # One subclass per seat: a policy object knows the role it plays. Each is this module's attribute
         # Planner_player_0... (its __qualname__), so that pickle finds it and a policy, or a view or runner holding

@@ -114,8 +114,11 @@ def _ask_candidates(seen: Seen) -> list[int]:
         if c.b is not None:
             root[find(c.a)] = find(c.b)
     asked = {obj for mine, kind, _, obj, _ in seen.recent if mine and kind == "ask"}
-    need = [o for o in range(n) if seen.location[o] in reach and not seen.placed(o) and seen.goal(o) is None
-            and seen.possible[o] & own]  # fmt: skip
+    need = [
+        o
+        for o in range(n)
+        if seen.location[o] in reach and not seen.placed(o) and seen.goal(o) is None and seen.possible[o] & own
+    ]
     groups = {find(o) for o in need}
     linked = [
         o for o in range(n) if o not in need and find(o) in groups and not seen.placed(o) and seen.goal(o) is None
@@ -181,8 +184,12 @@ class Planner(_Seat):
                 objs = seen.constraints[k].objects()
                 return (not any(seen.location[o] in partner_reach and not seen.placed(o) for o in objs), k)
 
-            useful = [k for k in seen.mine - seen.shared - seen.received if not seen.constraints[k].is_grounding
-                      and not all(seen.placed(o) for o in seen.constraints[k].objects())]  # fmt: skip
+            useful = [
+                k
+                for k in seen.mine - seen.shared - seen.received
+                if not seen.constraints[k].is_grounding
+                and not all(seen.placed(o) for o in seen.constraints[k].objects())
+            ]
             for k in sorted(useful, key=helps):
                 if _legal(seen, Share(k)):
                     return Share(k)
@@ -227,8 +234,11 @@ class Oracle(_Seat):
 
         game = env.unwrapped.game
         done = len(game.history)
-        on_plan = (self._game is game and 0 <= done - self._from < len(self._plan)
-                   and [e.action for e in game.history[self._from:]] == self._plan[: done - self._from])  # fmt: skip
+        on_plan = (
+            self._game is game
+            and 0 <= done - self._from < len(self._plan)
+            and [e.action for e in game.history[self._from :]] == self._plan[: done - self._from]
+        )
         if not on_plan:
             self._game, self._from = game, done
             try:

@@ -118,21 +118,35 @@ class AnswerRequest:
     sample_key: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
-def round_requests(question: Question, parameters: Sequence[tuple[float, float]], previous: Sequence[Answer] | None,
-                   draws: np.ndarray, seed: int, episode: int, round_: int) -> list[AnswerRequest]:  # fmt: skip
+def round_requests(
+    question: Question,
+    parameters: Sequence[tuple[float, float]],
+    previous: Sequence[Answer] | None,
+    draws: np.ndarray,
+    seed: int,
+    episode: int,
+    round_: int,
+) -> list[AnswerRequest]:
     """The executors' requests of one round of one question: executor i at ``parameters[i]`` (T, p), reading the
     others' ``previous`` answers (a debate round; None in the first), with the episode's ``draws``
     (:func:`answer_draws`) — what the environment asks, and what any batch of its episodes asks."""
     requests = []
     for i, (t, p) in enumerate(parameters):
         others = [] if previous is None else [a for j, a in enumerate(previous) if j != i]
-        requests.append(AnswerRequest(
-            question=question, temperature=float(t), penalty=float(p), executor=i, round=round_,
-            others=tuple(o.text for o in others), others_values=tuple(o.value for o in others),
-            others_tokens=tuple(o.completion_tokens for o in others),
-            draws=tuple(float(x) for x in draws[i, round_]),  # type: ignore[arg-type]
-            sample_key=(seed, episode, i, round_),
-        ))  # fmt: skip
+        requests.append(
+            AnswerRequest(
+                question=question,
+                temperature=float(t),
+                penalty=float(p),
+                executor=i,
+                round=round_,
+                others=tuple(o.text for o in others),
+                others_values=tuple(o.value for o in others),
+                others_tokens=tuple(o.completion_tokens for o in others),
+                draws=tuple(float(x) for x in draws[i, round_]),  # type: ignore[arg-type]
+                sample_key=(seed, episode, i, round_),
+            )
+        )
     return requests
 
 
@@ -254,9 +268,12 @@ def question_traits(question: Question, params: SimulationParams) -> QuestionTra
 
 
 def answer_probabilities(
-    trap: np.ndarray, temperature: np.ndarray, penalty: np.ndarray, params: SimulationParams,
+    trap: np.ndarray,
+    temperature: np.ndarray,
+    penalty: np.ndarray,
+    params: SimulationParams,
     bonus: np.ndarray | None = None,
-) -> np.ndarray:  # fmt: skip
+) -> np.ndarray:
     """P(candidate) for each (question, executor): shape ``temperature.shape + (2 + K,)``.
 
     ``trap`` is broadcast against ``temperature``; ``bonus`` (same trailing shape as the result) adds to
@@ -286,8 +303,9 @@ def loop_probability(temperature: np.ndarray, penalty: np.ndarray, params: Simul
     )
 
 
-def reply_length(steps: np.ndarray, temperature: np.ndarray, penalty: np.ndarray, u: np.ndarray,
-                 params: SimulationParams) -> np.ndarray:  # fmt: skip
+def reply_length(
+    steps: np.ndarray, temperature: np.ndarray, penalty: np.ndarray, u: np.ndarray, params: SimulationParams
+) -> np.ndarray:
     """Completion tokens of a reply that does not loop."""
     mean = params.tokens_per_step * (steps + 1) * (0.9 + 0.2 * temperature) * np.exp(-0.15 * (penalty - 1.0))
     return np.minimum(np.rint(mean * (0.6 + 0.8 * u)), params.max_tokens).astype(np.int64)
@@ -309,9 +327,14 @@ def debate_bonus(previous: np.ndarray, params: SimulationParams) -> np.ndarray:
 
 
 def simulate(
-    trap: np.ndarray, steps: np.ndarray, temperature: np.ndarray, penalty: np.ndarray, draws: np.ndarray,
-    params: SimulationParams, bonus: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    trap: np.ndarray,
+    steps: np.ndarray,
+    temperature: np.ndarray,
+    penalty: np.ndarray,
+    draws: np.ndarray,
+    params: SimulationParams,
+    bonus: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """One round of answers for a batch: candidate index (−1: a loop, no answer) and completion tokens.
 
     Shapes: ``temperature``, ``penalty`` (B, N); ``trap``, ``steps`` (B,); ``draws`` (B, N, 3);

@@ -92,13 +92,17 @@ def _batch(questions: Sequence[Question], draws: np.ndarray, params: SimulationP
     )
 
 
-def episodes_batch(config: BeliefCoordinationConfig, seed: int, episodes: Sequence[int],
-                   questions: Sequence[Question] | None = None) -> Batch:  # fmt: skip
+def episodes_batch(
+    config: BeliefCoordinationConfig, seed: int, episodes: Sequence[int], questions: Sequence[Question] | None = None
+) -> Batch:
     """Episodes ``episodes`` of seed ``seed``, as the environment plays them."""
     env = BeliefCoordinationParallelEnv(config, questions=questions)
     chosen = [env._question(seed, int(i)) for i in episodes]
-    draws = np.stack([answer_draws(seed, int(i)) for i in episodes]) if len(episodes) else np.zeros(
-        (0, MAX_EXECUTORS, MAX_ROUNDS, 3))  # fmt: skip
+    draws = (
+        np.stack([answer_draws(seed, int(i)) for i in episodes])
+        if len(episodes)
+        else np.zeros((0, MAX_EXECUTORS, MAX_ROUNDS, 3))
+    )
     return _batch(chosen, draws, config.simulation())
 
 
@@ -118,8 +122,9 @@ def sample_batch(pool: Batch, rng: np.random.Generator, size: int) -> Batch:
     return pool.subset(index, rng.random((size, MAX_EXECUTORS, MAX_ROUNDS, 3)))
 
 
-def executor_features(batch: Batch, config: BeliefCoordinationConfig, round_: int,
-                      previous: np.ndarray | None) -> np.ndarray:  # fmt: skip
+def executor_features(
+    batch: Batch, config: BeliefCoordinationConfig, round_: int, previous: np.ndarray | None
+) -> np.ndarray:
     """The executors' observation vectors (B, N, 5), as the environment builds them. ``previous``: the last
     round's candidate indices (−1: no number), None in round 0."""
     values = None if previous is None else _values(batch, previous)
@@ -154,8 +159,7 @@ class Outcome:
         return self.prompt_tokens + self.completion_tokens  # type: ignore[no-any-return]
 
 
-def play(batch: Batch, config: BeliefCoordinationConfig, choose: Chooser, *,
-         coordinator: str = "majority") -> Outcome:  # fmt: skip
+def play(batch: Batch, config: BeliefCoordinationConfig, choose: Chooser, *, coordinator: str = "majority") -> Outcome:
     """Play every question of ``batch``: ``choose`` gives each round's (T, p), the simulated answerer (under
     ``config``) answers, and the coordinator commits (``"majority"``, or ``"first"``: executor 0)."""
     params = config.simulation()
@@ -185,8 +189,19 @@ def play(batch: Batch, config: BeliefCoordinationConfig, choose: Chooser, *,
     else:
         raise ValueError(f"coordinator must be 'majority' or 'first', got {coordinator!r}")
     terms = rules.reward_terms(values, committed, batch.gold)
-    return Outcome(previous, values, committed, terms["ts"], terms["al"], terms["cc"],
-                   rules.reward(terms, config.weights), prompt, completion, temps, pens)  # fmt: skip
+    return Outcome(
+        previous,
+        values,
+        committed,
+        terms["ts"],
+        terms["al"],
+        terms["cc"],
+        rules.reward(terms, config.weights),
+        prompt,
+        completion,
+        temps,
+        pens,
+    )
 
 
 def fixed_chooser(temperature: float, penalty: float) -> Chooser:

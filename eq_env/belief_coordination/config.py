@@ -26,29 +26,39 @@ class BeliefCoordinationConfig(GameConfig):
     NAME: ClassVar[str] = "belief-coordination"
 
     n_executors: int = number(3, 1, MAX_EXECUTORS, "executors answering each question (N)", integer=True)
-    rounds: int = number(1, 1, MAX_ROUNDS, "answering rounds: 1 as in the paper; more is a debate (executors read "
-                                           "the others' answers and revise)", integer=True)  # fmt: skip
-    action_space: str = choice("box", ("box", "grid"),
-                               "executors' action: a Box (T, p), or an index into the (T, p) grid")  # fmt: skip
+    rounds: int = number(
+        1,
+        1,
+        MAX_ROUNDS,
+        "answering rounds: 1 as in the paper; more is a debate (executors read the others' answers and revise)",
+        integer=True,
+    )
+    action_space: str = choice(
+        "box", ("box", "grid"), "executors' action: a Box (T, p), or an index into the (T, p) grid"
+    )
     temperature_min: float = number(0.1, 0.01, 5.0, "lowest temperature T an executor may choose (paper: 0.1)")
     temperature_max: float = number(2.0, 0.01, 5.0, "highest temperature T (paper: 2.0)")
-    penalty_min: float = number(1.0, 1.0, 5.0, "lowest repetition penalty p; 1 is none (the original code's 0.1-0.9 "
-                                               "rewarded repetition)")  # fmt: skip
+    penalty_min: float = number(
+        1.0, 1.0, 5.0, "lowest repetition penalty p; 1 is none (the original code's 0.1-0.9 rewarded repetition)"
+    )
     penalty_max: float = number(2.0, 1.0, 5.0, "highest repetition penalty p")
     grid_temperatures: int = number(6, 1, 64, "temperatures in the grid (evenly spaced, ends included)", integer=True)
     grid_penalties: int = number(5, 1, 64, "penalties in the grid (evenly spaced, ends included)", integer=True)
-    difficulty: float | None = number(None, 0.0, 1.0, "questions' difficulty; mixed: every difficulty equally often",
-                                      none="mixed")  # fmt: skip
-    sensitive: bool = flag(True, "the simulated answerer heeds T and p (false: the null instrument, on which they "
-                                 "cannot matter)")  # fmt: skip
+    difficulty: float | None = number(
+        None, 0.0, 1.0, "questions' difficulty; mixed: every difficulty equally often", none="mixed"
+    )
+    sensitive: bool = flag(
+        True, "the simulated answerer heeds T and p (false: the null instrument, on which they cannot matter)"
+    )
     w_ts: float = number(0.5, 0.0, 10.0, "reward weight of task success TS")
     w_al: float = number(0.3, 0.0, 10.0, "reward weight of alignment AL")
     w_cc: float = number(0.2, 0.0, 10.0, "reward weight of collaborative contribution CC")
 
     def validate(self) -> None:
         if self.temperature_min > self.temperature_max:
-            raise ValueError(f"temperature_min ({self.temperature_min:g}) must not exceed temperature_max "
-                             f"({self.temperature_max:g})")  # fmt: skip
+            raise ValueError(
+                f"temperature_min ({self.temperature_min:g}) must not exceed temperature_max ({self.temperature_max:g})"
+            )
         if self.penalty_min > self.penalty_max:
             raise ValueError(f"penalty_min ({self.penalty_min:g}) must not exceed penalty_max ({self.penalty_max:g})")
 

@@ -229,27 +229,31 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         if c.action_space == "grid":
             executor_act: spaces.Space[Any] = spaces.Discrete(c.grid_size)
             executor_obs["action_mask"] = spaces.Box(0, 1, (c.grid_size,), np.int8)
-            executor_obs["grid"] = spaces.Box(np.tile(low, (c.grid_size, 1)), np.tile(high, (c.grid_size, 1)),
-                                              dtype=np.float32)  # fmt: skip
+            executor_obs["grid"] = spaces.Box(
+                np.tile(low, (c.grid_size, 1)), np.tile(high, (c.grid_size, 1)), dtype=np.float32
+            )
             t, p = c.grid_point(np.arange(c.grid_size))
             self._grid = np.stack([t, p], axis=1).astype(np.float32)
         else:  # normalised: PettingZoo's battery (and RL libraries) expect 0 to be a valid action
             executor_act = spaces.Box(0.0, 1.0, (2,), np.float32)
-            executor_obs["ranges"] = spaces.Box(np.stack([low, low], axis=1), np.stack([high, high], axis=1),
-                                                dtype=np.float32)  # fmt: skip
+            executor_obs["ranges"] = spaces.Box(
+                np.stack([low, low], axis=1), np.stack([high, high], axis=1), dtype=np.float32
+            )
             self._ranges = np.stack([low, high], axis=1)
         # state(): the coordinator's features, then the round (0 … rounds; rounds + 1 once committed)
         high = np.array([1.0] * (1 + 3 * n) + [c.rounds + 1], np.float32)
         self.state_space = spaces.Box(np.zeros(2 + 3 * n, np.float32), high, dtype=np.float32)
-        coordinator_obs = spaces.Dict({
-            "observation": spaces.Box(0.0, 1.0, (1 + 3 * n,), np.float32),
-            "action_mask": spaces.Box(0, 1, (n,), np.int8),
-            "idle": idle,
-            "question": spaces.Text(QUESTION_CHARS, min_length=0, charset=CHARSET),
-            "transcript": spaces.Text(n * (REPLY_CHARS + 40), min_length=0, charset=CHARSET),
-            "replies": spaces.Tuple([spaces.Text(REPLY_CHARS, min_length=0, charset=CHARSET)] * n),
-            "answers": spaces.Text(n * ANSWER_CHARS, min_length=0, charset=CHARSET),
-        })  # fmt: skip
+        coordinator_obs = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, 1.0, (1 + 3 * n,), np.float32),
+                "action_mask": spaces.Box(0, 1, (n,), np.int8),
+                "idle": idle,
+                "question": spaces.Text(QUESTION_CHARS, min_length=0, charset=CHARSET),
+                "transcript": spaces.Text(n * (REPLY_CHARS + 40), min_length=0, charset=CHARSET),
+                "replies": spaces.Tuple([spaces.Text(REPLY_CHARS, min_length=0, charset=CHARSET)] * n),
+                "answers": spaces.Text(n * ANSWER_CHARS, min_length=0, charset=CHARSET),
+            }
+        )
         executor_space = spaces.Dict(executor_obs)
         self._observation_spaces = {a: executor_space for a in self.config.executors}
         self._observation_spaces[COORDINATOR] = coordinator_obs
@@ -323,8 +327,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         real = raw.dtype.kind in "iuf"  # (not bool, complex, text or objects)
         values = raw.astype(float) if real else np.array([])
         if values.shape != (2,) or not np.isfinite(values).all() or not ((values >= 0) & (values <= 1)).all():
-            raise ValueError(f"{agent}: action must be two numbers in [0, 1] (where T and p lie in their ranges), "
-                             f"got {action!r}")  # fmt: skip
+            raise ValueError(
+                f"{agent}: action must be two numbers in [0, 1] (where T and p lie in their ranges), got {action!r}"
+            )
         t = c.temperature_min + float(values[0]) * (c.temperature_max - c.temperature_min)
         p = c.penalty_min + float(values[1]) * (c.penalty_max - c.penalty_min)
         return min(t, c.temperature_max), min(p, c.penalty_max)
@@ -431,10 +436,15 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
                 mask[0] = 1
             else:  # any commitment is legal (one to no number scores 0); who gave a number is in the features
                 mask[:] = 1
-            return {"observation": features, "action_mask": mask, "idle": idle,
-                    "question": self._question_text,
-                    "transcript": self.transcript(), "replies": self._replies(),
-                    "answers": self.answers_text()}  # fmt: skip
+            return {
+                "observation": features,
+                "action_mask": mask,
+                "idle": idle,
+                "question": self._question_text,
+                "transcript": self.transcript(),
+                "replies": self._replies(),
+                "answers": self.answers_text(),
+            }
         obs: dict[str, Any] = {"observation": self._executor_features()[c.executors.index(agent)], "idle": idle}
         if c.action_space == "grid":
             mask = np.zeros(c.grid_size, np.int8)
@@ -454,8 +464,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         if cached is None:
             values = self.values()[None, :] if self.replies else None
             c = self.config
-            features = rules.executor_features(np.array([self.question.difficulty]), c.n_executors, c.rounds,
-                                               self.round, values)[0]  # fmt: skip
+            features = rules.executor_features(
+                np.array([self.question.difficulty]), c.n_executors, c.rounds, self.round, values
+            )[0]
             cached = self._observations[" features"] = {"features": features}
         return cached["features"]  # type: ignore[no-any-return]
 
@@ -484,8 +495,9 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         rather than reading numbers out of the replies, which an executor writes."""
         if not self.replies:
             return ""
-        return "".join(f"{i}: {'none' if a.value is None else show_number(a.value)}\n"
-                       for i, a in enumerate(self.replies[-1]))  # fmt: skip
+        return "".join(
+            f"{i}: {'none' if a.value is None else show_number(a.value)}\n" for i, a in enumerate(self.replies[-1])
+        )
 
     def transcript(self) -> str:
         """The executors' last replies as one text, a header line before each."""
@@ -529,12 +541,16 @@ class BeliefCoordinationParallelEnv(ParallelEnv):  # type: ignore[misc]
         for r, replies in enumerate(self.replies):
             for i, a in enumerate(replies):
                 shown = "no number" if a.value is None else f"{a.value:g}"
-                lines.append(f"  round {r + 1} executor {i}: T={self.temperatures[r][i]:.2f} "
-                             f"p={self.penalties[r][i]:.2f} -> {shown} ({a.completion_tokens} tokens)")  # fmt: skip
+                lines.append(
+                    f"  round {r + 1} executor {i}: T={self.temperatures[r][i]:.2f} "
+                    f"p={self.penalties[r][i]:.2f} -> {shown} ({a.completion_tokens} tokens)"
+                )
         if self.committed is not None:
             t = self.terms
-            lines.append(f"  committed executor {self.committed}: TS={t['ts']:.0f} AL={t['al']:.2f} "
-                         f"CC={t['cc']:.2f} reward {self.reward:.3f}")  # fmt: skip
+            lines.append(
+                f"  committed executor {self.committed}: TS={t['ts']:.0f} AL={t['al']:.2f} "
+                f"CC={t['cc']:.2f} reward {self.reward:.3f}"
+            )
         return "\n".join(lines)
 
     def close(self) -> None:
@@ -556,8 +572,13 @@ class raw_env(parallel_to_aec_wrapper):  # type: ignore[misc]  # noqa: N801 - Pe
     outside the acting agent's space when it is given (the conversion alone would only find out at the end of
     the step), and exposes ``config``."""
 
-    def __init__(self, config: BeliefCoordinationConfig | None = None, preset: str | None = None,
-                 render_mode: str | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: BeliefCoordinationConfig | None = None,
+        preset: str | None = None,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(BeliefCoordinationParallelEnv(config, preset, render_mode, **kwargs))
 
     @property

@@ -45,9 +45,11 @@ __all__ = ["ADAPTER", "INFO_KEYS", "numeric_env"]
 
 def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
     if config.action_space != "grid":
-        raise ValueError("belief coordination's numeric adapter (observation_mode='numeric', RLlib) needs "
-                         "action_space='grid' (its executors choose points of the (T, p) grid), got "
-                         f"{config.action_space!r}")  # fmt: skip
+        raise ValueError(
+            "belief coordination's numeric adapter (observation_mode='numeric', RLlib) needs "
+            "action_space='grid' (its executors choose points of the (T, p) grid), got "
+            f"{config.action_space!r}"
+        )
     size = EXECUTOR_FEATURES if role == "executor" else 1 + 3 * config.n_executors
     return spaces.Box(0.0, 1.0, (size,), np.float32)
 
@@ -76,10 +78,16 @@ def _info(info: Mapping[str, Any]) -> dict[str, float]:
     return {key: float(info.get(key) or 0.0) for key in INFO_KEYS}
 
 
-ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
-                         observe=_observe, env_action=_env_action,
-                         modules={"executor": "executor", "coordinator": "coordinator"}, idle=_idle,
-                         info=_info)  # fmt: skip
+ADAPTER = NumericAdapter(
+    env=ID,
+    observation_space=_observation_space,
+    action_space=_action_space,
+    observe=_observe,
+    env_action=_env_action,
+    modules={"executor": "executor", "coordinator": "coordinator"},
+    idle=_idle,
+    info=_info,
+)
 
 
 def numeric_env(config: BeliefCoordinationConfig | None = None) -> NumericAECEnv:

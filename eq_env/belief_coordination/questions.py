@@ -119,17 +119,42 @@ class Question:
 
 # -- the generator -------------------------------------------------------------------------------------------
 _PEOPLE = (
-    ("Mia", "she"), ("Leo", "he"), ("Ava", "she"), ("Noah", "he"), ("Zoe", "she"), ("Omar", "he"),
-    ("Priya", "she"), ("Kenji", "he"), ("Lena", "she"), ("Tom", "he"), ("Sofia", "she"), ("Diego", "he"),
-    ("Amara", "she"), ("Ivan", "he"), ("Grace", "she"), ("Sam", "he"),
-)  # fmt: skip
+    ("Mia", "she"),
+    ("Leo", "he"),
+    ("Ava", "she"),
+    ("Noah", "he"),
+    ("Zoe", "she"),
+    ("Omar", "he"),
+    ("Priya", "she"),
+    ("Kenji", "he"),
+    ("Lena", "she"),
+    ("Tom", "he"),
+    ("Sofia", "she"),
+    ("Diego", "he"),
+    ("Amara", "she"),
+    ("Ivan", "he"),
+    ("Grace", "she"),
+    ("Sam", "he"),
+)
 _PRONOUNS = {"she": ("she", "her", "her", "herself"), "he": ("he", "him", "his", "himself")}
 _OBJECTS = (
-    ("marble", "marbles"), ("sticker", "stickers"), ("coin", "coins"), ("stamp", "stamps"), ("shell", "shells"),
-    ("bead", "beads"), ("card", "cards"), ("pencil", "pencils"), ("apple", "apples"), ("book", "books"),
-    ("cookie", "cookies"), ("balloon", "balloons"), ("button", "buttons"), ("feather", "feathers"),
-    ("toy car", "toy cars"), ("seashell", "seashells"),
-)  # fmt: skip
+    ("marble", "marbles"),
+    ("sticker", "stickers"),
+    ("coin", "coins"),
+    ("stamp", "stamps"),
+    ("shell", "shells"),
+    ("bead", "beads"),
+    ("card", "cards"),
+    ("pencil", "pencils"),
+    ("apple", "apples"),
+    ("book", "books"),
+    ("cookie", "cookies"),
+    ("balloon", "balloons"),
+    ("button", "buttons"),
+    ("feather", "feathers"),
+    ("toy car", "toy cars"),
+    ("seashell", "seashells"),
+)
 _RELATIVES = ("brother", "sister", "cousin", "friend", "neighbour", "aunt", "uncle", "grandmother", "teacher")
 _PLACES = ("in the park", "under the sofa", "in an old box", "at school", "on the way home", "in the attic")
 
@@ -138,25 +163,35 @@ _PLACES = ("in the park", "under the sofa", "in an old box", "at school", "on th
 _START = ("{Name} has {n}.", "{Name} starts the week with {n}.", "{Name} owns {n}.", "{Name} collects {n}.")
 _TEMPLATES: dict[str, tuple[str, ...]] = {
     "+": (
-        "{P} buys {k} more {t}.", "{P} finds {n} {place}.", "{Other} gives {obj} {n}.", "{P} wins {n} in a game.",
+        "{P} buys {k} more {t}.",
+        "{P} finds {n} {place}.",
+        "{Other} gives {obj} {n}.",
+        "{P} wins {n} in a game.",
         "{Poss} {rel} gives {obj} {k} more {t}.",
     ),
     "-": (
-        "{P} gives {n} to {poss} {rel}.", "{P} loses {n}.", "{P} sells {n} to {Other}.",
-        "{P} trades away {n}.", "{Other} takes {k} of {poss} {ts}.",
+        "{P} gives {n} to {poss} {rel}.",
+        "{P} loses {n}.",
+        "{P} sells {n} to {Other}.",
+        "{P} trades away {n}.",
+        "{Other} takes {k} of {poss} {ts}.",
     ),
     "*": (
         "{P} buys more until {p} has {k} times as many {ts} as before.",
-        "{Poss} collection of {ts} grows to {k} times its size.", "{P} trades each of {poss} {ts} for {k} new ones.",
+        "{Poss} collection of {ts} grows to {k} times its size.",
+        "{P} trades each of {poss} {ts} for {k} new ones.",
     ),
     "/": (
         "{P} splits {poss} {ts} into {k} equal piles and keeps only one pile.",
         "{P} shares {poss} {ts} equally among {k} people, {self} included, and keeps {poss} share.",
         "{P} keeps one in every {k} {ts} and gives away the rest.",
     ),
-}  # fmt: skip
-_ASKS = ("How many {ts} does {Name} have now?", "How many {ts} does {Name} end up with?",
-         "How many {ts} does {Name} have at the end?")  # fmt: skip
+}
+_ASKS = (
+    "How many {ts} does {Name} have now?",
+    "How many {ts} does {Name} end up with?",
+    "How many {ts} does {Name} have at the end?",
+)
 
 
 def _apply(value: int, op: str, k: int) -> int:
@@ -193,8 +228,17 @@ def _program(rng: np.random.Generator, steps: int) -> tuple[str, list[tuple[str,
     p, obj, poss, self_ = _PRONOUNS[gender]
     other = _pick(rng, [n for n, _ in _PEOPLE if n != name])
     one, many = _pick(rng, _OBJECTS)
-    words = {"Name": name, "P": p.capitalize(), "p": p, "obj": obj, "Poss": poss.capitalize(), "poss": poss,
-             "self": self_, "Other": other, "ts": many}  # fmt: skip
+    words = {
+        "Name": name,
+        "P": p.capitalize(),
+        "p": p,
+        "obj": obj,
+        "Poss": poss.capitalize(),
+        "poss": poss,
+        "self": self_,
+        "Other": other,
+        "ts": many,
+    }
 
     def sentence(template: str, k: int) -> str:
         t = one if k == 1 else many
@@ -484,8 +528,10 @@ def read_questions(path: str | os.PathLike[str], limit: int | None = None) -> Qu
             lineno += 1
             where = f"{path} line {lineno}"
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                raise ValueError(f"{where}: longer than {MAX_LINE_BYTES} bytes (expected one JSON object per line: "
-                                 "is it a JSONL file?)")  # fmt: skip
+                raise ValueError(
+                    f"{where}: longer than {MAX_LINE_BYTES} bytes (expected one JSON object per line: "
+                    "is it a JSONL file?)"
+                )
             digest.update(raw)
             question = _line_question(raw, where, f"{name}:{lineno}", first=lineno == 1)
             if question is not None:

@@ -58,8 +58,9 @@ def majority(values: np.ndarray) -> np.ndarray:
 EXECUTOR_FEATURES = 5  # what an executor observes (the environment's manual lists them)
 
 
-def executor_features(difficulty: np.ndarray, n: int, rounds: int, round_: int,
-                      values: np.ndarray | None) -> np.ndarray:  # fmt: skip
+def executor_features(
+    difficulty: np.ndarray, n: int, rounds: int, round_: int, values: np.ndarray | None
+) -> np.ndarray:
     """The executors' observation vectors, shape (B, N, 5), as the environment's manual defines them:
     difficulty, round scaled to [0, 1], then about each executor's previous number (``values``, (B, N), NaN for
     none; None in the first round): the share of the others that gave it, whether it had the most support,

@@ -25,15 +25,23 @@ class EinsteinPuzzleConfig(GameConfig):
 
     n: int = number(4, MIN_OBJECTS, MAX_OBJECTS, "objects to sort", integer=True)
     comm_mode: str = choice("provide_and_seek", COMM_MODES, "what the players may say: shares, asks, both or nothing")
-    max_steps: int | None = number(None, 1, 1000, "turns before truncation (auto: 30, 40 for 8 objects, 5n beyond)",
-                                   integer=True, none="auto")  # fmt: skip
-    puzzles: str = choice("generated", ("generated", "suite"),
-                          "generated: a new puzzle per episode; suite: the suite's puzzle i mod 300")  # fmt: skip
-    suite_stride: int = number(0, 0, 300, "suite puzzles: episode i of seed s plays puzzle (s·stride + i) mod 300 "
-                               "(0: i mod 300 whatever the seed)", integer=True)  # fmt: skip
+    max_steps: int | None = number(
+        None, 1, 1000, "turns before truncation (auto: 30, 40 for 8 objects, 5n beyond)", integer=True, none="auto"
+    )
+    puzzles: str = choice(
+        "generated", ("generated", "suite"), "generated: a new puzzle per episode; suite: the suite's puzzle i mod 300"
+    )
+    suite_stride: int = number(
+        0,
+        0,
+        300,
+        "suite puzzles: episode i of seed s plays puzzle (s·stride + i) mod 300 (0: i mod 300 whatever the seed)",
+        integer=True,
+    )
     private_share: float = number(2 / 3, 0.0, 1.0, "share of relations held by one player only (generated puzzles)")
-    max_depth: int | None = number(None, 1, MAX_OBJECTS - 1, "cap on the constraint tree's depth (generated puzzles)",
-                                   integer=True, none="any")  # fmt: skip
+    max_depth: int | None = number(
+        None, 1, MAX_OBJECTS - 1, "cap on the constraint tree's depth (generated puzzles)", integer=True, none="any"
+    )
     rejection_penalty: float = number(0.1, 0.0, 10.0, "team penalty for a rejected placement (the paper's code: 0.1)")
     illegal_penalty: float = number(0.0, 0.0, 10.0, "team penalty for an action the rules do not allow")
     pass_penalty: float = number(0.0, 0.0, 10.0, "team penalty for a pass (the original code's bug: always charged)")
@@ -43,8 +51,9 @@ class EinsteinPuzzleConfig(GameConfig):
         if self.puzzles == "suite" and not 4 <= self.n <= 8:
             raise ValueError(f"puzzles='suite' has puzzles of 4 to 8 objects, got n={self.n}")
         if self.suite_stride and self.puzzles != "suite":
-            raise ValueError(f"suite_stride={self.suite_stride} applies to puzzles='suite' only, got puzzles="
-                             f"{self.puzzles!r}")  # fmt: skip
+            raise ValueError(
+                f"suite_stride={self.suite_stride} applies to puzzles='suite' only, got puzzles={self.puzzles!r}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The fields; ``suite_stride`` (added after results were first keyed) only when set, so a configuration

@@ -261,8 +261,9 @@ METADATA: dict[str, Any] = {
 }
 
 
-def resolve_config(config: EinsteinPuzzleConfig | None, preset: str | None,
-                   overrides: dict[str, Any]) -> EinsteinPuzzleConfig:  # fmt: skip
+def resolve_config(
+    config: EinsteinPuzzleConfig | None, preset: str | None, overrides: dict[str, Any]
+) -> EinsteinPuzzleConfig:
     """The configuration an environment plays (:meth:`~eq_env.core.config.GameConfig.resolve`)."""
     return EinsteinPuzzleConfig.resolve(config, preset, overrides)
 
@@ -275,8 +276,7 @@ def episode_puzzle(config: EinsteinPuzzleConfig, seed: int, episode: int) -> Puz
 
         puzzles = suite.load_suite(config.n)
         return puzzles[(seed * config.suite_stride + episode) % len(puzzles)]  # type: ignore[no-any-return]
-    return generate(config.n, puzzle_rng(seed, episode), private_share=config.private_share,
-                    max_depth=config.max_depth)  # fmt: skip
+    return generate(config.n, puzzle_rng(seed, episode), private_share=config.private_share, max_depth=config.max_depth)
 
 
 def _checked_episode(options: Any) -> int | None:
@@ -300,8 +300,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     metadata = METADATA
 
-    def __init__(self, config: EinsteinPuzzleConfig | None = None, *, preset: str | None = None,
-                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: EinsteinPuzzleConfig | None = None,
+        *,
+        preset: str | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {render_mode!r}")
         self.config = resolve_config(config, preset, overrides)
@@ -405,8 +411,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self._game("last()")
             raise RuntimeError("the episode is over (every agent is done); call reset() to start the next one")
         agent = self.agent_selection
-        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent], self.terminations[agent],
-                self.truncations[agent], self.infos[agent])  # fmt: skip
+        return (
+            self.observe(agent) if observe else None,
+            self._cumulative_rewards[agent],
+            self.terminations[agent],
+            self.truncations[agent],
+            self.infos[agent],
+        )
 
     def state(self) -> np.ndarray:
         """The global state: each object's bin (one-hot, 7 per object), its goal bin (one-hot, 4 per object),
@@ -430,8 +441,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         else:
             index = -1
         if not 0 <= index < self.n_actions:
-            raise ValueError(f"{agent}: action {action!r} is not in its action space Discrete({self.n_actions}) "
-                             f"(an index 0-{self.n_actions - 1}: see eq_env.einstein_puzzle.spaces)")  # fmt: skip
+            raise ValueError(
+                f"{agent}: action {action!r} is not in its action space Discrete({self.n_actions}) "
+                f"(an index 0-{self.n_actions - 1}: see eq_env.einstein_puzzle.spaces)"
+            )
         return index
 
     def step(self, action: Any) -> None:
@@ -517,8 +530,14 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
 
     metadata = METADATA
 
-    def __init__(self, config: EinsteinPuzzleConfig | None = None, *, preset: str | None = None,
-                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: EinsteinPuzzleConfig | None = None,
+        *,
+        preset: str | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
         self._aec = raw_env(config, preset=preset, render_mode=render_mode, **overrides)
         self.config = self._aec.config
         self.render_mode = render_mode
@@ -539,14 +558,16 @@ class EinsteinPuzzleParallelEnv(ParallelEnv):
         """The game in play (a ``rules.State``)."""
         return self._aec.game
 
-    def reset(self, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:  # fmt: skip
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         self._aec.reset(seed, options)
         self.agents = list(PLAYERS)
         return {a: self._aec.observe(a) for a in PLAYERS}, {a: {} for a in PLAYERS}
 
-    def step(self, actions: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, float], dict[str, bool],
-                                                         dict[str, bool], dict[str, dict[str, Any]]]:  # fmt: skip
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
         if not self.agents:
             raise RuntimeError("step() outside an episode: call reset() first (and again after an episode ends)")
         acting = self._aec.agent_selection

@@ -32,8 +32,13 @@ __all__ = ["MAX_OBJECTS", "MIN_OBJECTS", "generate", "puzzle_rng"]
 MIN_OBJECTS, MAX_OBJECTS = 4, 16
 
 
-def generate(n: int, rng: np.random.Generator, *, private_share: float = 2 / 3, max_depth: int | None = None,
-             ) -> Puzzle:  # fmt: skip
+def generate(
+    n: int,
+    rng: np.random.Generator,
+    *,
+    private_share: float = 2 / 3,
+    max_depth: int | None = None,
+) -> Puzzle:
     """A random puzzle of ``n`` objects (see the module docstring for the knobs).
 
     ``private_share`` in [0, 1] is the share of relations held by one player only (bounded so that all three

@@ -32,10 +32,12 @@ __all__ = ["ADAPTER", "INFO_KEYS", "numeric_env"]
 
 def _observation_space(role: str, config: Any) -> spaces.Space[Any]:
     n = config.n
-    return spaces.Dict({
-        "action_mask": spaces.Box(0.0, 1.0, (n_actions(n),), np.float32),
-        "observation": spaces.Box(0.0, 1.0, (layout(n).size,), np.float32),
-    })  # fmt: skip
+    return spaces.Dict(
+        {
+            "action_mask": spaces.Box(0.0, 1.0, (n_actions(n),), np.float32),
+            "observation": spaces.Box(0.0, 1.0, (layout(n).size,), np.float32),
+        }
+    )
 
 
 def _action_space(role: str, config: Any) -> spaces.Space[Any]:
@@ -43,8 +45,10 @@ def _action_space(role: str, config: Any) -> spaces.Space[Any]:
 
 
 def _observe(role: str, observation: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {"action_mask": np.asarray(observation["action_mask"], np.float32),
-            "observation": np.asarray(observation["observation"], np.float32)}  # fmt: skip
+    return {
+        "action_mask": np.asarray(observation["action_mask"], np.float32),
+        "observation": np.asarray(observation["observation"], np.float32),
+    }
 
 
 def _env_action(role: str, action: Any, observation: Mapping[str, Any]) -> int:
@@ -69,10 +73,16 @@ def _info(info: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-ADAPTER = NumericAdapter(env=ID, observation_space=_observation_space, action_space=_action_space,
-                         observe=_observe, env_action=_env_action,
-                         modules={"player_0": "player", "player_1": "player"}, noop=_noop,
-                         info=_info)  # fmt: skip
+ADAPTER = NumericAdapter(
+    env=ID,
+    observation_space=_observation_space,
+    action_space=_action_space,
+    observe=_observe,
+    env_action=_env_action,
+    modules={"player_0": "player", "player_1": "player"},
+    noop=_noop,
+    info=_info,
+)
 
 
 def numeric_env(config: EinsteinPuzzleConfig | None = None) -> NumericAECEnv:

@@ -217,10 +217,19 @@ def justified_actions(state: State) -> list[Action]:
 
 def _full_key(state: State) -> tuple[object, ...]:
     """Everything of a state that the rules can look at in the future (not the turn: BFS depth)."""
-    return (tuple(state.location), state.current, frozenset(state.received[0]), frozenset(state.received[1]),
-            frozenset(state.shared[0]), frozenset(state.shared[1]), frozenset(state.told[0].items()),
-            frozenset(state.told[1].items()), frozenset(state.placed.items()), frozenset(state.rejected),
-            state.last_ask())  # fmt: skip
+    return (
+        tuple(state.location),
+        state.current,
+        frozenset(state.received[0]),
+        frozenset(state.received[1]),
+        frozenset(state.shared[0]),
+        frozenset(state.shared[1]),
+        frozenset(state.told[0].items()),
+        frozenset(state.told[1].items()),
+        frozenset(state.placed.items()),
+        frozenset(state.rejected),
+        state.last_ask(),
+    )
 
 
 def exhaustive_plan_length(state: State, max_depth: int, *, engine: str = "rules") -> int | None:
@@ -592,9 +601,14 @@ class _Problem:
                 if prune and (explicit_q >> k & 1 or objs & ~exact_q == 0):
                     continue  # changes nothing the partner knows, now or later
                 b = 1 << k
-                yield (_SHARE, k), (
-                    (common, done, new0 | b, new1, told0, told1, nxt_p, -1) if p == 0
-                    else (common, done, new0, new1 | b, told0, told1, nxt_p, -1))  # fmt: skip
+                yield (
+                    (_SHARE, k),
+                    (
+                        (common, done, new0 | b, new1, told0, told1, nxt_p, -1)
+                        if p == 0
+                        else (common, done, new0, new1 | b, told0, told1, nxt_p, -1)
+                    ),
+                )
         if self.asks:
             for o in _bits(self.all & ~done & ~exact_p):
                 if prune and not exact_q >> o & 1:
@@ -603,9 +617,14 @@ class _Problem:
                 yield (_ASK, o), (common, done, new0, new1, told0, told1, nxt_p, o)
             if pending >= 0 and exact_p >> pending & 1:
                 b = 1 << pending
-                yield (_ANSWER, pending), (
-                    (common, done, new0, new1, told0 | b, told1, nxt_p, -1) if q == 0
-                    else (common, done, new0, new1, told0, told1 | b, nxt_p, -1))  # fmt: skip
+                yield (
+                    (_ANSWER, pending),
+                    (
+                        (common, done, new0, new1, told0 | b, told1, nxt_p, -1)
+                        if q == 0
+                        else (common, done, new0, new1, told0, told1 | b, nxt_p, -1)
+                    ),
+                )
         yield (_PASS, 0), (common, done, new0, new1, told0, told1, nxt_p, -1)
 
     def _useful_share_about(self, s: _Key, q: int, o: int, exact_p: int, placed: int) -> bool:
@@ -687,8 +706,12 @@ def solve(state: State, *, time_limit: float | None = None, max_expansions: int 
     return OraclePlan(None, expansions, time.perf_counter() - t0)
 
 
-def oracle_plan(state: State, *, time_limit: float | None = None, max_expansions: int | None = None,
-                ) -> list[Action] | None:  # fmt: skip
+def oracle_plan(
+    state: State,
+    *,
+    time_limit: float | None = None,
+    max_expansions: int | None = None,
+) -> list[Action] | None:
     """The shortest justified joint plan from ``state`` to success (see the module docstring), or ``None`` if
     no plan fits in the steps left. ``time_limit`` (seconds) and ``max_expansions`` bound the search: when
     one runs out before the answer is proven, :class:`PlannerBudgetExceeded` is raised (never a silent

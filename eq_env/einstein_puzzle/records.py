@@ -97,8 +97,10 @@ class EpisodeRecord:
         if record.comm_mode not in COMM_MODES:
             raise ValueError(f"comm_mode must be one of {COMM_MODES}, got {record.comm_mode!r}")
         if len(record.actions) != record.turns or len(record.outcomes) != record.turns:
-            raise ValueError(f"actions and outcomes must hold one entry per turn ({record.turns}), "
-                             f"got {len(record.actions)} and {len(record.outcomes)}")  # fmt: skip
+            raise ValueError(
+                f"actions and outcomes must hold one entry per turn ({record.turns}), "
+                f"got {len(record.actions)} and {len(record.outcomes)}"
+            )
         bad = next((o for o in record.outcomes if o not in OUTCOMES), None)
         if bad is not None:
             raise ValueError(f"outcomes must be among {OUTCOMES}, got {bad!r}")

@@ -134,8 +134,11 @@ class Constraint:
             return f"object {self.a} goes in {BIN_NAMES[self.code]}"
         if self.code == SAME_BIN:
             return f"object {self.a} and object {self.b} go in the same bin"
-        where = {SAME_ROW: "the same row, different columns", SAME_COLUMN: "the same column, different rows",
-                 SAME_DIAGONAL: "diagonal bins"}[self.code]  # fmt: skip
+        where = {
+            SAME_ROW: "the same row, different columns",
+            SAME_COLUMN: "the same column, different rows",
+            SAME_DIAGONAL: "diagonal bins",
+        }[self.code]
         return f"object {self.a} and object {self.b} go in {where}"
 
     def to_list(self) -> list[int | None]:
@@ -171,8 +174,13 @@ class Puzzle:
         check_puzzle(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "start": list(self.start), "goal": list(self.goal),
-                "constraints": [c.to_list() for c in self.constraints], "holders": list(self.holders)}  # fmt: skip
+        return {
+            "n": self.n,
+            "start": list(self.start),
+            "goal": list(self.goal),
+            "constraints": [c.to_list() for c in self.constraints],
+            "holders": list(self.holders),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Puzzle:
@@ -194,8 +202,12 @@ class Puzzle:
             if not ok or not (c[1] is None or isinstance(c[1], int)):
                 raise ValueError(f"puzzle constraint {i} must be [object, object or null, code], got {c!r}")
             constraints.append(Constraint(c[0], c[1], c[2]))
-        puzzle = cls(ints("start", data["start"]), ints("goal", data["goal"]), tuple(constraints),
-                     ints("holders", data["holders"]))  # fmt: skip
+        puzzle = cls(
+            ints("start", data["start"]),
+            ints("goal", data["goal"]),
+            tuple(constraints),
+            ints("holders", data["holders"]),
+        )
         if "n" in data and data["n"] != puzzle.n:
             raise ValueError(f"puzzle field 'n' is {data['n']!r} but there are {puzzle.n} goals")
         puzzle.validate()
@@ -262,8 +274,13 @@ class Knowledge:
 
     __slots__ = ("_label", "_offsets", "_root", "conflicts")
 
-    def __init__(self, n: int, relations: Iterable[Constraint] = (), facts: Iterable[tuple[int, int]] = (),
-                 exclusions: Iterable[tuple[int, int]] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        n: int,
+        relations: Iterable[Constraint] = (),
+        facts: Iterable[tuple[int, int]] = (),
+        exclusions: Iterable[tuple[int, int]] = (),
+    ) -> None:
         self._root = list(range(n))
         self._label = [0] * n
         self._offsets = [ALL] * n  # per root: the offsets still possible
@@ -460,10 +477,20 @@ class State:
         self._knowledge: dict[int, Knowledge] = {}
 
     def copy(self) -> State:
-        twin = State(self.puzzle, self.comm_mode, self.max_steps, list(self.location), self.turn, self.current,
-                     (set(self.received[0]), set(self.received[1])), (set(self.shared[0]), set(self.shared[1])),
-                     (dict(self.told[0]), dict(self.told[1])), dict(self.placed), set(self.rejected),
-                     list(self.history))  # fmt: skip
+        twin = State(
+            self.puzzle,
+            self.comm_mode,
+            self.max_steps,
+            list(self.location),
+            self.turn,
+            self.current,
+            (set(self.received[0]), set(self.received[1])),
+            (set(self.shared[0]), set(self.shared[1])),
+            (dict(self.told[0]), dict(self.told[1])),
+            dict(self.placed),
+            set(self.rejected),
+            list(self.history),
+        )
         return twin
 
     # -- what the players know ----------------------------------------------------------------------
@@ -547,8 +574,11 @@ class State:
                 return f"there is no constraint {k}"
             asked = self.last_ask() if mode == "seek_only" else None
             if not _SHARES[mode] and not (mode == "seek_only" and asked is not None):
-                return ("in seek-only mode a share answers the partner's ask, on the next turn"
-                        if mode == "seek_only" else f"no shares in {mode} mode")  # fmt: skip
+                return (
+                    "in seek-only mode a share answers the partner's ask, on the next turn"
+                    if mode == "seek_only"
+                    else f"no shares in {mode} mode"
+                )
             if k not in self.puzzle.given(p):
                 return f"constraint {k} is not one of yours"
             if k in self.shared[p]:

@@ -256,8 +256,9 @@ _BITS = np.array([[m >> b & 1 for b in range(4)] for m in range(16)], np.float32
 
 
 # label, offsets -> the goal bins {label ^ r : r in offsets} (a 4-bit mask)
-_SPREAD = tuple(tuple(sum(1 << (label ^ r) for r in range(4) if offsets >> r & 1) for offsets in range(16))
-                for label in range(4))  # fmt: skip
+_SPREAD = tuple(
+    tuple(sum(1 << (label ^ r) for r in range(4) if offsets >> r & 1) for offsets in range(16)) for label in range(4)
+)
 
 
 class _Inference:
@@ -271,8 +272,18 @@ class _Inference:
     then on.
     """
 
-    __slots__ = ("_conflict", "_label", "_masks", "_offsets", "_own", "_placed", "_received", "_rejected", "_root",
-                 "_told")  # fmt: skip
+    __slots__ = (
+        "_conflict",
+        "_label",
+        "_masks",
+        "_offsets",
+        "_own",
+        "_placed",
+        "_received",
+        "_rejected",
+        "_root",
+        "_told",
+    )
 
     def __init__(self, state: State, player: int) -> None:
         n = state.puzzle.n
@@ -362,12 +373,14 @@ def _event_bytes(state: State, event: Event) -> tuple[bytes, bytes]:
     if isinstance(a, Share) and 0 <= a.constraint < n:
         obj = state.puzzle.constraints[a.constraint].a  # (a share is about its constraint's first object)
     where = a.dst if isinstance(a, Move) else a.bin if isinstance(a, Answer) else None
-    body = b"".join((
-        _one_hots(len(KINDS))[_KIND[type(a)]],
-        _ONE if event.failed else _ZERO,
-        _one_hots(n)[obj if obj is not None and 0 <= obj < n else n],
-        _one_hots(N_BINS)[where if where is not None and 0 <= where < N_BINS else N_BINS],
-    ))  # fmt: skip
+    body = b"".join(
+        (
+            _one_hots(len(KINDS))[_KIND[type(a)]],
+            _ONE if event.failed else _ZERO,
+            _one_hots(n)[obj if obj is not None and 0 <= obj < n else n],
+            _one_hots(N_BINS)[where if where is not None and 0 <= where < N_BINS else N_BINS],
+        )
+    )
     mine, other = _ONE + _ONE + body, _ONE + _ZERO + body
     return (mine, other) if event.player == 0 else (other, mine)
 
@@ -415,8 +428,10 @@ def _inferred_bytes(masks: Sequence[int]) -> bytes:
     return b"".join([_BITS_BYTES[m] for m in masks])
 
 
-_FLAG_BYTES = tuple(np.array([bits >> i & 1 for i in range(CONSTRAINT_FLAGS)], np.float32).tobytes()
-                    for bits in range(1 << CONSTRAINT_FLAGS))  # fmt: skip
+_FLAG_BYTES = tuple(
+    np.array([bits >> i & 1 for i in range(CONSTRAINT_FLAGS)], np.float32).tobytes()
+    for bits in range(1 << CONSTRAINT_FLAGS)
+)
 
 
 def _constraint_contents(state: State) -> tuple[bytes, ...]:
@@ -451,8 +466,23 @@ class ObservationEncoder:
     game (it follows ``state`` as it is played); :meth:`possible` gives a player's goal-bin masks.
     """
 
-    __slots__ = ("_blocks", "_board", "_constraints", "_contents", "_event_blocks", "_events", "_hot_n",
-                 "_inference", "_inferred", "_mode", "_progress", "_seen", "_side", "_zero_event", "state")  # fmt: skip
+    __slots__ = (
+        "_blocks",
+        "_board",
+        "_constraints",
+        "_contents",
+        "_event_blocks",
+        "_events",
+        "_hot_n",
+        "_inference",
+        "_inferred",
+        "_mode",
+        "_progress",
+        "_seen",
+        "_side",
+        "_zero_event",
+        "state",
+    )
 
     def __init__(self, state: State) -> None:
         self.state = state
@@ -503,8 +533,9 @@ class ObservationEncoder:
         if constraints[0] != flags:  # a share: only the constraints it touched change
             seen_shared, seen_received = self._seen[player]
             blocks = self._blocks[player]
-            blocks.update(_constraint_blocks(state, player, self._contents,
-                                             (shared ^ seen_shared) | (received ^ seen_received)))  # fmt: skip
+            blocks.update(
+                _constraint_blocks(state, player, self._contents, (shared ^ seen_shared) | (received ^ seen_received))
+            )
             self._seen[player] = (set(shared), set(received))
             constraints = (flags, b"".join(blocks.values()))
             self._constraints[player] = constraints
@@ -517,8 +548,15 @@ class ObservationEncoder:
             events.append(block)
         n = state.puzzle.n
         asked = state.last_ask() if state.current == player else None
-        parts = [self._side[player], self._progress[min(state.turn, len(self._progress) - 1)], self._mode,
-                 self._board[1], inferred[1], constraints[1], self._hot_n[n if asked is None else asked]]  # fmt: skip
+        parts = [
+            self._side[player],
+            self._progress[min(state.turn, len(self._progress) - 1)],
+            self._mode,
+            self._board[1],
+            inferred[1],
+            constraints[1],
+            self._hot_n[n if asked is None else asked],
+        ]
         shown = min(HISTORY, len(history))
         parts += [events[i][player] for i in range(-1, -shown - 1, -1)]  # (newest first)
         if shown < HISTORY:

@@ -44,8 +44,14 @@ SUITE_SHA256 = "81c80d57e8d073c67a85f4a7e456e372cff5f74050c5b3a3b43ae1bcd4a427c2
 
 def build_suite() -> str:
     """The suite file's text, from the generator (what ``data/suite_v1.jsonl`` was written from)."""
-    header = {"suite": SUITE, "generator": "eq_env.einstein_puzzle.generator.generate (default knobs)",
-              "seed": SUITE_SEED, "streams": "n", "sizes": list(SUITE_SIZES), "per_size": SUITE_SIZE}  # fmt: skip
+    header = {
+        "suite": SUITE,
+        "generator": "eq_env.einstein_puzzle.generator.generate (default knobs)",
+        "seed": SUITE_SEED,
+        "streams": "n",
+        "sizes": list(SUITE_SIZES),
+        "per_size": SUITE_SIZE,
+    }
     lines = [json.dumps(header)]
     for n in SUITE_SIZES:
         for i in range(SUITE_SIZE):
@@ -67,8 +73,10 @@ def _load(path: str) -> dict[int, tuple[Puzzle, ...]]:
         raise ValueError(f"cannot read the puzzle suite {p}: {err.strerror}") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != SUITE_SHA256:
-        raise ValueError(f"{p}: not the published {SUITE} (sha256 {digest[:12]}…, expected {SUITE_SHA256[:12]}…); "
-                         "reinstall the package")  # fmt: skip
+        raise ValueError(
+            f"{p}: not the published {SUITE} (sha256 {digest[:12]}…, expected {SUITE_SHA256[:12]}…); "
+            "reinstall the package"
+        )
     out: dict[int, list[Puzzle]] = {n: [] for n in SUITE_SIZES}
     for number, line in enumerate(raw.decode().splitlines()[1:], start=2):
         try:

@@ -184,8 +184,9 @@ def _replay(record: EpisodeRecord, puzzle: Puzzle) -> list[tuple[State, Action]]
     return out
 
 
-def _candidates(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, stored: Mapping[str, Any] | None
-                ) -> list[tuple[str, Puzzle]]:  # fmt: skip
+def _candidates(
+    record: EpisodeRecord, puzzle: Puzzle | None, config: Any, stored: Mapping[str, Any] | None
+) -> list[tuple[str, Puzzle]]:
     from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
     from eq_env.einstein_puzzle.suite import SUITE_SIZES
 
@@ -193,8 +194,9 @@ def _candidates(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, store
         try:
             return [("the record's puzzle", Puzzle.from_dict(stored))]
         except ValueError as err:
-            raise ValueError(f"the record (seed {record.seed}, episode {record.episode}) holds a bad puzzle: {err}"
-                             ) from None  # fmt: skip
+            raise ValueError(
+                f"the record (seed {record.seed}, episode {record.episode}) holds a bad puzzle: {err}"
+            ) from None
     if puzzle is not None:
         return [("the given puzzle", puzzle)]
     if config is not None:
@@ -202,13 +204,15 @@ def _candidates(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, store
     default = EinsteinPuzzleConfig(n=record.n)
     out = [("the generated puzzle (default knobs)", episode_puzzle(default, record.seed, record.episode))]
     if record.n in SUITE_SIZES:
-        out.append(("the suite's puzzle", episode_puzzle(default.replace(puzzles="suite"), record.seed,
-                                                          record.episode)))  # fmt: skip
+        out.append(
+            ("the suite's puzzle", episode_puzzle(default.replace(puzzles="suite"), record.seed, record.episode))
+        )
     return out
 
 
-def record_puzzle(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle | None = None,
-                  config: Any = None) -> Puzzle:  # fmt: skip
+def record_puzzle(
+    record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle | None = None, config: Any = None
+) -> Puzzle:
     """The puzzle ``record`` was played on (see the module docstring for where it is looked for): ``puzzle``
     the record's own (``EpisodeRecord.puzzle``), else ``puzzle`` itself, the ``config``'s episode (an
     ``EinsteinPuzzleConfig``), else the default generator's or the suite's, whichever replays the record
@@ -217,16 +221,19 @@ def record_puzzle(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle |
     return _resolve(rec, puzzle, config, stored)[0]
 
 
-def _resolve(record: EpisodeRecord, puzzle: Puzzle | None, config: Any, stored: Mapping[str, Any] | None
-             ) -> tuple[Puzzle, list[tuple[State, Action]]]:  # fmt: skip
+def _resolve(
+    record: EpisodeRecord, puzzle: Puzzle | None, config: Any, stored: Mapping[str, Any] | None
+) -> tuple[Puzzle, list[tuple[State, Action]]]:
     why = []
     for name, candidate in _candidates(record, puzzle, config, stored):
         replayed = _replay(record, candidate)
         if not isinstance(replayed, str):
             return candidate, replayed
         why.append(f"{name}: {replayed}")
-    raise ValueError(f"the record (n={record.n}, {record.comm_mode}, seed {record.seed}, episode {record.episode}) "
-                     f"does not replay on {'; nor on '.join(why)}; pass puzzle= or config=")  # fmt: skip
+    raise ValueError(
+        f"the record (n={record.n}, {record.comm_mode}, seed {record.seed}, episode {record.episode}) "
+        f"does not replay on {'; nor on '.join(why)}; pass puzzle= or config="
+    )
 
 
 # -- one turn -----------------------------------------------------------------------------------------
@@ -314,16 +321,19 @@ def _format_items(record: EpisodeRecord) -> tuple[list[ErrorItem], dict[int, str
         items += [ErrorItem("action", FORMAT, "fallback", None, player, "", "", reason) for _ in range(fallbacks)]
         replies = info.get("invalid_replies")
         invalid = [str(r) for r in replies] if isinstance(replies, list) else [""] * (_count(info, "reasks") or 0)
-        items += [ErrorItem("action", FORMAT, "invalid reply", None, player, "", "", r or "an invalid reply, re-asked")
-                  for r in invalid]  # fmt: skip
+        items += [
+            ErrorItem("action", FORMAT, "invalid reply", None, player, "", "", r or "an invalid reply, re-asked")
+            for r in invalid
+        ]
     return items, fallback_turns
 
 
 # -- the API ------------------------------------------------------------------------------------------
 
 
-def classify_record(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle | None = None,
-                    config: Any = None) -> list[ErrorItem]:  # fmt: skip
+def classify_record(
+    record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle | None = None, config: Any = None
+) -> list[ErrorItem]:
     """Every error of one game, classified by the module docstring's tables, in a fixed order: turn-less
     format items, then one item per erroneous turn, then (a failed game) the game's item.
 
@@ -337,8 +347,18 @@ def classify_record(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle
         player = state.current
         outcome = rec.outcomes[turn]
         if turn in fallback_turns:
-            items.append(ErrorItem("action", FORMAT, "fallback", turn, player, action.text(), outcome,
-                                   f"{fallback_turns[turn]}'s reply fell back"))  # fmt: skip
+            items.append(
+                ErrorItem(
+                    "action",
+                    FORMAT,
+                    "fallback",
+                    turn,
+                    player,
+                    action.text(),
+                    outcome,
+                    f"{fallback_turns[turn]}'s reply fell back",
+                )
+            )
             continue
         verdict = _classify_turn(state, action, outcome, player)
         if verdict is not None:
@@ -348,11 +368,31 @@ def classify_record(record: EpisodeRecord | Mapping[str, Any], *, puzzle: Puzzle
         decisive = [i for i in items if i.kind != "invalid reply"]
         if decisive:
             first = min(decisive, key=lambda i: -1 if i.turn is None else i.turn)  # (min keeps the first of ties)
-            items.append(ErrorItem("game", first.category, f"failed: {first.kind}", first.turn, first.player,
-                                   first.action, first.outcome, first.reason))  # fmt: skip
+            items.append(
+                ErrorItem(
+                    "game",
+                    first.category,
+                    f"failed: {first.kind}",
+                    first.turn,
+                    first.player,
+                    first.action,
+                    first.outcome,
+                    first.reason,
+                )
+            )
         else:
-            items.append(ErrorItem("game", REASONING, "ran out of steps", None, None, "", "",
-                                   f"no error in {rec.turns} turns, {rec.placed} of {rec.n} placed"))  # fmt: skip
+            items.append(
+                ErrorItem(
+                    "game",
+                    REASONING,
+                    "ran out of steps",
+                    None,
+                    None,
+                    "",
+                    "",
+                    f"no error in {rec.turns} turns, {rec.placed} of {rec.n} placed",
+                )
+            )
     return items
 
 
@@ -363,8 +403,13 @@ def _scoped(items: Iterable[ErrorItem], scope: str) -> Iterable[ErrorItem]:
     return (i for i in items if i.scope in want)
 
 
-def counts(records: Iterable[EpisodeRecord | Mapping[str, Any]], *, scope: str = "games", puzzle: Puzzle | None = None,
-           config: Any = None) -> dict[str, int]:  # fmt: skip
+def counts(
+    records: Iterable[EpisodeRecord | Mapping[str, Any]],
+    *,
+    scope: str = "games",
+    puzzle: Puzzle | None = None,
+    config: Any = None,
+) -> dict[str, int]:
     """How many errors of each category (every category present, in :data:`CATEGORIES` order): failed games
     (``scope="games"``, default), erroneous actions and format failures (``"actions"``) or both (``"all"``)."""
     out = dict.fromkeys(CATEGORIES, 0)
@@ -374,8 +419,9 @@ def counts(records: Iterable[EpisodeRecord | Mapping[str, Any]], *, scope: str =
     return out
 
 
-def table(records_by_condition: Mapping[str, Sequence[EpisodeRecord | Mapping[str, Any]]], *,
-          config: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+def table(
+    records_by_condition: Mapping[str, Sequence[EpisodeRecord | Mapping[str, Any]]], *, config: Any = None
+) -> list[dict[str, Any]]:
     """One row per condition (in the mapping's order): ``condition``, ``games``, ``failed``, then per category
     the failed games it takes (``"<category>"``) and its erroneous actions (``"<category> actions"``)."""
     rows = []

@@ -114,15 +114,19 @@ def _status(state: State, player: int, won: bool | None = None) -> str:
     if state.success if won is None else won:
         return f"The game is over: every object is in its goal bin, after {state.turn} turns.\n"
     if state.turn >= state.max_steps:
-        return (f"The game is over: the step limit of {state.max_steps} turns is reached with "
-                f"{state.placed_count()} of {state.puzzle.n} objects in their goal bins.\n")  # fmt: skip
+        return (
+            f"The game is over: the step limit of {state.max_steps} turns is reached with "
+            f"{state.placed_count()} of {state.puzzle.n} objects in their goal bins.\n"
+        )
     whose = "It is your turn." if state.current == player else "It is your partner's turn."
     line = f"Turn {state.turn + 1} of {state.max_steps}. {whose}\n"
     if state.current == player:
         asked = state.last_ask()
         if asked is not None:
-            line += (f"Your partner just asked about object {asked}. If you can infer its goal bin, you may answer now "
-                     f"(answer {asked} BIN)")  # fmt: skip
+            line += (
+                f"Your partner just asked about object {asked}. If you can infer its goal bin, you may answer now "
+                f"(answer {asked} BIN)"
+            )
             if state.comm_mode == "seek_only":
                 line += f"; or share a constraint of yours about object {asked} (share K)"
             line += ".\n"
@@ -195,8 +199,10 @@ class Describer:
         if self._board[0] != location:
             self._board = (location, _board(location))
         status = _status(state, player, location == state.puzzle.goal)
-        return (f"{self._headers[player]}{status}\n{known[1]}\n{self._board[1]}\n"
-                f"History (failed actions marked):\n{self._history or _NO_HISTORY}")  # fmt: skip
+        return (
+            f"{self._headers[player]}{status}\n{known[1]}\n{self._board[1]}\n"
+            f"History (failed actions marked):\n{self._history or _NO_HISTORY}"
+        )
 
 
 def describe(state: State, player: int) -> str:
@@ -214,8 +220,10 @@ def render_board(state: State) -> str:
     rule = "+" + "-" * width + "+" + "-" * width + "+"
 
     def row(a: int, b: int) -> list[str]:
-        return [f"|{' ' + BIN_NAMES[a]:<{width}}|{' ' + BIN_NAMES[b]:<{width}}|",
-                f"|{' ' + cells[a]:<{width}}|{' ' + cells[b]:<{width}}|"]  # fmt: skip
+        return [
+            f"|{' ' + BIN_NAMES[a]:<{width}}|{' ' + BIN_NAMES[b]:<{width}}|",
+            f"|{' ' + cells[a]:<{width}}|{' ' + cells[b]:<{width}}|",
+        ]
 
     top_start, bottom_start = start_bin(1), start_bin(0)
     lines = [

@@ -88,8 +88,10 @@ def rational_reason(state: State, action: Action, player: int | None = None) -> 
     if reason:
         return reason
     if isinstance(action, Pass):
-        other = next((a for a in all_actions(state.puzzle.n) if not isinstance(a, Pass)
-                      and not rational_reason(state, a, p)), None)  # fmt: skip
+        other = next(
+            (a for a in all_actions(state.puzzle.n) if not isinstance(a, Pass) and not rational_reason(state, a, p)),
+            None,
+        )
         return f"pass while {other.text()} is possible" if other is not None else ""
     knowledge = state.knowledge(p)
     guessing = state.comm_mode == "none"

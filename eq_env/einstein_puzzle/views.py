@@ -67,9 +67,16 @@ class EinsteinPuzzleEnv(gymnasium.Env):
 
     metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
 
-    def __init__(self, partner: Policy | str = "planner", *, seat: str = "player_0",
-                 config: EinsteinPuzzleConfig | None = None, preset: str | None = None,
-                 render_mode: str | None = None, **overrides: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        partner: Policy | str = "planner",
+        *,
+        seat: str = "player_0",
+        config: EinsteinPuzzleConfig | None = None,
+        preset: str | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
         check_render_mode(render_mode)

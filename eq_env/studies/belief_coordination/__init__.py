@@ -9,6 +9,7 @@ game's task of ``eq-env bench``. :data:`COMMANDS` is what the CLI lists; :func:`
 from __future__ import annotations
 
 from eq_env.agents.belief_coordination.dry_run import dry_run
+from eq_env.belief_coordination.config import BeliefCoordinationConfig
 from eq_env.studies.belief_coordination import reproduce, train
 
 __all__ = ["COMMANDS", "describe_config", "dry_run"]
@@ -16,9 +17,11 @@ __all__ = ["COMMANDS", "describe_config", "dry_run"]
 COMMANDS = [reproduce.COMMAND, train.COMMAND]
 
 
-def describe_config(config: object) -> str:
+def describe_config(config: BeliefCoordinationConfig) -> str:
     """The parameters ``eq-env play`` shows beside the preset."""
     c = config
-    return (f"{c.n_executors} executors, {c.rounds} round(s), {c.action_space} actions, "  # type: ignore[attr-defined]
-            f"difficulty {'mixed' if c.difficulty is None else c.difficulty}, "  # type: ignore[attr-defined]
-            f"{'sensitive' if c.sensitive else 'insensitive (null)'} answerer")  # type: ignore[attr-defined]  # fmt: skip
+    return (
+        f"{c.n_executors} executors, {c.rounds} round(s), {c.action_space} actions, "
+        f"difficulty {'mixed' if c.difficulty is None else c.difficulty}, "
+        f"{'sensitive' if c.sensitive else 'insensitive (null)'} answerer"
+    )

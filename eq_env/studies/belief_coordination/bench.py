@@ -166,15 +166,24 @@ def conditions(model: BenchModel, quick: bool) -> list[Condition]:
     plan = (
         ("single", 1, 1, _executor_spec(model, **base), "first"),
         ("fixed", N_EXECUTORS, 1, _executor_spec(model, **base), model.spec("llm")),
-        ("majority vote", N_EXECUTORS, 1,
-         _executor_spec(model, temperature=SCHEDULE[0], t_high=SCHEDULE[1], penalty=BASE[1]), "majority"),
+        (
+            "majority vote",
+            N_EXECUTORS,
+            1,
+            _executor_spec(model, temperature=SCHEDULE[0], t_high=SCHEDULE[1], penalty=BASE[1]),
+            "majority",
+        ),
         ("debate", N_EXECUTORS, DEBATE_ROUNDS, _executor_spec(model, **base), "majority"),
-    )  # fmt: skip
+    )
     return [
-        Condition(BeliefCoordinationConfig(n_executors=n, rounds=rounds), {"executor": executor, "coordinator": coord},
-                  episodes, labels=(("task", TASK), ("row", row), ("executors", n), ("rounds", rounds)))
+        Condition(
+            BeliefCoordinationConfig(n_executors=n, rounds=rounds),
+            {"executor": executor, "coordinator": coord},
+            episodes,
+            labels=(("task", TASK), ("row", row), ("executors", n), ("rounds", rounds)),
+        )
         for row, n, rounds, executor, coord in plan
-    ]  # fmt: skip
+    ]
 
 
 def _by_seed(records: Sequence[Mapping[str, Any]], key: str) -> dict[int, float]:
@@ -228,8 +237,10 @@ def report(conds: Sequence[Condition], records: Sequence[Mapping[str, Any]]) -> 
         "--llm-seed) applies here to the `fixed` coordinator only.",
     ]
     if failed:
-        notes.append(f"{failed} episode(s) failed (the endpoint gave no answer after the retries): left out of "
-                     "the cells, played again when the bench is resumed.")  # fmt: skip
+        notes.append(
+            f"{failed} episode(s) failed (the endpoint gave no answer after the retries): left out of "
+            "the cells, played again when the bench is resumed."
+        )
     return TaskReport(METRICS, tuple(table), main, reference, _figure(table), tuple(notes))
 
 
@@ -239,17 +250,23 @@ BOUNDS = {m.key: m.bounds for m in METRICS}
 def _figure(table: Sequence[tuple[str, Mapping[str, Cell]]]) -> dict[str, Any]:
     def series(key: str) -> dict[str, Any]:
         cells = [cells[key] for _, cells in table]
-        return {"label": "", "x": list(range(len(cells))), "y": [c.mean for c in cells],
-                "yerr": error_bars(cells, BOUNDS[key]),
-                "style": {"fmt": "o"}}  # fmt: skip
+        return {
+            "label": "",
+            "x": list(range(len(cells))),
+            "y": [c.mean for c in cells],
+            "yerr": error_bars(cells, BOUNDS[key]),
+            "style": {"fmt": "o"},
+        }
 
     return {
-        "panels": [{"ylabel": "accuracy", "series": [series("accuracy")]},
-                   {"ylabel": "tokens per question", "series": [series("tokens")]}],
+        "panels": [
+            {"ylabel": "accuracy", "series": [series("accuracy")]},
+            {"ylabel": "tokens per question", "series": [series("tokens")]},
+        ],
         "xlabel": "condition",
         "xticklabels": [row for row, _ in table],
         "title": "Belief coordination: the model as answerer",
-    }  # fmt: skip
+    }
 
 
 # ---------------------------------------------------------------------------

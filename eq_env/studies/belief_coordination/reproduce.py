@@ -186,8 +186,9 @@ def run_key(instrument: str, n: int, seed: int, opts: Options) -> str:
         from eq_env.core.redact import public_url
 
         endpoint = public_url(resolve_base_url(opts.base_url))
-        answerer = (f"llm:{opts.model}@{endpoint}/penalty={opts.penalty}/mt{opts.max_tokens}/"
-                    f"f2q{opts.equilibrium_questions}")  # fmt: skip
+        answerer = (
+            f"llm:{opts.model}@{endpoint}/penalty={opts.penalty}/mt{opts.max_tokens}/f2q{opts.equilibrium_questions}"
+        )
     return f"{instrument}/n{n}/seed{seed}/q{opts.questions}/steps{opts.train_steps}/{answerer}/{opts.source}/{RECORD}"
 
 
@@ -234,9 +235,16 @@ def answer_all(answerer: Any, requests: list[AnswerRequest]) -> list[Answer]:
     return list(answerer.answer(requests))
 
 
-def play_with(questions: Sequence[Question], episodes: Sequence[int], seed: int, config: BeliefCoordinationConfig,
-              choose: engine.Chooser, answerer: Any, coordinator: str = "majority",
-              infos: list[list[dict[str, Any]]] | None = None) -> engine.Outcome:  # fmt: skip
+def play_with(
+    questions: Sequence[Question],
+    episodes: Sequence[int],
+    seed: int,
+    config: BeliefCoordinationConfig,
+    choose: engine.Chooser,
+    answerer: Any,
+    coordinator: str = "majority",
+    infos: list[list[dict[str, Any]]] | None = None,
+) -> engine.Outcome:
     """:func:`engine.play` with any answerer: the same requests the environment would make (episode ``i`` of
     ``seed`` for ``questions[k]``, ``i = episodes[k]``), all of a round at once. ``infos`` (one list per
     question), when given, receives every answer's ``info`` (what the LLM answerer reports it cost)."""
@@ -269,16 +277,29 @@ def play_with(questions: Sequence[Question], episodes: Sequence[int], seed: int,
         prompt += np.array([sum(a.prompt_tokens for a in row) for row in replies], dtype=np.int64)
         completion += np.array([sum(a.completion_tokens for a in row) for row in replies], dtype=np.int64)
         failed += np.array([sum(a.failed for a in row) for row in replies], dtype=np.int64)
-        estimated += np.array([sum(bool(a.info.get("usage_estimated")) for a in row) for row in replies],
-                              dtype=np.int64)  # fmt: skip
+        estimated += np.array(
+            [sum(bool(a.info.get("usage_estimated")) for a in row) for row in replies], dtype=np.int64
+        )
     assert values is not None
     committed = rules.majority(values) if coordinator == "majority" else np.zeros(b, np.int64)
     gold = np.array([float(q.answer) for q in questions])
     terms = rules.reward_terms(values, committed, gold)
     index = np.where(np.isnan(values), -1, 0)
-    return engine.Outcome(index, values, committed, terms["ts"], terms["al"], terms["cc"],
-                          rules.reward(terms, config.weights), prompt, completion, temps, pens, failed,
-                          estimated)  # fmt: skip
+    return engine.Outcome(
+        index,
+        values,
+        committed,
+        terms["ts"],
+        terms["al"],
+        terms["cc"],
+        rules.reward(terms, config.weights),
+        prompt,
+        completion,
+        temps,
+        pens,
+        failed,
+        estimated,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -310,8 +331,10 @@ def _summary(out: engine.Outcome) -> dict[str, float | None]:
 def _tuned(config: BeliefCoordinationConfig, pool: engine.Batch) -> int:
     """The grid point whose fixed use scores best on ``pool`` (the training questions)."""
     n = config.n_executors
-    rewards = [engine.play(pool, config, _grid_chooser(config, np.full((len(pool), n), g))).reward.mean()
-               for g in range(config.grid_size)]  # fmt: skip
+    rewards = [
+        engine.play(pool, config, _grid_chooser(config, np.full((len(pool), n), g))).reward.mean()
+        for g in range(config.grid_size)
+    ]
     return int(np.argmax(rewards))
 
 
@@ -326,8 +349,9 @@ def best_multi(config: BeliefCoordinationConfig, pool: engine.Batch) -> str:
     return max(MULTI, key=lambda m: float(accuracy[m]))
 
 
-def _deviation_gains(per_g: np.ndarray, base: np.ndarray, difficulty: np.ndarray, usable: np.ndarray,
-                     on: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:  # fmt: skip
+def _deviation_gains(
+    per_g: np.ndarray, base: np.ndarray, difficulty: np.ndarray, usable: np.ndarray, on: np.ndarray
+) -> tuple[np.ndarray, dict[str, int]]:
     """One executor's deviation chosen on the questions ``on`` (a grid point per difficulty level), and its
     gain on every usable question. ``per_g`` (G, B): the reward with the executor at grid point g. At a level
     none of ``on`` has, there is nothing to choose with: the executor keeps its own choice there (gain 0)."""
@@ -343,8 +367,12 @@ def _deviation_gains(per_g: np.ndarray, base: np.ndarray, difficulty: np.ndarray
     return gain, choice
 
 
-def equilibrium_gaps(config: BeliefCoordinationConfig, actions: np.ndarray, difficulty: np.ndarray,
-                     play_actions: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:  # fmt: skip
+def equilibrium_gaps(
+    config: BeliefCoordinationConfig,
+    actions: np.ndarray,
+    difficulty: np.ndarray,
+    play_actions: Callable[[np.ndarray], np.ndarray],
+) -> dict[str, Any]:
     """F2: each executor's best unilateral deviation over the (T, p) grid, its gain, and ε (module docstring).
 
     ``actions`` (B, N): the profile's grid indices; ``play_actions(profiles) -> reward (M·B,)`` plays M
@@ -365,9 +393,15 @@ def equilibrium_gaps(config: BeliefCoordinationConfig, actions: np.ndarray, diff
     order = np.flatnonzero(usable)
     halves = [np.isin(np.arange(b), order[h::2]) for h in (0, 1)]
     if not halves[1].any():  # fewer than two usable questions: no half to measure on
-        return {"questions": int(usable.sum()), "gain": [None] * n, "gain_in_sample": [None] * n,
-                "epsilon": None, "largest_gain": None, "deviations": [{}] * n,
-                "reward": float(base[usable].mean()) if usable.any() else None}  # fmt: skip
+        return {
+            "questions": int(usable.sum()),
+            "gain": [None] * n,
+            "gain_in_sample": [None] * n,
+            "epsilon": None,
+            "largest_gain": None,
+            "deviations": [{}] * n,
+            "reward": float(base[usable].mean()) if usable.any() else None,
+        }
     held = np.zeros((2, n, b))  # held[h, i]: executor i's gains on half 1-h, its deviation chosen on half h
     tuning = np.zeros((2, n))  # the gain each half chose with, on itself
     in_sample, best = [], []
@@ -384,8 +418,15 @@ def equilibrium_gaps(config: BeliefCoordinationConfig, actions: np.ndarray, diff
     # ε: on each half, the gain of the executor (and deviation) the other half found best
     chosen = [int(np.argmax(tuning[h])) for h in (0, 1)]
     epsilon = float((held[0, chosen[0]][halves[1]].sum() + held[1, chosen[1]][halves[0]].sum()) / usable.sum())
-    return {"questions": int(usable.sum()), "gain": gains, "gain_in_sample": in_sample, "epsilon": epsilon,
-            "largest_gain": max(gains), "deviations": best, "reward": float(base[usable].mean())}  # fmt: skip
+    return {
+        "questions": int(usable.sum()),
+        "gain": gains,
+        "gain_in_sample": in_sample,
+        "epsilon": epsilon,
+        "largest_gain": max(gains),
+        "deviations": best,
+        "reward": float(base[usable].mean()),
+    }
 
 
 def _first_error(infos: Sequence[Mapping[str, Any]]) -> str:
@@ -444,8 +485,9 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
     answerer = _answerer(opts, config)
     infos: dict[str, list[list[dict[str, Any]]]] = {}
 
-    def evaluate(method: str, cfg: BeliefCoordinationConfig, choose: engine.Chooser, coordinator: str = "majority"
-                 ) -> engine.Outcome:  # fmt: skip
+    def evaluate(
+        method: str, cfg: BeliefCoordinationConfig, choose: engine.Chooser, coordinator: str = "majority"
+    ) -> engine.Outcome:
         if answerer is None:
             return engine.play(batch, cfg, choose, coordinator=coordinator)
         infos[method] = [[] for _ in episodes]
@@ -473,8 +515,9 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
             if answerer is None:
                 return engine.play(tiled, config, _grid_chooser(config, profiles)).reward
             played: list[list[dict[str, Any]]] = [[] for _ in range(len(tiled))]
-            out = play_with(tiled.questions, list(eps) * m, seed, config, _grid_chooser(config, profiles),
-                            answerer, infos=played)  # fmt: skip
+            out = play_with(
+                tiled.questions, list(eps) * m, seed, config, _grid_chooser(config, profiles), answerer, infos=played
+            )
             assert out.failed is not None
             f2_infos.extend([i for j in range(m) for i in played[j * len(sub) + q]] for q in range(len(sub)))
             f2_failed.extend(int(x) for x in out.failed.reshape(m, len(sub)).sum(axis=0))
@@ -491,9 +534,17 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
         sub = batch.subset(np.arange(k))
         f2 = equilibrium_gaps(config, actions[:k], sub.difficulty, stacked(sub, f2_episodes))
     failed = _failed_episodes(outcomes, infos, episodes, batch.questions)
-    failed += [{"method": "f2", "episode": int(e), "question": batch.questions[q].qid,
-                "failed_requests": f2_failed[q], "error": _first_error(f2_infos[q])}
-               for q, e in enumerate(f2_episodes) if f2_failed and f2_failed[q] > 0]  # fmt: skip
+    failed += [
+        {
+            "method": "f2",
+            "episode": int(e),
+            "question": batch.questions[q].qid,
+            "failed_requests": f2_failed[q],
+            "error": _first_error(f2_infos[q]),
+        }
+        for q, e in enumerate(f2_episodes)
+        if f2_failed and f2_failed[q] > 0
+    ]
     t_grid, p_grid = config.grid_point(actions)
     easy, hard = batch.difficulty <= 0.25, batch.difficulty >= 0.75
     record: dict[str, Any] = {
@@ -524,16 +575,27 @@ def run_one(instrument: str, n: int, seed: int, opts: Options) -> dict[str, Any]
     return record
 
 
-def _failed_episodes(outcomes: Mapping[str, engine.Outcome], infos: Mapping[str, list[list[dict[str, Any]]]],
-                     episodes: Sequence[int], questions: Sequence[Question]) -> list[dict[str, Any]]:  # fmt: skip
+def _failed_episodes(
+    outcomes: Mapping[str, engine.Outcome],
+    infos: Mapping[str, list[list[dict[str, Any]]]],
+    episodes: Sequence[int],
+    questions: Sequence[Question],
+) -> list[dict[str, Any]]:
     """Every (method, question) with a request that failed after the retries: what it was and why."""
     failed = []
     for method, out in outcomes.items():
         if out.failed is None:
             continue
         for k in map(int, np.flatnonzero(out.failed)):
-            failed.append({"method": method, "episode": int(episodes[k]), "question": questions[k].qid,
-                           "failed_requests": int(out.failed[k]), "error": _first_error(infos[method][k])})  # fmt: skip
+            failed.append(
+                {
+                    "method": method,
+                    "episode": int(episodes[k]),
+                    "question": questions[k].qid,
+                    "failed_requests": int(out.failed[k]),
+                    "error": _first_error(infos[method][k]),
+                }
+            )
     return failed
 
 
@@ -542,8 +604,9 @@ def _answerer(opts: Options, config: BeliefCoordinationConfig) -> Any:
         return None
     from eq_env.agents.belief_coordination.answerer import LLMAnswerer
 
-    return LLMAnswerer(opts.model, opts.base_url, penalty=opts.penalty, max_tokens=opts.max_tokens,
-                       concurrency=opts.concurrency)  # fmt: skip
+    return LLMAnswerer(
+        opts.model, opts.base_url, penalty=opts.penalty, max_tokens=opts.max_tokens, concurrency=opts.concurrency
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -617,14 +680,17 @@ def falsifier_rows(records: Sequence[Record]) -> list[list[str]]:
     for instrument in sorted({r["instrument"] for r in records}, key=lambda s: s == "null"):
         for n in sorted({r["n"] for r in records if r["instrument"] == instrument}):
             runs = _runs(records, instrument, n)
-            cells = (paired(runs, _metric("econ", "accuracy"), _metric("frozen", "accuracy")),
-                     paired(runs, _metric("econ", "reward"), _metric("frozen", "reward")),
-                     per_seed(runs, _epsilon),
-                     paired(runs, _metric("econ", "accuracy"), _metric("schedule", "accuracy")),
-                     paired(runs, _metric("econ", "reward"), _metric("schedule", "reward")))  # fmt: skip
+            cells = (
+                paired(runs, _metric("econ", "accuracy"), _metric("frozen", "accuracy")),
+                paired(runs, _metric("econ", "reward"), _metric("frozen", "reward")),
+                per_seed(runs, _epsilon),
+                paired(runs, _metric("econ", "accuracy"), _metric("schedule", "accuracy")),
+                paired(runs, _metric("econ", "reward"), _metric("schedule", "reward")),
+            )
             shown = [_show(e) if k != 2 else _show(e, 4) for k, e in enumerate(cells)]
-            rows.append([instrument, str(n), str(len(runs)),
-                         *(s + left_out(e) for s, e in zip(shown, cells, strict=True))])  # fmt: skip
+            rows.append(
+                [instrument, str(n), str(len(runs)), *(s + left_out(e) for s, e in zip(shown, cells, strict=True))]
+            )
     return rows
 
 
@@ -639,10 +705,12 @@ def _incomplete_note(records: Sequence[Record]) -> str:
         return ""
     runs = sum(1 for r in records if r.get("failed"))
     total = sum(int(r.get("episodes", 0)) for r in records)
-    return (f"**Incomplete: {lost} of {total} episodes failed** in {_plural(runs, 'run')} (no answer from the "
-            "endpoint after the retries; `results.jsonl` lists them under 'failed'). They are left out of the "
-            "metrics, and no claim measured on those runs gets a verdict. Run the same command again to ask them "
-            "again.")  # fmt: skip
+    return (
+        f"**Incomplete: {lost} of {total} episodes failed** in {_plural(runs, 'run')} (no answer from the "
+        "endpoint after the retries; `results.jsonl` lists them under 'failed'). They are left out of the "
+        "metrics, and no claim measured on those runs gets a verdict. Run the same command again to ask them "
+        "again."
+    )
 
 
 @dataclass(frozen=True)
@@ -662,8 +730,9 @@ def verdicts(claims: Sequence[Claim]) -> dict[str, str]:
     out = {}
     for c, p in zip(claims, adjusted, strict=True):
         lost = failed_count(c.runs)
-        out[c.name] = (f"no verdict: {lost} of its episodes failed (incomplete data)" if lost
-                       else verdict(c.est, p, c.words))  # fmt: skip
+        out[c.name] = (
+            f"no verdict: {lost} of its episodes failed (incomplete data)" if lost else verdict(c.est, p, c.words)
+        )
     return out
 
 
@@ -693,65 +762,92 @@ def summary(records: Sequence[Record], opts: Options) -> str:
     lines = [f"# Belief coordination: ECON's claims, measured ({answerer})", ""]
     if note := _incomplete_note(records):
         lines += [note, ""]
-    lines += [f"{_plural(len(runs), 'seed')}, {records[0]['questions']} held-out questions per run, N = {n0} unless "
-              "said; ± is the half-width of a 95% t-interval over seeds of per-seed paired differences "
-              f"(percentage points of accuracy). Verdicts: paired t-tests over seeds, Holm–Bonferroni-corrected "
-              f"over the {len(claims)} claims below (family-wise error 5%).", ""]  # fmt: skip
+    lines += [
+        f"{_plural(len(runs), 'seed')}, {records[0]['questions']} held-out questions per run, N = {n0} unless "
+        "said; ± is the half-width of a 95% t-interval over seeds of per-seed paired differences "
+        f"(percentage points of accuracy). Verdicts: paired t-tests over seeds, Holm–Bonferroni-corrected "
+        f"over the {len(claims)} claims below (family-wise error 5%).",
+        "",
+    ]
     chosen = sorted({r["multi"] for r in runs})
     lines.append("| claim (paper) | ours | verdict |")
     lines.append("|---|---|---|")
-    lines.append(f"| +10.9% over single-agent baselines | {_show(c['single'], 1, 100)} points (ECON − single)"
-                 f"{left_out(c['single'])} | {said['single']} |")  # fmt: skip
-    lines.append(f"| +11.2% over multi-LLM methods | {_show(c['multi'], 1, 100)} points (ECON − "
-                 f"{' / '.join(chosen)}: the most accurate of fixed-T majority, schedule majority and 3-round "
-                 f"debate on each seed's training questions){left_out(c['multi'])} | {said['multi']} |")  # fmt: skip
-    lines.append(f"| 21.4% fewer tokens than a three-round debate | {_show(c['tokens'], 1, 100)}% fewer"
-                 f"{left_out(c['tokens'])} | {said['tokens']} |")  # fmt: skip
+    lines.append(
+        f"| +10.9% over single-agent baselines | {_show(c['single'], 1, 100)} points (ECON − single)"
+        f"{left_out(c['single'])} | {said['single']} |"
+    )
+    lines.append(
+        f"| +11.2% over multi-LLM methods | {_show(c['multi'], 1, 100)} points (ECON − "
+        f"{' / '.join(chosen)}: the most accurate of fixed-T majority, schedule majority and 3-round "
+        f"debate on each seed's training questions){left_out(c['multi'])} | {said['multi']} |"
+    )
+    lines.append(
+        f"| 21.4% fewer tokens than a three-round debate | {_show(c['tokens'], 1, 100)}% fewer"
+        f"{left_out(c['tokens'])} | {said['tokens']} |"
+    )
     if nine:
         three = {r["seed"]: r for r in runs}
-        c4b = per_seed([r for r in nine if r["seed"] in three],
-                       lambda r: _metric("econ", acc)(r) - _metric("econ", acc)(three[r["seed"]]))  # fmt: skip
-        lines.append(f"| +18.1% when scaled to nine executors | {_show(c['nine'], 1, 100)} points (ECON with 9 − "
-                     f"single){left_out(c['nine'])}; {_show(c4b, 1, 100)} points (ECON with 9 − ECON with {n0}) | "
-                     f"{said['nine']} |")  # fmt: skip
+        c4b = per_seed(
+            [r for r in nine if r["seed"] in three],
+            lambda r: _metric("econ", acc)(r) - _metric("econ", acc)(three[r["seed"]]),
+        )
+        lines.append(
+            f"| +18.1% when scaled to nine executors | {_show(c['nine'], 1, 100)} points (ECON with 9 − "
+            f"single){left_out(c['nine'])}; {_show(c4b, 1, 100)} points (ECON with 9 − ECON with {n0}) | "
+            f"{said['nine']} |"
+        )
     lines += ["", "## The falsifiers", ""]
     eps = per_seed(runs, _epsilon)
     largest = per_seed(runs, lambda r: from_json_number(r["f2"].get("largest_gain")))
-    lines.append(f"* **F1** (trained vs the same networks frozen at random initialisation): {_show(c['F1'], 1, 100)} "
-                 f"points of accuracy{left_out(c['F1'])} — {said['F1']}.")  # fmt: skip
+    lines.append(
+        f"* **F1** (trained vs the same networks frozen at random initialisation): {_show(c['F1'], 1, 100)} "
+        f"points of accuracy{left_out(c['F1'])} — {said['F1']}."
+    )
     if math.isnan(eps.mean):
         lines.append(
             f"* **F2** (equilibrium, checked directly): not measured{left_out(eps)}: a run needs two "
             "questions with no failed request, one to choose a deviation on and one to measure it."
         )
     else:
-        lines.append(f"* **F2** (equilibrium, checked directly): the best unilateral change of one executor's own "
-                     f"(T, p) — a point of the (T, p) grid per difficulty — chosen on half the questions, gains "
-                     f"{_show(eps, 4)} reward on the other half (each half in turn){left_out(eps)}. Chosen and "
-                     "measured apart, this is unbiased for the chosen deviation's gain: over the grid the learned "
-                     "profile is an ε-equilibrium only for ε above it (deviations off the grid may gain more). The "
-                     f"largest of the executors' held-out gains, biased upwards by the maximum, is "
-                     f"{_show(largest, 4)}.")  # fmt: skip
+        lines.append(
+            f"* **F2** (equilibrium, checked directly): the best unilateral change of one executor's own "
+            f"(T, p) — a point of the (T, p) grid per difficulty — chosen on half the questions, gains "
+            f"{_show(eps, 4)} reward on the other half (each half in turn){left_out(eps)}. Chosen and "
+            "measured apart, this is unbiased for the chosen deviation's gain: over the grid the learned "
+            "profile is an ε-equilibrium only for ε above it (deviations off the grid may gain more). The "
+            f"largest of the executors' held-out gains, biased upwards by the maximum, is "
+            f"{_show(largest, 4)}."
+        )
     if not math.isnan(eps.mean) and eps.mean <= 0:
         lines.append("  (0 or less: no deviation chosen on half the questions did better on the other half.)")
     learned = [r.get("econ", {}) for r in runs]
     easy = [e["temperature_easy"] for e in learned if e.get("temperature_easy") is not None]
     hard = [e["temperature_hard"] for e in learned if e.get("temperature_hard") is not None]
     if easy and hard:
-        lines.append(f"* What ECON learned: mean temperature {np.mean(easy):.2f} on easy questions (difficulty "
-                     f"≤ 0.25) and {np.mean(hard):.2f} on hard ones (≥ 0.75); mean penalty "
-                     f"{np.mean([e.get('penalty_mean', math.nan) for e in learned]):.2f}.")  # fmt: skip
-    lines.append(f"* **F3** (vs majority vote over a fixed temperature schedule, same coordinator): "
-                 f"{_show(c['F3'], 1, 100)} points{left_out(c['F3'])} — {said['F3']}.")  # fmt: skip
-    lines.append(f"* Against the best fixed (T, p) tuned on the training questions: {_show(c['tuned'], 4)} reward"
-                 f"{left_out(c['tuned'])} — {said['tuned']}.")  # fmt: skip
+        lines.append(
+            f"* What ECON learned: mean temperature {np.mean(easy):.2f} on easy questions (difficulty "
+            f"≤ 0.25) and {np.mean(hard):.2f} on hard ones (≥ 0.75); mean penalty "
+            f"{np.mean([e.get('penalty_mean', math.nan) for e in learned]):.2f}."
+        )
+    lines.append(
+        f"* **F3** (vs majority vote over a fixed temperature schedule, same coordinator): "
+        f"{_show(c['F3'], 1, 100)} points{left_out(c['F3'])} — {said['F3']}."
+    )
+    lines.append(
+        f"* Against the best fixed (T, p) tuned on the training questions: {_show(c['tuned'], 4)} reward"
+        f"{left_out(c['tuned'])} — {said['tuned']}."
+    )
     null = _runs(records, "null", n0) or _runs(records, "null", min({r["n"] for r in records}))
     if null:
         g1 = paired(null, _metric("econ", "reward"), _metric("frozen", "reward"))
         g3 = paired(null, _metric("econ", "reward"), _metric("fixed", "reward"))
-        lines += ["", "## The null instrument", "",
-                  f"On the answerer that ignores T and p, ECON − frozen = {_show(g1, 4)} reward and ECON − fixed = "
-                  f"{_show(g3, 4)}: the instrument cannot report a gain it cannot produce."]  # fmt: skip
+        lines += [
+            "",
+            "## The null instrument",
+            "",
+            f"On the answerer that ignores T and p, ECON − frozen = {_show(g1, 4)} reward and ECON − fixed = "
+            f"{_show(g3, 4)}: the instrument cannot report a gain it cannot produce.",
+        ]
     if opts.answerer != "simulated":
         lines += [
             "",
@@ -768,8 +864,10 @@ def _notes(records: Sequence[Record], rows: Sequence[Mapping[str, Any]]) -> str:
     notes = [note] if (note := _incomplete_note(records)) else []
     for r in rows:
         if r.get("left_out"):
-            notes.append(f"{r['instrument']} N={r['n']} {r['method']}: seeds {', '.join(map(str, r['left_out']))} "
-                         "left out (every question of theirs failed).")  # fmt: skip
+            notes.append(
+                f"{r['instrument']} N={r['n']} {r['method']}: seeds {', '.join(map(str, r['left_out']))} "
+                "left out (every question of theirs failed)."
+            )
     return "".join(f"\n{n}\n" for n in notes)
 
 
@@ -780,16 +878,34 @@ def write_outputs(records: Sequence[Record], out: Path, opts: Options) -> list[s
     write_csv(out / "methods.csv", rows, columns)
     table = markdown_table(
         ["answerer", "N", "method", "accuracy", "reward", "tokens / question", "mean T", "mean p"],
-        [[r["instrument"], r["n"], r["method"], _fmt(r["accuracy"], r["accuracy_ci"]),
-          _fmt(r["reward"], r["reward_ci"]), _fmt(r["tokens"], r["tokens_ci"], 0),
-          _fmt(r["temperature"], r["temperature_ci"], 2), _fmt(r["penalty"], r["penalty_ci"], 2)] for r in rows],
-    )  # fmt: skip
+        [
+            [
+                r["instrument"],
+                r["n"],
+                r["method"],
+                _fmt(r["accuracy"], r["accuracy_ci"]),
+                _fmt(r["reward"], r["reward_ci"]),
+                _fmt(r["tokens"], r["tokens_ci"], 0),
+                _fmt(r["temperature"], r["temperature_ci"], 2),
+                _fmt(r["penalty"], r["penalty_ci"], 2),
+            ]
+            for r in rows
+        ],
+    )
     (out / "methods.md").write_text(table + "\n" + _notes(records, rows))
     falsifiers = markdown_table(
-        ["answerer", "N", "seeds", "F1 accuracy (econ − frozen)", "F1 reward",
-         "F2 ε (held-out gain of the best deviation)", "F3 accuracy (econ − schedule)", "F3 reward"],
+        [
+            "answerer",
+            "N",
+            "seeds",
+            "F1 accuracy (econ − frozen)",
+            "F1 reward",
+            "F2 ε (held-out gain of the best deviation)",
+            "F3 accuracy (econ − schedule)",
+            "F3 reward",
+        ],
         falsifier_rows(records),
-    )  # fmt: skip
+    )
     said = "\nVerdicts (in summary.md) are Holm–Bonferroni-corrected over the claims of the run.\n"
     (out / "falsifiers.md").write_text(falsifiers + "\n" + _notes(records, []) + said)
     (out / "summary.md").write_text(summary(records, opts))
@@ -894,8 +1010,9 @@ def _carry_bill(record: dict[str, Any], earlier: Record | None) -> dict[str, Any
     return record
 
 
-def run_all(opts: Options, out: Path, progress: bool | None = None,
-            executor: Executor | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_all(
+    opts: Options, out: Path, progress: bool | None = None, executor: Executor | None = None
+) -> list[dict[str, Any]]:
     """Every run not yet in ``out/results.jsonl`` — or recorded with failed episodes — in parallel, each written
     when it finishes; every record (the last of each run).
 
@@ -910,8 +1027,13 @@ def run_all(opts: Options, out: Path, progress: bool | None = None,
         store.compact()
         done = {r["key"]: r for r in store.records(check_record)}
         todo = [r for r in plan(opts) if (key := run_key(*r, opts)) not in done or done[key].get("failed")]
-        bar = tqdm(total=len(plan(opts)), initial=len(plan(opts)) - len(todo), unit="run",
-                   desc="belief coordination", disable=None if progress is None else not progress)  # fmt: skip
+        bar = tqdm(
+            total=len(plan(opts)),
+            initial=len(plan(opts)) - len(todo),
+            unit="run",
+            desc="belief coordination",
+            disable=None if progress is None else not progress,
+        )
         with bar:
             executor = executor or LocalExecutor(opts.jobs)
             if not executor.runs_inline(len(todo)) and opts.answerer == "simulated":
@@ -944,10 +1066,14 @@ def check_record(record: Mapping[str, Any]) -> None:
     methods = record.get("methods")
     if not isinstance(methods, dict) or any(
         not isinstance(methods.get(m), dict)
-        or any(isinstance(methods[m].get(k), bool) or not isinstance(methods[m].get(k, ""), (int, float, type(None)))
-               or k not in methods[m] for k in METRIC_NAMES)
+        or any(
+            isinstance(methods[m].get(k), bool)
+            or not isinstance(methods[m].get(k, ""), (int, float, type(None)))
+            or k not in methods[m]
+            for k in METRIC_NAMES
+        )
         for m in METHODS
-    ):  # fmt: skip
+    ):
         problems.append(f"'methods' must give {', '.join(METRIC_NAMES)} for each of {', '.join(METHODS)}")
     if record.get("multi") not in MULTI:
         problems.append(f"'multi' must be one of {', '.join(MULTI)}")
@@ -959,12 +1085,14 @@ def check_record(record: Mapping[str, Any]) -> None:
     ):
         problems.append("'f2' must give epsilon and gain")
     failed = record.get("failed")
-    if not isinstance(failed, list) or not all(isinstance(f, dict) and f.get("method") in (*METHODS, "f2")
-                                               for f in failed):  # fmt: skip
+    if not isinstance(failed, list) or not all(
+        isinstance(f, dict) and f.get("method") in (*METHODS, "f2") for f in failed
+    ):
         problems.append("'failed' must list the failed episodes, each with its method")
     if problems:
-        raise ValueError(f"not a belief-coordination run record: {'; '.join(problems)}; remove that line to run it "
-                         "again")  # fmt: skip
+        raise ValueError(
+            f"not a belief-coordination run record: {'; '.join(problems)}; remove that line to run it again"
+        )
 
 
 async def _check(answerer: Any) -> None:
@@ -975,12 +1103,24 @@ async def _check(answerer: Any) -> None:
 
 
 # the LLM flags (agents/cli.py's group) that --answerer simulated cannot use: (flag, dest)
-_LLM_ONLY = (("--model", "model"), ("--base-url", "base_url"), ("--api-key", "api_key"),
-             ("--temperature", "temperature"), ("--max-tokens", "max_tokens"), ("--llm-seed", "llm_seed"),
-             ("--max-reasks", "max_reasks"), ("--concurrency", "concurrency"), ("--cache", "cache"),
-             ("--cache-dir", "cache_dir"), ("--max-retries", "max_retries"), ("--backoff", "backoff"),
-             ("--timeout", "timeout"), ("--price-prompt", "price_prompt"), ("--price-completion", "price_completion"),
-             ("--no-endpoint-check", "endpoint_check"))  # fmt: skip
+_LLM_ONLY = (
+    ("--model", "model"),
+    ("--base-url", "base_url"),
+    ("--api-key", "api_key"),
+    ("--temperature", "temperature"),
+    ("--max-tokens", "max_tokens"),
+    ("--llm-seed", "llm_seed"),
+    ("--max-reasks", "max_reasks"),
+    ("--concurrency", "concurrency"),
+    ("--cache", "cache"),
+    ("--cache-dir", "cache_dir"),
+    ("--max-retries", "max_retries"),
+    ("--backoff", "backoff"),
+    ("--timeout", "timeout"),
+    ("--price-prompt", "price_prompt"),
+    ("--price-completion", "price_completion"),
+    ("--no-endpoint-check", "endpoint_check"),
+)
 # ... and those the answerer has no use for: each request's T is its executor's, its seed its sample key's
 _NOT_FOR_ANSWERER = {
     "--temperature": "each executor's temperature is its method's choice",
@@ -997,33 +1137,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (parser.description or "") + ". With --answerer llm the LLM flags below ask a model for every executor "
         "answer (--concurrency: requests in flight; --temperature, --llm-seed and --max-reasks do not apply); the "
         "command exits 3 when requests failed after the retries (running it again asks them again)."
-    )  # fmt: skip
+    )
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
     parser.add_argument("--env", choices=names, metavar="NAME", help="the game (belief-coordination here)")
     parser.add_argument("--out", type=out_dir, required=True, help="directory for results, tables, figure, summary")
     parser.add_argument("--seeds", type=int_in(1, 100), default=5, help="seeds 0..K-1 (default 5)")
-    parser.add_argument("--n-executors", type=list_of(int_in(1, 16), "team sizes", distinct=True),
-                        default=[3, 5, 9], dest="executors",
-                        help="comma-separated team sizes N (default 3,5,9)")  # fmt: skip
-    parser.add_argument("--questions", type=int_in(2, 100_000), default=2000,
-                        help="held-out questions per run (default 2000)")  # fmt: skip
-    parser.add_argument("--train-steps", type=int_in(1, 1_000_000), default=1500,
-                        help="ECON's gradient steps per run, batches of 256 (default 1500)")  # fmt: skip
+    parser.add_argument(
+        "--n-executors",
+        type=list_of(int_in(1, 16), "team sizes", distinct=True),
+        default=[3, 5, 9],
+        dest="executors",
+        help="comma-separated team sizes N (default 3,5,9)",
+    )
+    parser.add_argument(
+        "--questions", type=int_in(2, 100_000), default=2000, help="held-out questions per run (default 2000)"
+    )
+    parser.add_argument(
+        "--train-steps",
+        type=int_in(1, 1_000_000),
+        default=1500,
+        help="ECON's gradient steps per run, batches of 256 (default 1500)",
+    )
     parser.add_argument("--no-null", action="store_true", help="skip the null instrument")
-    parser.add_argument("--jobs", type=int_in(1, 64), help="worker processes (default 2); with --backend ray, the "
-                        "CPUs of the Ray instance started here")  # fmt: skip
+    parser.add_argument(
+        "--jobs",
+        type=int_in(1, 64),
+        help="worker processes (default 2); with --backend ray, the CPUs of the Ray instance started here",
+    )
     add_backend_flags(parser)
-    parser.add_argument("--questions-file", type=str, default=None,
-                        help="held-out questions from a GSM8K-style JSONL file instead of generated ones: its first "
-                        "--questions questions, read once (a pipe or FIFO works)")  # fmt: skip
-    parser.add_argument("--answerer", choices=("simulated", "llm"), default="simulated",
-                        help="the simulated answerer (offline) or a model (the LLM flags)")  # fmt: skip
-    parser.add_argument("--penalty", choices=("frequency", "repetition", "none"), default="frequency",
-                        help="p as frequency_penalty = 2(p-1) (default), repetition_penalty = p, or none")  # fmt: skip
-    parser.add_argument("--equilibrium-questions", type=int_in(2, 100_000), default=20,
-                        help="F2's questions with --answerer llm (default 20; N x grid requests each)")  # fmt: skip
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress bar (default: on a terminal)")  # fmt: skip
+    parser.add_argument(
+        "--questions-file",
+        type=str,
+        default=None,
+        help="held-out questions from a GSM8K-style JSONL file instead of generated ones: its first "
+        "--questions questions, read once (a pipe or FIFO works)",
+    )
+    parser.add_argument(
+        "--answerer",
+        choices=("simulated", "llm"),
+        default="simulated",
+        help="the simulated answerer (offline) or a model (the LLM flags)",
+    )
+    parser.add_argument(
+        "--penalty",
+        choices=("frequency", "repetition", "none"),
+        default="frequency",
+        help="p as frequency_penalty = 2(p-1) (default), repetition_penalty = p, or none",
+    )
+    parser.add_argument(
+        "--equilibrium-questions",
+        type=int_in(2, 100_000),
+        default=20,
+        help="F2's questions with --answerer llm (default 20; N x grid requests each)",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar (default: on a terminal)",
+    )
     add_flag_groups(parser, "OUT/llm_cache")
     # what "not given" is for each LLM flag (whatever its group's defaults are now)
     parser.set_defaults(llm_defaults={dest: parser.get_default(dest) for _, dest in _LLM_ONLY})
@@ -1038,8 +1210,10 @@ def options_from_args(args: argparse.Namespace) -> Options:
     given = _llm_flags_given(args)
     model = ""
     if args.answerer == "simulated" and given:
-        raise ValueError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --answerer llm (the "
-                         "simulated answerer asks nothing and records nothing)")  # fmt: skip
+        raise ValueError(
+            f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} --answerer llm (the "
+            "simulated answerer asks nothing and records nothing)"
+        )
     if args.answerer == "llm":
         useless = [flag for flag in given if flag in _NOT_FOR_ANSWERER]
         if useless:
@@ -1055,13 +1229,24 @@ def options_from_args(args: argparse.Namespace) -> Options:
         # read once, and only the questions a run plays (its errors name the file and line before anything runs)
         read = read_questions(args.questions_file, limit=args.questions)
         question_set, source = read.questions, file_source(Path(args.questions_file).name, read.digest)
-    return Options(seeds=tuple(range(args.seeds)), executors=tuple(args.executors), questions=args.questions,
-                   train_steps=args.train_steps, jobs=args.jobs or 2, answerer=args.answerer,
-                   null=not args.no_null and args.answerer == "simulated", model=model, base_url=args.base_url,
-                   penalty=args.penalty, concurrency=args.concurrency,
-                   max_tokens=args.max_tokens if args.max_tokens is not None else MAX_TOKENS,
-                   equilibrium_questions=args.equilibrium_questions, questions_file=args.questions_file,
-                   question_set=question_set, source=source)  # fmt: skip
+    return Options(
+        seeds=tuple(range(args.seeds)),
+        executors=tuple(args.executors),
+        questions=args.questions,
+        train_steps=args.train_steps,
+        jobs=args.jobs or 2,
+        answerer=args.answerer,
+        null=not args.no_null and args.answerer == "simulated",
+        model=model,
+        base_url=args.base_url,
+        penalty=args.penalty,
+        concurrency=args.concurrency,
+        max_tokens=args.max_tokens if args.max_tokens is not None else MAX_TOKENS,
+        equilibrium_questions=args.equilibrium_questions,
+        questions_file=args.questions_file,
+        question_set=question_set,
+        source=source,
+    )
 
 
 def need_torch() -> None:
@@ -1069,24 +1254,28 @@ def need_torch() -> None:
     try:
         import torch  # noqa: F401
     except ImportError:
-        raise ValueError("ECON needs PyTorch: pip install 'eq-env[rl]' (on a machine without a GPU, a CPU build of "
-                         "torch first)") from None  # fmt: skip
+        raise ValueError(
+            "ECON needs PyTorch: pip install 'eq-env[rl]' (on a machine without a GPU, a CPU build of torch first)"
+        ) from None
 
 
 def _dry_run(opts: Options) -> int:
     """``--dry-run``: the runs, and what the LLM answerer would be sent first (a first-round and a debate
     request of seed 0's first question); nothing is trained or called."""
     runs = plan(opts)
-    print(f"{_plural(len(runs), 'run')} ({', '.join(f'{i} N={n} seed={s}' for i, n, s in runs[:6])}"
-          f"{', ...' if len(runs) > 6 else ''}), {opts.questions} held-out questions each")  # fmt: skip
+    print(
+        f"{_plural(len(runs), 'run')} ({', '.join(f'{i} N={n} seed={s}' for i, n, s in runs[:6])}"
+        f"{', ...' if len(runs) > 6 else ''}), {opts.questions} held-out questions each"
+    )
     if opts.answerer == "simulated":
         print("the simulated answerer sends nothing")
         return 0
     from eq_env.agents.belief_coordination.answerer import executor_messages
 
     config = _config(opts.executors[0], "llm")
-    question = engine.episodes_batch(config, 0, [0], None if opts.question_set is None
-                                     else list(opts.question_set)).questions[0]  # fmt: skip
+    question = engine.episodes_batch(
+        config, 0, [0], None if opts.question_set is None else list(opts.question_set)
+    ).questions[0]
     first = AnswerRequest(question, BASE[0], BASE[1], 0, sample_key=(0, 0, 0, 0))
     debate = replace(first, round=1, others=("(another executor's reply)\n#### 0",), others_values=(0.0,))
     for title, request in (("first round", first), ("a debate round", debate)):
@@ -1102,9 +1291,12 @@ def _name_failures(records: Sequence[Record], limit: int = 5) -> None:
     failed = [r for r in records if r.get("failed")]
     for r in failed[:limit]:
         first = r["failed"][0]
-        print(f"eq-env reproduce: run {r['instrument']} N={r['n']} seed {r['seed']}: {len(r['failed'])} of "
-              f"{r['episodes']} episodes failed, e.g. {first['method']} episode {first['episode']} "
-              f"({first['question']}): {first['error']}", file=sys.stderr)  # fmt: skip
+        print(
+            f"eq-env reproduce: run {r['instrument']} N={r['n']} seed {r['seed']}: {len(r['failed'])} of "
+            f"{r['episodes']} episodes failed, e.g. {first['method']} episode {first['episode']} "
+            f"({first['question']}): {first['error']}",
+            file=sys.stderr,
+        )
     if len(failed) > limit:
         print(f"eq-env reproduce: ... and {len(failed) - limit} more run(s) with failed episodes", file=sys.stderr)
 
@@ -1134,8 +1326,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{err} (runs finished before it are saved in {out / 'results.jsonl'})") from None
     files = write_outputs(records, out, opts)
     print((out / "summary.md").read_text())
-    print(f"wrote {', '.join(files)} to {out}; {_plural(len(records), 'run')} in "
-          f"{time.perf_counter() - started:.0f} s")  # fmt: skip
+    print(f"wrote {', '.join(files)} to {out}; {_plural(len(records), 'run')} in {time.perf_counter() - started:.0f} s")
     _name_failures(records)
     lost = [(str(r["key"]), len(r["failed"]), int(r["episodes"])) for r in records if r.get("failed")]
     return failures(getattr(args, "command", "reproduce"), lost, getattr(args, "cache", None))

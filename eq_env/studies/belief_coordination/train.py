@@ -22,11 +22,15 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.baselines.rllib import add_rllib_flags
     from eq_env.core.cli import list_of, seed_arg, timesteps_arg
 
-    parser.add_argument("--backend", choices=("econ", "rllib", "sb3"), default="econ",
-                        help="econ: ECON's belief networks + QMIX mixer, compared with the baselines (default); "
-                             "rllib: RLlib's multi-agent PPO, one module shared by the executors (grid points) and "
-                             "one for the coordinator (pip install 'eq-env[rllib]'); sb3: one executor with "
-                             "Stable-Baselines3 PPO, the other agents fixed (its unilateral deviation)")  # fmt: skip
+    parser.add_argument(
+        "--backend",
+        choices=("econ", "rllib", "sb3"),
+        default="econ",
+        help="econ: ECON's belief networks + QMIX mixer, compared with the baselines (default); "
+        "rllib: RLlib's multi-agent PPO, one module shared by the executors (grid points) and "
+        "one for the coordinator (pip install 'eq-env[rllib]'); sb3: one executor with "
+        "Stable-Baselines3 PPO, the other agents fixed (its unilateral deviation)",
+    )
     parser.add_argument(
         "--out",
         type=out_dir,
@@ -38,10 +42,18 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--null", action="store_true", help="train on the null instrument (T and p cannot matter)")
     econ = parser.add_argument_group("with --backend econ")
     econ.add_argument("--steps", type=int_in(1, 1_000_000), default=None, help="gradient steps (default 1500)")
-    econ.add_argument("--eval-questions", type=int_in(10, 100_000), default=None,
-                      help="held-out questions of the comparison (default 2000)")  # fmt: skip
-    econ.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                      help="a progress bar (default: on a terminal)")  # fmt: skip
+    econ.add_argument(
+        "--eval-questions",
+        type=int_in(10, 100_000),
+        default=None,
+        help="held-out questions of the comparison (default 2000)",
+    )
+    econ.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar (default: on a terminal)",
+    )
     parser.add_argument(
         "--eval-seeds",
         type=list_of(seed_arg, "seeds", distinct=True),
@@ -107,12 +119,21 @@ def _train(args: argparse.Namespace) -> int:
     write_csv(out / "curve.csv", curve, list(curve[0]) if curve else ["step"])
     if curve:
         steps = [c["step"] for c in curve]
-        plot_lines(out / "curve.png", [{"ylabel": "held-out reward (greedy)",
-                                        "series": [{"label": "ECON", "x": steps, "y": [c["reward"] for c in curve]}]}],
-                   xlabel="gradient step", title=f"ECON, N={config.n_executors}, seed {args.seed}")  # fmt: skip
+        plot_lines(
+            out / "curve.png",
+            [
+                {
+                    "ylabel": "held-out reward (greedy)",
+                    "series": [{"label": "ECON", "x": steps, "y": [c["reward"] for c in curve]}],
+                }
+            ],
+            xlabel="gradient step",
+            title=f"ECON, N={config.n_executors}, seed {args.seed}",
+        )
     batch = engine.episodes_batch(config, 10_000 + args.seed, range(args.eval_questions))
-    pool = engine.training_batch(config, np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(43,))),
-                                 1000)  # fmt: skip
+    pool = engine.training_batch(
+        config, np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(43,))), 1000
+    )
     tuned = _tuned(config, pool)
     t_tuned, p_tuned = (float(x) for x in config.grid_point(tuned))
     frozen = ECON.untrained(config, replace(ECONHyper(), steps=args.steps), seed=args.seed)
@@ -126,10 +147,19 @@ def _train(args: argparse.Namespace) -> int:
     rows = []
     for name, choose in methods.items():
         o = engine.play(batch, config, choose)
-        rows.append([name, f"{o.ts.mean():.3f}", f"{o.reward.mean():.4f}", f"{o.tokens.mean():.0f}",
-                     f"{o.temperatures.mean():.2f}"])  # fmt: skip
-    print(f"trained ECON ({config.n_executors} executors, {args.steps} steps) in {seconds:.0f} s; saved to {out} "
-          f"(policy econ:path={out})\n")  # fmt: skip
+        rows.append(
+            [
+                name,
+                f"{o.ts.mean():.3f}",
+                f"{o.reward.mean():.4f}",
+                f"{o.tokens.mean():.0f}",
+                f"{o.temperatures.mean():.2f}",
+            ]
+        )
+    print(
+        f"trained ECON ({config.n_executors} executors, {args.steps} steps) in {seconds:.0f} s; saved to {out} "
+        f"(policy econ:path={out})\n"
+    )
     print(markdown_table(["held-out, majority vote", "accuracy", "reward", "tokens", "mean T"], rows))
     return 0
 
@@ -187,11 +217,16 @@ def _train_rllib(args: argparse.Namespace) -> int:
     from eq_env.baselines.rllib import run_from_args
     from eq_env.belief_coordination.config import BeliefCoordinationConfig
 
-    econ_only = [flag for flag, value in (("--steps", args.steps), ("--eval-questions", args.eval_questions))
-                 if value is not None]  # fmt: skip
+    econ_only = [
+        flag
+        for flag, value in (("--steps", args.steps), ("--eval-questions", args.eval_questions))
+        if value is not None
+    ]
     if econ_only:
-        raise ValueError(f"{', '.join(econ_only)} go(es) with --backend econ: --backend rllib trains for --iterations "
-                         "and evaluates on --eval-seeds x --eval-episodes")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(econ_only)} go(es) with --backend econ: --backend rllib trains for --iterations "
+            "and evaluates on --eval-seeds x --eval-episodes"
+        )
     config = BeliefCoordinationConfig(n_executors=args.n_executors, action_space="grid", sensitive=not args.null)
     return run_from_args("belief-coordination", args, config)
 

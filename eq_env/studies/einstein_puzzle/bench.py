@@ -112,8 +112,12 @@ QUICK_SIZES, FULL_SIZES = (4,), (4, 5, 6, 7, 8)
 QUICK_EPISODES, FULL_EPISODES = 2, 10
 QUICK_MODES = {"both-seats": ("provide_and_seek", "none"), "with-planner": ("provide_and_seek",)}
 PARTNER = "planner"
-MODE_NAMES = {"provide_and_seek": "provide & seek", "provide_only": "provide only", "seek_only": "seek only",
-              "none": "none"}  # fmt: skip
+MODE_NAMES = {
+    "provide_and_seek": "provide & seek",
+    "provide_only": "provide only",
+    "seek_only": "seek only",
+    "none": "none",
+}
 PROMPTS = ("einstein-puzzle player v1",)
 
 METRICS = (
@@ -133,12 +137,18 @@ REFERENCE_SOURCE = (
 )
 # (comm mode, verifier) -> the paper's numbers beside the both-seats row
 _REFERENCE: dict[tuple[str, str], dict[str, str]] = {
-    ("provide_and_seek", "none"): {"success_rate": "0.922 (humans)", "steps": "18.99 (humans)",
-                                   "rejected_placements": "1.92 (humans)"},
-    ("none", "none"): {"success_rate": "0.911 (humans); > 0.81 (fine-tuned Llama)", "steps": "18.76 (humans)",
-                       "rejected_placements": "3.64 (humans)"},
+    ("provide_and_seek", "none"): {
+        "success_rate": "0.922 (humans)",
+        "steps": "18.99 (humans)",
+        "rejected_placements": "1.92 (humans)",
+    },
+    ("none", "none"): {
+        "success_rate": "0.911 (humans); > 0.81 (fine-tuned Llama)",
+        "steps": "18.76 (humans)",
+        "rejected_placements": "3.64 (humans)",
+    },
     ("provide_only", "none"): {"success_rate": "0.778 (humans)"},
-}  # fmt: skip
+}
 PAPER_GAIN = "+0.10 to +0.40 (fine-tuned 8B models)"
 
 ESTIMATE_EPISODES = 3
@@ -172,8 +182,13 @@ def _conditions(task: str, model: BenchModel, quick: bool) -> list[Condition]:
             player = _player(model, verifier)
             seats = {"player_0": player, "player_1": player if task == "both-seats" else PARTNER}
             for n in QUICK_SIZES if quick else FULL_SIZES:
-                labels = (("task", task), ("row", row_label(mode, verifier)), ("comm_mode", mode),
-                          ("verifier", verifier), ("n", n))  # fmt: skip
+                labels = (
+                    ("task", task),
+                    ("row", row_label(mode, verifier)),
+                    ("comm_mode", mode),
+                    ("verifier", verifier),
+                    ("n", n),
+                )
                 config = EinsteinPuzzleConfig(n=n, comm_mode=mode, puzzles="suite", suite_stride=episodes)
                 out.append(Condition(config, seats, episodes, labels))
     return out
@@ -223,10 +238,18 @@ def _figure(records: Sequence[Mapping[str, Any]], modes: Sequence[str], sizes: S
     for verifier in VERIFIERS:
         series = []
         for mode in modes:
-            cells = [Cell.of(seed_values(records, MAIN.key, where=_where(comm_mode=mode, verifier=verifier, n=n)))
-                     for n in sizes]  # fmt: skip
-            series.append({"label": MODE_NAMES[mode], "x": list(sizes), "y": [c.mean for c in cells],
-                           "yerr": error_bars(cells, MAIN.bounds)})  # fmt: skip
+            cells = [
+                Cell.of(seed_values(records, MAIN.key, where=_where(comm_mode=mode, verifier=verifier, n=n)))
+                for n in sizes
+            ]
+            series.append(
+                {
+                    "label": MODE_NAMES[mode],
+                    "x": list(sizes),
+                    "y": [c.mean for c in cells],
+                    "yerr": error_bars(cells, MAIN.bounds),
+                }
+            )
         title = "reasoning verifier" if verifier == "reasoning" else "no verifier"
         panels.append({"ylabel": f"success rate, {title}", "series": series})
     return {"panels": panels, "xlabel": "objects n", "title": "Success against n (95% intervals over seeds)"}
@@ -238,8 +261,11 @@ def _report(task: str, conditions: Sequence[Condition], records: Sequence[Mappin
     modes = tuple(dict.fromkeys(c.label("comm_mode") for c in conditions))
     sizes = tuple(sorted({int(c.label("n")) for c in conditions}))
     failed = sum(len(r.get("failed") or []) for r in records)
-    seat = ("the model in both seats" if task == "both-seats" else
-            "the model as player_0 (bottom row, moves first), the planner as player_1")  # fmt: skip
+    seat = (
+        "the model in both seats"
+        if task == "both-seats"
+        else "the model as player_0 (bottom row, moves first), the planner as player_1"
+    )
     notes = [
         f"{seat}; n = {', '.join(map(str, sizes))}; {conditions[0].episodes} puzzles of the frozen test suite per "
         f"condition and seed, each seed its own slice "
@@ -248,14 +274,20 @@ def _report(task: str, conditions: Sequence[Condition], records: Sequence[Mappin
         "the reasoning verifier (k = 4 candidates) minus without.",
     ]
     if task == "both-seats":
-        notes.append("The reference numbers are the paper's human pairs and fine-tuned 8B models on its own "
-                     "puzzles: compare directions and rough sizes, not digits.")  # fmt: skip
+        notes.append(
+            "The reference numbers are the paper's human pairs and fine-tuned 8B models on its own "
+            "puzzles: compare directions and rough sizes, not digits."
+        )
     else:
-        notes.append("The paper has no planner partner: no reference numbers. A model that hands its partner "
-                     "what it needs scores as high as the planner with itself.")  # fmt: skip
+        notes.append(
+            "The paper has no planner partner: no reference numbers. A model that hands its partner "
+            "what it needs scores as high as the planner with itself."
+        )
     if failed:
-        notes.append(f"{failed} episode(s) failed (the endpoint did not answer after its retries): left out of "
-                     "the metrics, listed in the records.")  # fmt: skip
+        notes.append(
+            f"{failed} episode(s) failed (the endpoint did not answer after its retries): left out of "
+            "the metrics, listed in the records."
+        )
     return TaskReport(
         metrics=METRICS,
         rows=tuple(_rows(records, modes)),
@@ -344,8 +376,12 @@ def _task(name: str, title: str) -> BenchTask:
     )
 
 
-BOTH_SEATS = _task("both-seats", "Einstein puzzle: the model in both seats, by comm mode, with and without the "
-                   "reasoning verifier")  # fmt: skip
-WITH_PLANNER = _task("with-planner", "Einstein puzzle: the model (player_0) with the planner as partner, by comm "
-                     "mode, with and without the reasoning verifier")  # fmt: skip
+BOTH_SEATS = _task(
+    "both-seats", "Einstein puzzle: the model in both seats, by comm mode, with and without the reasoning verifier"
+)
+WITH_PLANNER = _task(
+    "with-planner",
+    "Einstein puzzle: the model (player_0) with the planner as partner, by comm "
+    "mode, with and without the reasoning verifier",
+)
 TASKS: tuple[BenchTask, ...] = (BOTH_SEATS, WITH_PLANNER)

@@ -117,8 +117,9 @@ def _puzzle_indices(split: str, n: int, episodes: int, seed: int, stats: DemoSta
         i += 1
 
 
-def _game_lines(split: str, n: int, mode: str, seed: int, episode: int, prompt_version: str,
-                max_expansions: int) -> list[dict[str, Any]] | str:  # fmt: skip
+def _game_lines(
+    split: str, n: int, mode: str, seed: int, episode: int, prompt_version: str, max_expansions: int
+) -> list[dict[str, Any]] | str:
     """The lines of one oracle game, or why there are none."""
     from eq_env.agents.einstein_puzzle.prompt import render_messages
     from eq_env.einstein_puzzle import spaces as codec
@@ -151,20 +152,41 @@ def _game_lines(split: str, n: int, mode: str, seed: int, episode: int, prompt_v
         env.step(codec.action_index(action, n))
         outcome = env.infos[agent]["last_action"]["outcome"]
         messages.append({"role": "assistant", "content": action.text()})
-        meta = {"split": split, "source": SUITE if split == "test" else "generated", "n": n, "comm_mode": mode,
-                "seed": None if split == "test" else seed, "episode": episode, "turn": turn, "player": player,
-                "agent": agent, "outcome": outcome, "rational": not reason, "reason": reason, "guess": guess,
-                "plan_length": len(plan), "prompt_version": prompt_version, "puzzle": puzzle}  # fmt: skip
+        meta = {
+            "split": split,
+            "source": SUITE if split == "test" else "generated",
+            "n": n,
+            "comm_mode": mode,
+            "seed": None if split == "test" else seed,
+            "episode": episode,
+            "turn": turn,
+            "player": player,
+            "agent": agent,
+            "outcome": outcome,
+            "rational": not reason,
+            "reason": reason,
+            "guess": guess,
+            "plan_length": len(plan),
+            "prompt_version": prompt_version,
+            "puzzle": puzzle,
+        }
         lines.append({"messages": messages, "meta": meta})
     if not game.success:  # (the planner's plans are checked in its tests; a broken one is a bug, not data)
         raise AssertionError(f"the oracle's plan did not win n={n} {mode} episode {episode}")
     return lines
 
 
-def demonstrations(sizes: Sequence[int] | None = None, comm_modes: Sequence[str] | None = None, episodes: int = 100,
-                   seed: int = 0, *, split: str = "train", prompt_version: str | None = None,
-                   max_expansions: int = MAX_EXPANSIONS, stats: DemoStats | None = None,
-                   ) -> Iterator[dict[str, Any]]:  # fmt: skip
+def demonstrations(
+    sizes: Sequence[int] | None = None,
+    comm_modes: Sequence[str] | None = None,
+    episodes: int = 100,
+    seed: int = 0,
+    *,
+    split: str = "train",
+    prompt_version: str | None = None,
+    max_expansions: int = MAX_EXPANSIONS,
+    stats: DemoStats | None = None,
+) -> Iterator[dict[str, Any]]:
     """The demonstration lines (dicts, as written to the JSONL file; see the module docstring), game by game:
     for each size in ``sizes`` (default: 4-6 for train, 7-8 for test), each of ``episodes`` puzzles of the
     ``split`` (``"train"``: generated from ``seed``, suite puzzles skipped; ``"test"``: the frozen suite's
@@ -174,15 +196,30 @@ def demonstrations(sizes: Sequence[int] | None = None, comm_modes: Sequence[str]
     ``stats`` (a :class:`DemoStats`) is filled as it goes. ``prompt_version`` defaults to the prompt's
     current one. ValueError for a bad split, size, mode or count.
     """
-    for lines in demonstration_games(sizes, comm_modes, episodes, seed, split=split, prompt_version=prompt_version,
-                                     max_expansions=max_expansions, stats=stats):  # fmt: skip
+    for lines in demonstration_games(
+        sizes,
+        comm_modes,
+        episodes,
+        seed,
+        split=split,
+        prompt_version=prompt_version,
+        max_expansions=max_expansions,
+        stats=stats,
+    ):
         yield from lines
 
 
-def demonstration_games(sizes: Sequence[int] | None = None, comm_modes: Sequence[str] | None = None,
-                        episodes: int = 100, seed: int = 0, *, split: str = "train", prompt_version: str | None = None,
-                        max_expansions: int = MAX_EXPANSIONS, stats: DemoStats | None = None,
-                        ) -> Iterator[list[dict[str, Any]]]:  # fmt: skip
+def demonstration_games(
+    sizes: Sequence[int] | None = None,
+    comm_modes: Sequence[str] | None = None,
+    episodes: int = 100,
+    seed: int = 0,
+    *,
+    split: str = "train",
+    prompt_version: str | None = None,
+    max_expansions: int = MAX_EXPANSIONS,
+    stats: DemoStats | None = None,
+) -> Iterator[list[dict[str, Any]]]:
     """:func:`demonstrations` game by game: one list of lines per game (empty for a skipped game)."""
     from eq_env.agents.einstein_puzzle.prompt import PROMPT_VERSION
     from eq_env.einstein_puzzle.rules import COMM_MODES
@@ -318,8 +355,10 @@ def run(args: argparse.Namespace) -> int:
     if args.split in ("test", "both"):
         bad = [n for n in args.test_sizes if n not in SUITE_SIZES]
         if bad:
-            return _error(f"argument --test-n: the suite has puzzles of {SUITE_SIZES[0]} to {SUITE_SIZES[-1]} "
-                          f"objects, not {', '.join(map(str, bad))}")  # fmt: skip
+            return _error(
+                f"argument --test-n: the suite has puzzles of {SUITE_SIZES[0]} to {SUITE_SIZES[-1]} "
+                f"objects, not {', '.join(map(str, bad))}"
+            )
     paths = split_paths(args.out, args.split)
     for path in paths.values():
         if path.is_dir():
@@ -335,10 +374,10 @@ def run(args: argparse.Namespace) -> int:
             f = path.open("w", encoding="utf-8")
         except OSError as err:
             return _error(f"argument --out: cannot write {path}: {err.strerror}")
-        with f, tqdm(total=len(sizes) * episodes * len(modes), desc=f"demos {split}", unit="game",
-                     disable=None) as bar:  # fmt: skip
-            for lines in demonstration_games(sizes, modes, episodes, args.seed, split=split,
-                                             prompt_version=args.prompt_version, stats=stats):  # fmt: skip
+        with f, tqdm(total=len(sizes) * episodes * len(modes), desc=f"demos {split}", unit="game", disable=None) as bar:
+            for lines in demonstration_games(
+                sizes, modes, episodes, args.seed, split=split, prompt_version=args.prompt_version, stats=stats
+            ):
                 f.writelines(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
                 f.flush()
                 bar.update(1)

@@ -162,8 +162,10 @@ class _Game:
         env.reset(seed=seed, options={"episode": episode})
         game = env.unwrapped.game
         n = game.puzzle.n
-        self.say(f"\n=== episode {episode + 1} of {episodes} (seed {seed}): {n} objects, "
-                 f"{game.comm_mode}, at most {game.max_steps} turns ===")  # fmt: skip
+        self.say(
+            f"\n=== episode {episode + 1} of {episodes} (seed {seed}): {n} objects, "
+            f"{game.comm_mode}, at most {game.max_steps} turns ==="
+        )
         self.say(self._render())
         end: dict[str, Any] = {}
         for agent in env.agent_iter():
@@ -245,10 +247,14 @@ class _Game:
             return
         won = sum(r.success for r in results)
         for r in results:
-            self.say(f"episode {r.episode + 1}: success {'yes' if r.success else 'no'}, steps {r.steps}, "
-                     f"placed {r.placed}/{r.n}")  # fmt: skip
-        self.say(f"{won} of {len(results)} finished episode(s) solved" + (f" ({episodes} planned)" if
-                 len(results) < episodes else ""))  # fmt: skip
+            self.say(
+                f"episode {r.episode + 1}: success {'yes' if r.success else 'no'}, steps {r.steps}, "
+                f"placed {r.placed}/{r.n}"
+            )
+        self.say(
+            f"{won} of {len(results)} finished episode(s) solved"
+            + (f" ({episodes} planned)" if len(results) < episodes else "")
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -256,11 +262,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     (as ``eq-env play``'s) and the LLM flags (for an ``llm`` partner)."""
     from eq_env.core.cli import add_config_flags, add_flag_groups, episodes_arg, seed_arg
 
-    parser.add_argument("--human", choices=PLAYERS, default="player_0",
-                        help="your seat (default player_0, who moves first; player_1: the partner starts)")  # fmt: skip
-    parser.add_argument("--partner", default="planner",
-                        help="the other seat's policy spec (default planner; eq-env policies --env "
-                        "einstein-puzzle lists them)")  # fmt: skip
+    parser.add_argument(
+        "--human",
+        choices=PLAYERS,
+        default="player_0",
+        help="your seat (default player_0, who moves first; player_1: the partner starts)",
+    )
+    parser.add_argument(
+        "--partner",
+        default="planner",
+        help="the other seat's policy spec (default planner; eq-env policies --env einstein-puzzle lists them)",
+    )
     parser.add_argument("--seed", type=seed_arg, default=0, help="the seed of the puzzles (default 0)")
     parser.add_argument("--episodes", type=episodes_arg, default=1, help="episodes to play (default 1)")
     add_config_flags(parser, EinsteinPuzzleConfig)

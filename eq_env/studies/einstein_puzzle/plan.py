@@ -29,13 +29,26 @@ PLAN_DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=object_counts, default=[4], help="object counts: 4, 4,6 or 4-8 (default 4)")
-    parser.add_argument("--comm-mode", type=comm_modes, default=comm_modes("all"), dest="comm_modes",
-                        help="comm modes, comma-separated, or all (default)")  # fmt: skip
-    parser.add_argument("--puzzles", type=int_in(1, 100_000), default=300,
-                        help="puzzles per size: the suite's first (n ≤ 8), else generated (default 300)")  # fmt: skip
+    parser.add_argument(
+        "--comm-mode",
+        type=comm_modes,
+        default=comm_modes("all"),
+        dest="comm_modes",
+        help="comm modes, comma-separated, or all (default)",
+    )
+    parser.add_argument(
+        "--puzzles",
+        type=int_in(1, 100_000),
+        default=300,
+        help="puzzles per size: the suite's first (n ≤ 8), else generated (default 300)",
+    )
     parser.add_argument("--generated", action="store_true", help="generated puzzles (seed 0) even for n ≤ 8")
-    parser.add_argument("--time-limit", type=positive_float, default=60.0,
-                        help="seconds per puzzle before it is reported unsolved (default 60)")  # fmt: skip
+    parser.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=60.0,
+        help="seconds per puzzle before it is reported unsolved (default 60)",
+    )
     parser.add_argument("--out", type=out_dir, help="also write plans.csv (one row per puzzle and mode) here")
 
 
@@ -43,15 +56,20 @@ def run(args: argparse.Namespace) -> int:
     from eq_env.einstein_puzzle.suite import SUITE_SIZE, SUITE_SIZES
 
     if not args.generated and args.puzzles > SUITE_SIZE and any(n in SUITE_SIZES for n in args.n):
-        print(f"eq-env einstein plan: error: argument --puzzles: the suite has {SUITE_SIZE} puzzles per size; "
-              "add --generated to plan more, generated ones", file=sys.stderr)  # fmt: skip
+        print(
+            f"eq-env einstein plan: error: argument --puzzles: the suite has {SUITE_SIZE} puzzles per size; "
+            "add --generated to plan more, generated ones",
+            file=sys.stderr,
+        )
         return 2
     if args.out is not None:  # now, not after the planning: an output that cannot be made loses nothing
         try:
             args.out.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            print(f"eq-env einstein plan: error: argument --out: cannot create {args.out}: {err.strerror}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"eq-env einstein plan: error: argument --out: cannot create {args.out}: {err.strerror}",
+                file=sys.stderr,
+            )
             return 2
     return _plan_run(args)
 
@@ -67,8 +85,11 @@ def _plan_run(args: argparse.Namespace) -> int:
     rows, table = [], []
     for n in args.n:
         from_suite = n in SUITE_SIZES and not args.generated
-        puzzles = (load_suite(n)[: args.puzzles] if from_suite
-                   else [generate(n, puzzle_rng(0, i)) for i in range(args.puzzles)])  # fmt: skip
+        puzzles = (
+            load_suite(n)[: args.puzzles]
+            if from_suite
+            else [generate(n, puzzle_rng(0, i)) for i in range(args.puzzles)]
+        )
         source = SUITE if from_suite else "generated, seed 0"
         for mode in args.comm_modes:
             lengths, times, unsolved, over = [], [], 0, 0
@@ -87,14 +108,44 @@ def _plan_run(args: argparse.Namespace) -> int:
                     over += 1
                 else:
                     lengths.append(result.length)
-                rows.append({"n": n, "comm_mode": mode, "puzzle": i, "length": result.length or "",
-                             "seconds": f"{result.seconds:.6f}", "status": status})  # fmt: skip
+                rows.append(
+                    {
+                        "n": n,
+                        "comm_mode": mode,
+                        "puzzle": i,
+                        "length": result.length or "",
+                        "seconds": f"{result.seconds:.6f}",
+                        "status": status,
+                    }
+                )
             mean = statistics.fmean(lengths) if lengths else math.nan
             paper = PAPER_PLAN_LENGTHS.get(mode) if n == 4 else None
-            table.append((n, mode, source, len(puzzles), len(lengths), over, unsolved, mean,
-                          statistics.median(times) if times else math.nan, paper))  # fmt: skip
-    header = ("n", "comm mode", "puzzles from", "count", "planned", "over limit", "budget out", "mean length",
-              "median s", "paper")  # fmt: skip
+            table.append(
+                (
+                    n,
+                    mode,
+                    source,
+                    len(puzzles),
+                    len(lengths),
+                    over,
+                    unsolved,
+                    mean,
+                    statistics.median(times) if times else math.nan,
+                    paper,
+                )
+            )
+    header = (
+        "n",
+        "comm mode",
+        "puzzles from",
+        "count",
+        "planned",
+        "over limit",
+        "budget out",
+        "mean length",
+        "median s",
+        "paper",
+    )
     print("Oracle planner: the shortest justified joint plan of each puzzle (paper: 4 objects, its planner)\n")
     print(" | ".join(header))
     print(" | ".join("---" for _ in header))

@@ -94,10 +94,21 @@ DEFAULT_PLAYERS = ("planner", "random", "noisy")
 VERIFIER_SETTINGS = ("none", "affordance", "communication", "reasoning")
 PAPER_GAIN = (10.0, 40.0)  # the reasoning verifier's gain in the paper, points of success rate
 PAPER_HUMANS = {"provide_and_seek": 0.922, "none": 0.911, "provide_only": 0.778}  # the paper's human study
-METRIC_COLUMNS = ("success_rate", "steps", "rejected_placements", "rule_inconsistent", "partial_success",
-                  "illegal_actions", "verifier_interventions")  # fmt: skip
-MODE_NAMES = {"provide_and_seek": "provide & seek", "provide_only": "provide only", "seek_only": "seek only",
-              "none": "none"}  # fmt: skip
+METRIC_COLUMNS = (
+    "success_rate",
+    "steps",
+    "rejected_placements",
+    "rule_inconsistent",
+    "partial_success",
+    "illegal_actions",
+    "verifier_interventions",
+)
+MODE_NAMES = {
+    "provide_and_seek": "provide & seek",
+    "provide_only": "provide only",
+    "seek_only": "seek only",
+    "none": "none",
+}
 DEFAULT_SECONDS = 135  # the default command's measured time with --jobs 2 on 2 cores (runs 70 s, taxonomy 65 s)
 
 
@@ -146,9 +157,11 @@ class ReproduceOptions:
             raise ValueError(f"the suite has puzzles of 4 to 8 objects, got n={max(self.sizes)}")
         if self.puzzles not in ("generated", "suite"):
             raise ValueError(f"puzzles must be 'generated' or 'suite', got {self.puzzles!r}")
-        for name, values, allowed in (("comm_modes", self.comm_modes, COMM_MODES),
-                                      ("players", self.players, PLAYER_KINDS),
-                                      ("verifiers", self.verifiers, VERIFIER_SETTINGS)):  # fmt: skip
+        for name, values, allowed in (
+            ("comm_modes", self.comm_modes, COMM_MODES),
+            ("players", self.players, PLAYER_KINDS),
+            ("verifiers", self.verifiers, VERIFIER_SETTINGS),
+        ):
             bad = [v for v in values if v not in allowed]
             if not values or bad or len(set(values)) != len(values):
                 raise ValueError(f"{name} must be distinct values among {', '.join(allowed)}, got {list(values)}")
@@ -204,8 +217,10 @@ def condition_specs(opts: ReproduceOptions) -> list[tuple[Labels, EinsteinPuzzle
 
 def conditions(opts: ReproduceOptions) -> list[Condition]:
     """Every condition (policies checked now: a bad spec fails before anything runs)."""
-    return [Condition(cfg, {"player_0": spec, "player_1": spec}, opts.episodes, labels)
-            for labels, cfg, spec in condition_specs(opts)]  # fmt: skip
+    return [
+        Condition(cfg, {"player_0": spec, "player_1": spec}, opts.episodes, labels)
+        for labels, cfg, spec in condition_specs(opts)
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -318,14 +333,25 @@ def plan_lengths(sizes: Sequence[int], modes: Sequence[str], puzzles: int) -> li
             continue
         suite = load_suite(n)[:puzzles]
         for mode in modes:
-            rows.append({"n": n, "comm_mode": mode, "puzzles": len(suite),
-                         "oracle_mean_length": mean_plan_length(suite, mode),
-                         "paper_mean_length": PAPER_PLAN_LENGTHS.get(mode) if n == 4 else None})  # fmt: skip
+            rows.append(
+                {
+                    "n": n,
+                    "comm_mode": mode,
+                    "puzzles": len(suite),
+                    "oracle_mean_length": mean_plan_length(suite, mode),
+                    "paper_mean_length": PAPER_PLAN_LENGTHS.get(mode) if n == 4 else None,
+                }
+            )
     return rows
 
 
-def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress: bool | None = None,
-              executor: Executor | None = None) -> dict[str, Any]:  # fmt: skip
+def reproduce(
+    out: Path | str,
+    opts: ReproduceOptions | None = None,
+    *,
+    progress: bool | None = None,
+    executor: Executor | None = None,
+) -> dict[str, Any]:
     """Run every condition (resuming from ``out/results.jsonl``) and write the files the module docstring
     lists. Returns the rows of each table, the time taken and, under ``failed``, the runs with failed
     episodes (LLM policies): (key, failed, episodes).
@@ -341,9 +367,17 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     out.mkdir(parents=True, exist_ok=True)
     seeds = opts.seed_list
     executor = executor or LocalExecutor(opts.jobs)
-    records = run_all(conds, seeds, ResultsStore(out / "results.jsonl"), engine=opts.engine, jobs=opts.jobs,
-                      progress=progress, desc="reproduce einstein-puzzle", concurrency=opts.concurrency,
-                      executor=executor)  # fmt: skip
+    records = run_all(
+        conds,
+        seeds,
+        ResultsStore(out / "results.jsonl"),
+        engine=opts.engine,
+        jobs=opts.jobs,
+        progress=progress,
+        desc="reproduce einstein-puzzle",
+        concurrency=opts.concurrency,
+        executor=executor,
+    )
     results = {c.labels: (summary, per_seed) for c, summary, per_seed in aggregate(conds, records)}
     policies = {c.labels: c.policy("player_0") for c in conds}
 
@@ -378,17 +412,38 @@ def reproduce(out: Path | str, opts: ReproduceOptions | None = None, *, progress
     elapsed = time.perf_counter() - started
     summary = _summary(opts, metric_rows, gain_rows, success_md, plans, taxonomy, files, elapsed)
     (out / "summary.md").write_text(summary)
-    return {"success": success_rows, "gains": gain_rows, "metrics": metric_rows, "plans": plans,
-            "taxonomy": taxonomy, "seconds": elapsed, "failed": failed_runs(records), "files": files}  # fmt: skip
+    return {
+        "success": success_rows,
+        "gains": gain_rows,
+        "metrics": metric_rows,
+        "plans": plans,
+        "taxonomy": taxonomy,
+        "seconds": elapsed,
+        "failed": failed_runs(records),
+        "files": files,
+    }
 
 
 # ---------------------------------------------------------------------------
 # Tables
 # ---------------------------------------------------------------------------
 SUCCESS_COLUMNS = ("player", "verifier", "comm_mode", "n", "success_rate_mean", "success_rate_std")
-GAIN_COLUMNS = ("player", "comm_mode", "verifier", "gain_points", "gain_ci_low", "gain_ci_high", "seeds",
-                "gain_min_over_n", "gain_max_over_n", "success_without", "success_with",
-                "paper_gain_low", "paper_gain_high", "within_paper_range")  # fmt: skip
+GAIN_COLUMNS = (
+    "player",
+    "comm_mode",
+    "verifier",
+    "gain_points",
+    "gain_ci_low",
+    "gain_ci_high",
+    "seeds",
+    "gain_min_over_n",
+    "gain_max_over_n",
+    "success_without",
+    "success_with",
+    "paper_gain_low",
+    "paper_gain_high",
+    "within_paper_range",
+)
 PLAN_COLUMNS = ("n", "comm_mode", "puzzles", "oracle_mean_length", "paper_mean_length")
 
 Results = Mapping[Labels, tuple[dict[str, tuple[float, float]], dict[int, dict[str, float]]]]
@@ -444,16 +499,26 @@ def _gain_rows(opts: ReproduceOptions, results: Results) -> list[dict[str, Any]]
                     for n in opts.sizes
                 ]
                 points = 100 * mean
-                rows.append({
-                    "player": kind, "comm_mode": mode, "verifier": verifier,
-                    "gain_points": points, "gain_ci_low": 100 * low, "gain_ci_high": 100 * high, "seeds": used,
-                    "gain_min_over_n": 100 * min(by_n), "gain_max_over_n": 100 * max(by_n),
-                    "success_without": _nanmean([s["success"] for s in without.values()]),
-                    "success_with": _nanmean([s["success"] for s in per_seed(verifier).values()]),
-                    "paper_gain_low": PAPER_GAIN[0], "paper_gain_high": PAPER_GAIN[1],
-                    "within_paper_range": (PAPER_GAIN[0] <= _round1(points) <= PAPER_GAIN[1]
-                                           if not math.isnan(points) else None),
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "player": kind,
+                        "comm_mode": mode,
+                        "verifier": verifier,
+                        "gain_points": points,
+                        "gain_ci_low": 100 * low,
+                        "gain_ci_high": 100 * high,
+                        "seeds": used,
+                        "gain_min_over_n": 100 * min(by_n),
+                        "gain_max_over_n": 100 * max(by_n),
+                        "success_without": _nanmean([s["success"] for s in without.values()]),
+                        "success_with": _nanmean([s["success"] for s in per_seed(verifier).values()]),
+                        "paper_gain_low": PAPER_GAIN[0],
+                        "paper_gain_high": PAPER_GAIN[1],
+                        "within_paper_range": (
+                            PAPER_GAIN[0] <= _round1(points) <= PAPER_GAIN[1] if not math.isnan(points) else None
+                        ),
+                    }
+                )
     return rows
 
 
@@ -495,14 +560,31 @@ def _success_markdown(opts: ReproduceOptions, rows: Sequence[dict[str, Any]], ga
 
 
 def _gains_markdown(gains: Sequence[dict[str, Any]]) -> str:
-    headers = ["player", "comm mode", "verifier", "success without", "success with", "gain (points)",
-               "95% CI", "range over n", "paper"]  # fmt: skip
-    body = [[g["player"], MODE_NAMES[g["comm_mode"]], g["verifier"], _pct(g["success_without"]),
-             _pct(g["success_with"]), _points(g["gain_points"]),
-             f"[{_points(g['gain_ci_low'])}, {_points(g['gain_ci_high'])}]",
-             f"{_points(g['gain_min_over_n'])} … {_points(g['gain_max_over_n'])}",
-             f"+{PAPER_GAIN[0]:g} to +{PAPER_GAIN[1]:g}" if g["verifier"] == "reasoning" else "—"]
-            for g in gains]  # fmt: skip
+    headers = [
+        "player",
+        "comm mode",
+        "verifier",
+        "success without",
+        "success with",
+        "gain (points)",
+        "95% CI",
+        "range over n",
+        "paper",
+    ]
+    body = [
+        [
+            g["player"],
+            MODE_NAMES[g["comm_mode"]],
+            g["verifier"],
+            _pct(g["success_without"]),
+            _pct(g["success_with"]),
+            _points(g["gain_points"]),
+            f"[{_points(g['gain_ci_low'])}, {_points(g['gain_ci_high'])}]",
+            f"{_points(g['gain_min_over_n'])} … {_points(g['gain_max_over_n'])}",
+            f"+{PAPER_GAIN[0]:g} to +{PAPER_GAIN[1]:g}" if g["verifier"] == "reasoning" else "—",
+        ]
+        for g in gains
+    ]
     return "### Verifier gains in success rate (points over no verifier, mean over n)\n\n" + markdown_table(
         headers, body
     )
@@ -510,8 +592,16 @@ def _gains_markdown(gains: Sequence[dict[str, Any]]) -> str:
 
 def _plans_markdown(plans: Sequence[dict[str, Any]]) -> str:
     headers = ["n", "comm mode", "puzzles", "oracle mean length", "paper"]
-    body = [[p["n"], MODE_NAMES[p["comm_mode"]], p["puzzles"], fmt_number(p["oracle_mean_length"], ".2f"),
-             "—" if p["paper_mean_length"] is None else f"{p['paper_mean_length']:.1f}"] for p in plans]  # fmt: skip
+    body = [
+        [
+            p["n"],
+            MODE_NAMES[p["comm_mode"]],
+            p["puzzles"],
+            fmt_number(p["oracle_mean_length"], ".2f"),
+            "—" if p["paper_mean_length"] is None else f"{p['paper_mean_length']:.1f}",
+        ]
+        for p in plans
+    ]
     return markdown_table(headers, body)
 
 
@@ -524,8 +614,14 @@ def _figure(path: Path, opts: ReproduceOptions, rows: Sequence[dict[str, Any]]) 
             for v in opts.verifiers:
                 ys = [by[(kind, v, mode, n)]["success_rate_mean"] for n in opts.sizes]
                 errs = [by[(kind, v, mode, n)]["success_rate_std"] for n in opts.sizes]
-                series.append({"label": f"verifier: {v}", "x": list(opts.sizes), "y": ys,
-                               "yerr": [0.0 if math.isnan(e) else e for e in errs]})  # fmt: skip
+                series.append(
+                    {
+                        "label": f"verifier: {v}",
+                        "x": list(opts.sizes),
+                        "y": ys,
+                        "yerr": [0.0 if math.isnan(e) else e for e in errs],
+                    }
+                )
             panels.append({"ylabel": f"{kind}, {MODE_NAMES[mode]}: success", "series": series})
     title = f"Success against n ({opts.seeds} seeds x {opts.episodes} episodes; both seats the same player)"
     plot_lines(path, panels, xlabel="objects n", title=title)
@@ -536,8 +632,12 @@ def _figure(path: Path, opts: ReproduceOptions, rows: Sequence[dict[str, Any]]) 
 # ---------------------------------------------------------------------------
 def _command(opts: ReproduceOptions) -> str:
     d = ReproduceOptions()
-    parts = ["eq-env reproduce --env einstein-puzzle --out DIR", f"--episodes {opts.episodes}",
-             f"--seeds {opts.seeds}", f"--n {','.join(map(str, opts.sizes))}"]  # fmt: skip
+    parts = [
+        "eq-env reproduce --env einstein-puzzle --out DIR",
+        f"--episodes {opts.episodes}",
+        f"--seeds {opts.seeds}",
+        f"--n {','.join(map(str, opts.sizes))}",
+    ]
     if opts.comm_modes != d.comm_modes:
         parts.append(f"--comm-mode {','.join(opts.comm_modes)}")
     parts.append(f"--jobs {opts.jobs}")
@@ -545,8 +645,13 @@ def _command(opts: ReproduceOptions) -> str:
         parts.append(f"--player {','.join(opts.players)}")
     if opts.verifiers != d.verifiers:
         parts.append(f"--verifiers {','.join(opts.verifiers)}")
-    for name, flag in (("first_seed", "--first-seed"), ("epsilon", "--epsilon"), ("k", "--k"),
-                       ("puzzles", "--puzzles"), ("plan_puzzles", "--plan-puzzles")):  # fmt: skip
+    for name, flag in (
+        ("first_seed", "--first-seed"),
+        ("epsilon", "--epsilon"),
+        ("k", "--k"),
+        ("puzzles", "--puzzles"),
+        ("plan_puzzles", "--plan-puzzles"),
+    ):
         if getattr(opts, name) != getattr(d, name):
             parts.append(f"{flag} {getattr(opts, name)}")
     return " ".join(parts)
@@ -612,9 +717,11 @@ def _reading(opts: ReproduceOptions, metrics: Sequence[dict[str, Any]], gains: S
                 small, large = min(opts.sizes), max(opts.sizes)
                 s_small = _mean_of(metrics, "success_rate_mean", player=kind, verifier="reasoning", n=small)
                 s_large = _mean_of(metrics, "success_rate_mean", player=kind, verifier="reasoning", n=large)
-                text += (f" With it, success goes from {_pct(s_small)} at n = {small} to {_pct(s_large)} at "
-                         f"n = {large} (mean over modes): four random candidates find a rational action less "
-                         "often when more actions are legal.")  # fmt: skip
+                text += (
+                    f" With it, success goes from {_pct(s_small)} at n = {small} to {_pct(s_large)} at "
+                    f"n = {large} (mean over modes): four random candidates find a rational action less "
+                    "often when more actions are legal."
+                )
         elif kind == "noisy":
             steps_noisy = _mean_of(metrics, "steps_mean", player=kind, verifier="none")
             steps_plan = _mean_of(metrics, "steps_mean", player="planner", verifier="none")
@@ -633,22 +740,27 @@ def _reading(opts: ReproduceOptions, metrics: Sequence[dict[str, Any]], gains: S
                 steps_v = _mean_of(metrics, "steps_mean", player=kind, verifier="reasoning")
                 rule_0 = _mean_of(metrics, "rule_inconsistent_mean", player=kind, verifier="none")
                 rule_v = _mean_of(metrics, "rule_inconsistent_mean", player=kind, verifier="reasoning")
-                text += (f" The reasoning verifier screens the noise out: {fmt_number(steps_v, '.1f')} steps and "
-                         f"{fmt_number(rule_v, '.2f')} rule-inconsistent actions per game (without: "
-                         f"{fmt_number(rule_0, '.2f')}). Its success gain is bounded by what the noise cost; "
-                         "the paper's fine-tuned models failed far more often without a verifier, leaving "
-                         f"+{low:g} to +{high:g} points to win.")  # fmt: skip
+                text += (
+                    f" The reasoning verifier screens the noise out: {fmt_number(steps_v, '.1f')} steps and "
+                    f"{fmt_number(rule_v, '.2f')} rule-inconsistent actions per game (without: "
+                    f"{fmt_number(rule_0, '.2f')}). Its success gain is bounded by what the noise cost; "
+                    "the paper's fine-tuned models failed far more often without a verifier, leaving "
+                    f"+{low:g} to +{high:g} points to win."
+                )
         elif kind == "llm":
             text += " (An LLM player: its numbers are the model's, compared with the paper's models directly.)"
         lines += [text, ""]
     if "none" in opts.comm_modes and len(opts.comm_modes) > 1:
         parts = []
         for kind in opts.players:
-            by_mode = {m: _mean_of(metrics, "success_rate_mean", player=kind, verifier="none", comm_mode=m)
-                       for m in opts.comm_modes}  # fmt: skip
+            by_mode = {
+                m: _mean_of(metrics, "success_rate_mean", player=kind, verifier="none", comm_mode=m)
+                for m in opts.comm_modes
+            }
             parts.append(f"{kind}: " + ", ".join(f"{MODE_NAMES[m]} {_pct(s)}" for m, s in by_mode.items()))
-        rejected = _mean_of(metrics, "rejected_placements_mean", player=opts.players[0], verifier="none",
-                            comm_mode="none")  # fmt: skip
+        rejected = _mean_of(
+            metrics, "rejected_placements_mean", player=opts.players[0], verifier="none", comm_mode="none"
+        )
         rejected_ps = (
             _mean_of(
                 metrics,
@@ -669,7 +781,7 @@ def _reading(opts: ReproduceOptions, metrics: Sequence[dict[str, Any]], gains: S
             + (f" against {fmt_number(rejected_ps, '.2f')} with provide & seek" if not math.isnan(rejected_ps) else "")
             + " (the paper's humans: 3.64 against 1.92).",
             "",
-        ]  # fmt: skip
+        ]
     return lines
 
 
@@ -701,8 +813,11 @@ def _summary(
     elapsed: float,
 ) -> str:
     seeds = opts.seed_list
-    puzzles = ("the frozen suite's puzzle i mod 300 (every seed the same puzzles)" if opts.puzzles == "suite"
-               else "generated puzzles, new ones per episode and seed")  # fmt: skip
+    puzzles = (
+        "the frozen suite's puzzle i mod 300 (every seed the same puzzles)"
+        if opts.puzzles == "suite"
+        else "generated puzzles, new ones per episode and seed"
+    )
     lines = [
         f"# Reproducing the collaborative Einstein puzzle (Peng et al., arXiv 2510.25595): {', '.join(opts.players)}",
         "",
@@ -735,8 +850,12 @@ def _summary(
     if plans:
         lines += ["## Oracle plan lengths (suite)", "", _plans_markdown(plans)]
     if taxonomy:
-        lines += ["## Error taxonomy: failed games by category (first seed; `taxonomy.csv`)", "",
-                  _taxonomy_markdown(taxonomy), ""]  # fmt: skip
+        lines += [
+            "## Error taxonomy: failed games by category (first seed; `taxonomy.csv`)",
+            "",
+            _taxonomy_markdown(taxonomy),
+            "",
+        ]
     else:
         lines += ["No error taxonomy: `eq_env.einstein_puzzle.taxonomy.counts` was not available.", ""]
     lines += [
@@ -808,7 +927,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (parser.description or "") + f" The default run (3 players x 4 verifier settings x 4 comm modes x n = 4-8, "
         f"2 seeds x 100 episodes) took {DEFAULT_SECONDS} s with --jobs 2 on 2 cores (about half of it the error "
         "taxonomy, when eq_env.einstein_puzzle.taxonomy is there)."
-    )  # fmt: skip
+    )
     names = [s.name for s in registered_envs()] + [s.id for s in registered_envs()]
     parser.add_argument("--env", choices=names, metavar="NAME", help="the game (einstein-puzzle here)")
     parser.add_argument("--out", type=out_dir, required=True, help="output directory (re-running resumes from it)")
@@ -824,26 +943,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="sizes",
         help="object counts: 4, 4,6 or 4-8 (default 4-8; the paper trains on 4-6, tests 7-8)",
     )
-    parser.add_argument("--comm-mode", type=_modes, default=list(COMM_MODES), dest="comm_modes",
-                        help="comm modes, comma-separated, or all (default)")  # fmt: skip
-    parser.add_argument("--player", type=_players, default=list(DEFAULT_PLAYERS), dest="players",
-                        help="player kinds, comma-separated, both seats the same: planner (decentralised), random, "
-                        "noisy (the planner with --epsilon random legal actions), llm (with the LLM flags) "
-                        "(default planner,random,noisy)")  # fmt: skip
-    parser.add_argument("--verifiers", type=_verifiers, default=list(VERIFIER_SETTINGS),
-                        help="verifier settings, comma-separated, including none (default: "
-                        "none,affordance,communication,reasoning)")  # fmt: skip
-    parser.add_argument("--epsilon", type=number_type(float, "a probability in [0, 1]", lambda v: 0 <= v <= 1),
-                        default=0.2, help="the noisy planner's random-action probability (default 0.2)")  # fmt: skip
+    parser.add_argument(
+        "--comm-mode",
+        type=_modes,
+        default=list(COMM_MODES),
+        dest="comm_modes",
+        help="comm modes, comma-separated, or all (default)",
+    )
+    parser.add_argument(
+        "--player",
+        type=_players,
+        default=list(DEFAULT_PLAYERS),
+        dest="players",
+        help="player kinds, comma-separated, both seats the same: planner (decentralised), random, "
+        "noisy (the planner with --epsilon random legal actions), llm (with the LLM flags) "
+        "(default planner,random,noisy)",
+    )
+    parser.add_argument(
+        "--verifiers",
+        type=_verifiers,
+        default=list(VERIFIER_SETTINGS),
+        help="verifier settings, comma-separated, including none (default: none,affordance,communication,reasoning)",
+    )
+    parser.add_argument(
+        "--epsilon",
+        type=number_type(float, "a probability in [0, 1]", lambda v: 0 <= v <= 1),
+        default=0.2,
+        help="the noisy planner's random-action probability (default 0.2)",
+    )
     parser.add_argument("--k", type=int_in(1, 64), default=4, help="candidates a verifier screens (default 4)")
-    parser.add_argument("--puzzles", choices=("generated", "suite"), default="generated",
-                        help="generated (new puzzles per episode and seed; default) or suite (the frozen suite, "
-                        "n <= 8)")  # fmt: skip
-    parser.add_argument("--plan-puzzles", type=int_in(0, 300), default=300,
-                        help="suite puzzles per n for the oracle's plan lengths (default 300; 0: skip)")  # fmt: skip
+    parser.add_argument(
+        "--puzzles",
+        choices=("generated", "suite"),
+        default="generated",
+        help="generated (new puzzles per episode and seed; default) or suite (the frozen suite, n <= 8)",
+    )
+    parser.add_argument(
+        "--plan-puzzles",
+        type=int_in(0, 300),
+        default=300,
+        help="suite puzzles per n for the oracle's plan lengths (default 300; 0: skip)",
+    )
     parser.add_argument("--engine", choices=ENGINES, default="auto", help="aec or batch (auto: whatever fits)")
-    parser.add_argument("--jobs", type=jobs_arg, help="worker processes (default 2); with --backend ray, the CPUs "
-                        "of the Ray instance started here")  # fmt: skip
+    parser.add_argument(
+        "--jobs",
+        type=jobs_arg,
+        help="worker processes (default 2); with --backend ray, the CPUs of the Ray instance started here",
+    )
     add_backend_flags(parser)
     add_flag_groups(parser, "OUT/llm_cache", ["player"])
 
@@ -853,12 +999,22 @@ def options_from_args(args: argparse.Namespace) -> ReproduceOptions:
     from eq_env.core.cli import fill_spec
 
     return ReproduceOptions(
-        episodes=args.episodes, seeds=args.seeds, first_seed=args.first_seed, sizes=tuple(args.sizes),
-        comm_modes=tuple(args.comm_modes), players=tuple(args.players), verifiers=tuple(args.verifiers),
-        epsilon=args.epsilon, k=args.k, puzzles=args.puzzles, llm=fill_spec("llm", args) if "llm" in args.players
-        else "llm", jobs=args.jobs or 2, concurrency=getattr(args, "concurrency", 8), plan_puzzles=args.plan_puzzles,
+        episodes=args.episodes,
+        seeds=args.seeds,
+        first_seed=args.first_seed,
+        sizes=tuple(args.sizes),
+        comm_modes=tuple(args.comm_modes),
+        players=tuple(args.players),
+        verifiers=tuple(args.verifiers),
+        epsilon=args.epsilon,
+        k=args.k,
+        puzzles=args.puzzles,
+        llm=fill_spec("llm", args) if "llm" in args.players else "llm",
+        jobs=args.jobs or 2,
+        concurrency=getattr(args, "concurrency", 8),
+        plan_puzzles=args.plan_puzzles,
         engine=args.engine,
-    )  # fmt: skip
+    )
 
 
 def _dry_run(opts: ReproduceOptions) -> int:
@@ -866,15 +1022,18 @@ def _dry_run(opts: ReproduceOptions) -> int:
     from eq_env.einstein_puzzle.spec import SPEC
 
     specs = condition_specs(opts)
-    print(f"{len(specs)} conditions x {opts.seeds} seeds = {len(specs) * opts.seeds} runs of {opts.episodes} "
-          "episodes; the policies (both seats):")  # fmt: skip
+    print(
+        f"{len(specs)} conditions x {opts.seeds} seeds = {len(specs) * opts.seeds} runs of {opts.episodes} "
+        "episodes; the policies (both seats):"
+    )
     for spec in dict.fromkeys(s for _, _, s in specs):
         print(f"  {spec}")
     if "llm" not in opts.players:
         return 0
     llm = [s for _, _, s in specs if parse_policy_spec(s)[0] == "llm"]
-    return dry_run(SPEC, EinsteinPuzzleConfig(n=opts.sizes[0], comm_mode=opts.comm_modes[0]),
-                   {"player_0": llm, "player_1": llm})  # fmt: skip
+    return dry_run(
+        SPEC, EinsteinPuzzleConfig(n=opts.sizes[0], comm_mode=opts.comm_modes[0]), {"player_0": llm, "player_1": llm}
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -882,8 +1041,11 @@ def run(args: argparse.Namespace) -> int:
     from eq_env.core.cli import configure_flag_groups, executor_of, failures
 
     if args.puzzles == "suite" and max(args.sizes) > 8:
-        print("eq-env reproduce: error: argument --n: the suite has puzzles of 4 to 8 objects; use --puzzles "
-              "generated for more", file=sys.stderr)  # fmt: skip
+        print(
+            "eq-env reproduce: error: argument --n: the suite has puzzles of 4 to 8 objects; use --puzzles "
+            "generated for more",
+            file=sys.stderr,
+        )
         return 2
     opts = options_from_args(args)
     executor = executor_of(args, default_jobs=opts.jobs)

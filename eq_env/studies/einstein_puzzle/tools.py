@@ -13,8 +13,11 @@ def _einstein_arguments(parser: argparse.ArgumentParser) -> None:
     from eq_env.studies.einstein_puzzle import demos, human, plan
 
     sub = parser.add_subparsers(dest="einstein_command", required=True, metavar="{plan,demos,play}")
-    plan_parser = sub.add_parser("plan", help="the oracle planner's optimal plan lengths per comm mode and size",
-                          description=plan.PLAN_DESCRIPTION)  # fmt: skip
+    plan_parser = sub.add_parser(
+        "plan",
+        help="the oracle planner's optimal plan lengths per comm mode and size",
+        description=plan.PLAN_DESCRIPTION,
+    )
     plan.add_arguments(plan_parser)
     for name, module in (("demos", demos), ("play", human)):
         doc = (module.__doc__ or "").strip()
