@@ -17,7 +17,7 @@ import time
 from eq_env.einstein_puzzle import suite
 from eq_env.einstein_puzzle.generator import generate, puzzle_rng
 
-TARGET = 1_000.0  # puzzles/s at n = 8 (issue 10)
+TARGET = 1_000.0  # puzzles/s at n = 8
 
 
 def rate(n: int, puzzles: int) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bc_gate import Gate
+from server_gate import Gate
 
 from eq_env.agents.belief_coordination.answerer import (
     OMITTED,

@@ -1,4 +1,4 @@
-"""When the bench marks a score, stops a battery, and bolds a leaderboard cell (issue 23's planted bugs of the
+"""When the bench marks a score, stops a battery, and bolds a leaderboard cell (planted bugs of the
 bench, stats and card): the † at more than 10% fallbacks (and 5% failed episodes), the circuit breaker only
 when every run of a chunk failed entirely, and no bold when every model ties. Played on the suite's toy
 game with a scripted policy that waits like an LLM one: no server, no tokens."""

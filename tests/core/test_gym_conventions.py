@@ -1,4 +1,4 @@
-"""Gymnasium and SB3 conventions (issue 24, item 2): the conformance battery's convention checks over every registered
+"""Gymnasium and SB3 conventions: the conformance battery's convention checks over every registered
 game and configuration, and its view checks over every registered Gymnasium view (``eq_env.GYM_IDS``), so that a
 game, a configuration or a view is covered the day it is registered; then what the battery cannot say generically:
 the renderer itself, the native vector environments' autoreset modes, SB3 training without ``Monitor``, and the

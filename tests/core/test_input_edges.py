@@ -1,4 +1,4 @@
-"""The core's input edges (issue 23, defect 10): files nested past any parser's stack, integers longer than
+"""The core's input edges: files nested past any parser's stack, integers longer than
 ``int()`` reads, numbers in other scripts' digits, and the user's free text on a terminal. Each bad input
 gets one line naming the file (and line, or key) or the flag, and what was expected — never a traceback."""
 

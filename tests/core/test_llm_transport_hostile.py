@@ -1,4 +1,4 @@
-"""The LLM transport under a hostile endpoint (issue 23): the verified player on an endpoint without ``n``,
+"""The LLM transport under a hostile endpoint: the verified player on an endpoint without ``n``,
 replies nested past the parser, replies of any size, secrets echoed in any encoding, and a default cache
 that answered from another run.
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# The repository's folders and where a wheel installs them: one top-level import package (issue 24).
+# The repository's folders and where a wheel installs them: one top-level import package.
 INSTALLED_AS = {"eq_env": "eq_env", "agents": "eq_env/agents", "baselines": "eq_env/baselines"}
 
 RENDER_EVERY_TEMPLATE = """

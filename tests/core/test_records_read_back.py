@@ -1,4 +1,4 @@
-"""What the core reads back from its files and its policies (issue 23's planted bugs of the core): the last
+"""What the core reads back from its files and its policies (planted bugs of the core): the last
 record of a run key wins in an uncompacted results file, an early turn's fallback survives later turns that
 report none, and JSON's ``true`` is no seed — in an episode file, a results file, or ``eq-env rerun``."""
 

@@ -491,7 +491,7 @@ def test_table_rows() -> None:
     assert text.count("\n") == 4 and "task reasoning" in text
 
 
-# -- found by a hostile review -----------------------------------------------------------------------------
+# -- found by attacking it -----------------------------------------------------------------------------
 def test_the_oracles_none_mode_guesses_are_marked(lines: list[dict[str, Any]]) -> None:
     guesses = [line for line in lines if line["meta"]["guess"]]
     assert guesses and all(line["meta"]["comm_mode"] == "none" for line in guesses)

@@ -287,7 +287,7 @@ def test_good_player_success_rate_by_mode(comm_mode: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Found by a hostile review
+# Found by attacking it
 # ---------------------------------------------------------------------------
 def verified_games(server: ScriptedLLMServer, episodes: int = 2, **params: Any) -> list[Any]:
     spec = llm(server, **params)

@@ -249,7 +249,7 @@ def test_maskable_ppo_learns_four_object_puzzles_with_the_planner_as_partner() -
     assert learned >= random_rate + 0.3, (random_rate, learned)
 
 
-# -- bad input and budgets (found by a hostile review) -------------------------------------------------------
+# -- bad input and budgets (found by attacking it) -------------------------------------------------------
 def test_policy_parameters_are_checked() -> None:
     for spec, message in (("planner:guess=maybe", "guess must be true or false"),
                           ("planner:guess=0", "guess must be true or false"),

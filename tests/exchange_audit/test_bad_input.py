@@ -1,6 +1,6 @@
 """Bad input: one clear line naming the flag, field or file (and line), exit status 2; never a traceback.
 
-Each test here was written against a defect of issue 8 and failed before its fix.
+Each test here was written against a defect and failed before its fix.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pluggable claim schemas (issue 14, item 4): declared once, everything derived; the paper's is today's game."""
+"""Pluggable claim schemas: declared once, everything derived; the paper's is today's game."""
 
 from __future__ import annotations
 

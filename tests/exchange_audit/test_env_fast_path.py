@@ -1,4 +1,4 @@
-"""The AEC environment's fast path (issue 13, part 3) changes no result.
+"""The AEC environment's fast path changes no result.
 
 The speed-ups — masked and unmasked sampling without Gymnasium's checks, observations with shared
 read-only arrays, a proposer-action decoder for the usual form, the pure rules' value objects built without
@@ -7,7 +7,7 @@ reward, termination, info and sampled action as it was. The digests below pin a 
 random legal actions in four configurations.
 
 How the digests were produced: ``_aec_trace`` and ``_parallel_trace`` exactly as written here, run on the
-code of commit 956cbed (the branch point of issue 13, before any of these changes), printed with
+code of commit 956cbed (before any of these changes), printed with
 ``print(_aec_trace(config, 7 + i, 3000), _parallel_trace(config, 7 + i, 300))`` for the i-th entry of
 ``CONFIGS``. A trace records, for every agent step, the agent, ``last()`` (observation, reward,
 termination, truncation, info), the sampled action, the ``rewards`` and ``terminations`` dicts and a second

@@ -1,7 +1,7 @@
 """The fast single-agent views equal today's (the AEC-driven views, kept below as the reference), episode by episode.
 
 ``RefProposerEnv`` / ``RefValidatorEnv`` are a frozen copy of the views as they were before they played the game
-through the batch engine (``eq_env/exchange_audit/views.py`` at the start of issue 13): they drive the full AEC
+through the batch engine (``eq_env/exchange_audit/views.py`` before its fast path): they drive the full AEC
 environment, dict observations and all. Every test here plays the same seed through both and compares
 observations, rewards, terminations, truncations, infos and action masks.
 """
@@ -400,7 +400,7 @@ def test_fast_views_refuse_what_the_aec_views_refuse() -> None:
             vview.step(2)
 
 
-# Noisy or delayed audits (issue 14, item 2): the views play them through the AEC environment, so they equal it.
+# Noisy or delayed audits: the views play them through the AEC environment, so they equal it.
 NOISY = {f"{kind}_{claim}": rate for kind, rate in (("miss", 0.3), ("false_fail", 0.2))
          for claim in ("intent", "risk_within_limit", "net_delta_bounded", "confidence")}  # fmt: skip
 NOISY_PROPOSER_CASES = [

@@ -1,4 +1,4 @@
-"""The free-text regime (issue 14, item 3): typed claims withheld (or the whole artifact), the text reader, the
+"""The free-text regime: typed claims withheld (or the whole artifact), the text reader, the
 strategic mimic, and ``eq-env free-text``.
 
 The regime at its default is today's game (the golden tests pin that); here: what is withheld reaches neither
@@ -165,7 +165,7 @@ BATCH_CASES = [
     (ExchangeAuditConfig.from_preset("paper_scripted").replace(q=0.1, regime="text_only"),
      "honest:claims_from=truth,words=18", "text_reader"),
     (TEXT_ONLY.replace(q=0.4, max_text_chars=40), "honest:words=18", "text_reader"),  # texts too long: words only
-    # with a claim schema that adds claims (issue 14, item 4): they are withheld too, in both engines
+    # with a claim schema that adds claims: they are withheld too, in both engines
     (TEXT_ONLY.replace(q=0.8, claim_schema="rich"), "honest:words=18", "text_reader"),
     (TEXT_ONLY.replace(q=0.5, B=2, claim_schema="rich"), "strategic:p=1,words=18", "rule"),
 ]  # fmt: skip
@@ -289,7 +289,7 @@ def test_the_text_reader_reads_what_its_docstring_says() -> None:
     ],
 )
 def test_the_text_reader_reads_any_exponent_without_raising(quoted: str, value: float) -> None:
-    """Review of issue 14: a proposer's text is hostile input; a number beyond a float's range is read as one."""
+    """Found by a review: a proposer's text is hostile input; a number beyond a float's range is read as one."""
     r = read_text(f"hedge within limits, risk {quoted}")
     assert [q.value for q in r.risks] == [value]
     # and such a number asserts nothing: it agrees with no reported risk within the limit
@@ -463,7 +463,7 @@ def test_bad_flags_are_refused_in_one_line_before_anything_is_written(
 def test_the_summary_says_each_q_once_and_no_share_beyond_the_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review of issue 14: with one q the summary said every number twice ('-0.36 at q = 0.3 and -0.36 at q =
+    """Found by a review: with one q the summary said every number twice ('-0.36 at q = 0.3 and -0.36 at q =
     0.3'), and where structure was negative it called information '322% of the whole gain from artifacts'."""
     import eq_env.studies.exchange_audit.free_text as module
 

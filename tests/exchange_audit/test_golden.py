@@ -2,7 +2,7 @@
 
 ``golden/`` holds the output of ``eq-env reproduce --out DIR`` (the README's main job) and the run keys
 of its results, as the package produced them before the core was made generic (eq_env 0.1.0, commit
-9c075d3 plus the fixes of issue 8). Tables must come out byte for byte, and every run key must be
+9c075d3 plus the bad-input fixes). Tables must come out byte for byte, and every run key must be
 the same, so that results.jsonl files written before resume after.
 """
 

@@ -1,4 +1,4 @@
-"""The validator as a strategic auditor (issue 14, item 6): the inspection game's Nash and commitment equilibria."""
+"""The validator as a strategic auditor: the inspection game's Nash and commitment equilibria."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_the_nash_equilibrium_by_hand() -> None:
     assert nash_equilibrium(V=2.0, audit_cost=0.2, bad_approval_loss=10.0, noncompliant_share=0.0).kind == (
         "nothing to inspect"
     )
-    # Λ = 0 (review of issue 14): a bad approval costs the validator nothing, so it never audits (c_B ≥ ρ·Λ = 0)
+    # Λ = 0 (found by a review): a bad approval costs the validator nothing, so it never audits (c_B ≥ ρ·Λ = 0)
     # and, unaudited, the lie pays V = 2 > n0 = 1: the proposer lies, m = 1 (it was reported as (0, 0))
     for cost in (0.2, 0.0):
         assert nash_equilibrium(V=2.0, audit_cost=cost, bad_approval_loss=0.0, noncompliant_share=0.25) == (
@@ -170,7 +170,7 @@ def test_the_experiment_refuses_bad_input_before_writing(tmp_path: Path) -> None
         ({"scenario": "lenient"}, "scenario"),
         ({"qs": [0.5, 1.5]}, "q"),
         ({"bad_approval_loss": -1.0}, "bad_approval_loss"),
-        # review of issue 14: these ran, on no measured state, to tables of nan
+        # Found by a review: these ran, on no measured state, to tables of nan
         ({"episodes": 2}, "episodes"),
         ({"episodes": True}, "episodes"),
         ({"seed": -1}, "seed"),
@@ -320,7 +320,7 @@ def test_the_inspection_command_writes_its_files_and_prints_its_table(
 def test_the_summary_says_what_a_grid_cannot_measure_instead_of_printing_nan(
     tmp_path: Path, best_response_once: Any
 ) -> None:
-    """Review of issue 14: a grid with no lie on it (one q above q*) printed 'measured nan', 'nan, nan, nan' and
+    """Found by a review: a grid with no lie on it (one q above q*) printed 'measured nan', 'nan, nan, nan' and
     'commitment is worth +nan'; a grid with no deterring q printed a negative worth of commitment unexplained."""
     kwargs = {"budgets": (1,), "costs": (0.1,), "episodes": 400, "progress": False}
     inspection(tmp_path / "above", qs=(0.7,), **kwargs)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""LLM runs under a hostile endpoint and a careless user (issue 8): replays that reproduce failures,
+"""LLM runs under a hostile endpoint and a careless user: replays that reproduce failures,
 costs that count every request, caches that cannot be written, specs that cannot be injected, secrets
 that never reach a file, endpoints that fail fast.
 
@@ -100,7 +100,7 @@ def test_a_failure_is_shared_by_both_regimes_and_replayed(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_a_hostile_endpoint_is_recorded_and_replayed_exactly(tmp_path: Path) -> None:
-    """Done-when of issue 8: a server failing about a third of its requests in every way it can; the
+    """a server failing about a third of its requests in every way it can; the
     run and its replay give byte-identical tables and the same failed episodes, the replay asks
     nothing, and every request the server saw is in the records."""
     script = ChaosScript(delay=0.8, answer=honest_script)

@@ -1,4 +1,4 @@
-"""Noisy audits (issue 14, item 2): false fails at epsilon_1, missed lies at epsilon_0, per claim type; delays."""
+"""Noisy audits: false fails at epsilon_1, missed lies at epsilon_0, per claim type; delays."""
 
 from __future__ import annotations
 

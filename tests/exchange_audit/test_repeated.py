@@ -1,4 +1,4 @@
-"""Repeated play and reputation (issue 14, item 1): the rules, the environment, the dynamic programme."""
+"""Repeated play and reputation: the rules, the environment, the dynamic programme."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repeated play and reputation (issue 14, item 1): the best response by dynamic programming, the repeated-game
+"""Repeated play and reputation: the best response by dynamic programming, the repeated-game
 condition, PPO with the history, and ``eq-env repeated``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``eq-env sensitivity`` (issue 14, item 5): prompt variants, the statistics of their spread, and the command run
+"""``eq-env sensitivity``: prompt variants, the statistics of their spread, and the command run
 against the local scripted server — its tables show exactly the scripted differences, a replay asks nothing, an
 interrupted run asks only what was missing, no secret reaches a file, bad input is one line.
 
@@ -204,7 +204,7 @@ def test_bad_flags_are_one_line(extra: list[str], message: str, tmp_path: Path,
         ("variants", ("v1", "blunt_v1"), r"unknown prompt variant 'blunt_v1'; available: v1, compliance_v1"),
         ("regimes", ("artifacts", "artifacts"), r"regimes must be distinct ones of artifacts, action_only"),
         ("seeds", 0, r"seeds must be a positive integer, got 0"),
-        # review of issue 14: a numpy traceback after --out was made, and True ran as seed 1
+        # Found by a review: a numpy traceback after --out was made, and True ran as seed 1
         ("first_seed", -1, r"first_seed must be a non-negative integer, got -1"),
         ("first_seed", True, r"first_seed must be a non-negative integer, got True"),
         ("validators", ("rule", "rule", "rule"), r"give one validator, or one per model \(1\), got 3"),
@@ -375,7 +375,7 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "### Model `demo-steady`" in printed and "sensitivity.png" in printed
-    assert ".results.jsonl.lock" not in printed  # (review of issue 14: the lock was listed as written)
+    assert ".results.jsonl.lock" not in printed  # (Found by a review: the lock was listed as written)
     assert {r["policies"]["proposer"].split("base_url=")[1].split(",")[0] for r in records(out)} == {DEMO_ENDPOINT}
     assert "scripted demo models" in (out / "summary.md").read_text()
     assert (out / "sensitivity.png").stat().st_size > 10_000
@@ -390,7 +390,7 @@ def test_the_demo_runs_offline_resumes_and_replays(tmp_path: Path, capsys: pytes
 
 
 def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
-    """Review of issue 14: two variants that agree seed by seed were reported as 'No test: it needs at least two
+    """Found by a review: two variants that agree seed by seed were reported as 'No test: it needs at least two
     variants and two seeds', and one seed as 'the 95% interval lies above zero for 0 of 1 variants'."""
     from eq_env.studies.exchange_audit import sensitivity as module
 
@@ -410,7 +410,7 @@ def test_the_reading_says_why_there_is_no_test_or_no_interval() -> None:
 
 
 def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
-    """Review of issue 14: a seed's value was the mean over the q's where the metric was defined, so a run whose
+    """Found by a review: a seed's value was the mean over the q's where the metric was defined, so a run whose
     every episode failed at q = 1 left that seed's value the mean at q = 0 alone, set against other variants'
     means over the whole grid (welfare falls with q: the failing variant looked better)."""
     from eq_env.studies.exchange_audit import sensitivity as module
@@ -428,7 +428,7 @@ def test_a_seed_undefined_at_some_q_has_no_pooled_value() -> None:
 
 
 def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
-    """Review of issue 14: the role-play variant said 'the auditors check a request with probability q', but every
+    """Found by a review: the role-play variant said 'the auditors check a request with probability q', but every
     episode is audited with probability q, NO_TRADE included, and a false claim then fined: a variant may frame the
     game differently, not change its rules (else the spread measures the rules, not the prompt)."""
     from eq_env.agents.exchange_audit.policies import PROMPT_DIR
@@ -440,7 +440,7 @@ def test_no_variant_tells_the_proposer_only_requests_are_audited() -> None:
 
 
 def test_the_summarys_command_line_quotes_model_names_for_a_shell() -> None:
-    """Review of issue 14: the summary's command wrapped each model in single quotes unescaped, so a model named
+    """Found by a review: the summary's command wrapped each model in single quotes unescaped, so a model named
     "m'; rm -rf ~ '" gave a line that runs 'rm -rf ~' when pasted into a shell."""
     import shlex
 

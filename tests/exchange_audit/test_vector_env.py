@@ -125,8 +125,8 @@ def test_vector_envs_refuse_what_they_cannot_play() -> None:
 
 @pytest.mark.parametrize("cls", [ProposerVecEnv, ValidatorVecEnv, ProposerVectorEnv, ValidatorVectorEnv])
 def test_vector_envs_refuse_noisy_or_delayed_audits_naming_the_fields(cls: Any) -> None:
-    """The batch arithmetic here plays exact, immediate audits only: issue 14's options are refused, not
-    played wrong (the single-agent views play them, through the AEC environment)."""
+    """The batch arithmetic here plays exact, immediate audits only: the noisy and delayed audit options are
+    refused, not played wrong (the single-agent views play them, through the AEC environment)."""
     with pytest.raises(ValueError, match=r"noisy or delayed audits \(set: miss_intent, audit_delayed\)"):
         cls(2, miss_intent=0.1, audit_delayed=True)
     with pytest.raises(ValueError, match=r"\(set: false_fail_confidence\)"):

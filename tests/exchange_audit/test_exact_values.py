@@ -1,4 +1,5 @@
-"""Tests that kill one-line bugs a mutation run planted and the rest of the suite let through (issue 8).
+"""Exact values that one-line bugs would change: the batch engine against the AEC environment, metrics, best
+responses, run keys.
 
 Each test names the mutation it is there for. The batch engine is compared with the AEC environment on
 random submissions (claim combinations the scripted policies never send, numbers exactly on the rule's

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from bc_gate import Gate
+from server_gate import Gate
 
 from eq_env.agents.belief_coordination.answerer import LLMAnswerer, sample_ids
 from eq_env.agents.belief_coordination.coordinator import LLMCoordinator, read_commitment
@@ -552,7 +552,7 @@ def test_a_replay_missing_requests_fails_with_one_line(recorded: dict[str, Any],
     except Exception as failure:  # what reaches the user as a traceback
         pytest.fail(f"traceback: {type(failure).__name__}: {failure}")
     lines = capsys.readouterr().err.strip().splitlines()
-    # The replay says so in its first line (issue 23, defect 11); the failure is the one line after it.
+    # The replay says so in its first line; the failure is the one line after it.
     assert status == 2 and "Traceback" not in "".join(lines) and len(lines) == 2, lines
     assert lines[0].startswith("eq-env: replaying the LLM answers recorded in"), lines
 

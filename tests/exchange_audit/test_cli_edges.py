@@ -1,6 +1,6 @@
-"""A hostile tester's findings after the bad-input work. Each regression test here failed before its fix;
-the few that passed (no LLM block without LLM policies, the reset options and seeds that must still be
-taken) guard against the fixes going too far.
+"""The command line's edges: what ``play``, ``sweep``, ``rerun`` and the commands do with odd input. Each
+test failed before its fix; the few that passed (no LLM block without LLM policies, the reset options and
+seeds that must still be taken) guard against the fixes going too far.
 
 1. ``play`` reports what LLM policies cost; 2. a replay's failures are not "retried" by running it
 again; 3. sweeps refuse what they would silently drop or repeat, and spec files get the flags' limits;

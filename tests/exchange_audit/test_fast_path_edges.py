@@ -1,4 +1,4 @@
-"""A hostile review of issue 13's speedups: cases the equality tests did not cover (each fails on the first pass)."""
+"""The fast paths' edge cases the equality tests do not cover: copies, pickles and per-environment audit intensities."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A hostile review of belief coordination: each test either fails on a bug the review found (and passes once it
-is fixed) or pins a behaviour the review checked and found right. The findings are numbered as in the review's
-report (``F<k>``); pins say ``pin``."""
+"""Belief coordination's edges: each test either fails on a bug found by attacking the game (and passes once it
+is fixed) or pins a behaviour checked and found right. Findings are numbered ``F<k>``; pins say ``pin``."""
 
 from __future__ import annotations
 

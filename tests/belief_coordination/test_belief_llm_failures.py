@@ -2,9 +2,9 @@
 against local scripted servers only (127.0.0.1); and the statistics of the summary (Holm's correction, the
 held-out comparator, F2's ε, seeds left out), on records made up here.
 
-Issue 23's defects 1 (failed requests scored as wrong answers, exit 0, never retried), 2 (no accounting, no
-``--price-*``, an error naming ``--api-key`` that did not exist), 10 (a one-question file refused, no
-``--backoff``) and 12 (the statistics)."""
+The defects fixed here: failed requests scored as wrong answers (exit 0, never retried); no accounting, no
+``--price-*``, an error naming an ``--api-key`` that did not exist; a one-question file refused, no
+``--backoff``; and the statistics."""
 
 from __future__ import annotations
 
