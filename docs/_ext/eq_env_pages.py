@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def command_pages(root: Path) -> list[str]:
             manual, source = inspect.getdoc(run) or sub.description or "", f"{getattr(run, '__qualname__', name)}"
         else:
             manual, source = inspect.getdoc(module) or "", module.__name__
+        manual = re.sub(r" \(issue \d+(, item \d+)?\)|issue \d+'s ", "", manual)  # (tracker labels: not for readers)
         helptext = sub.format_help()
         page = (
             f"# eq-env {name}\n\n"
