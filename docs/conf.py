@@ -43,3 +43,6 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(NDArray|ArrayLike|Path|Any|Callable|Iterable|Iterator|Sequence|Mapping|Literal|TypeVar)"),
     (r"py:.*", r"(T|_T|P|K|V|ObsType|ActionType|AgentID|Self)"),
 ]
+html_static_path = ["_static"]
+# (without an icon of its own a browser asks the server for /favicon.ico: a 404 in every page's console)
+html_favicon = "_static/favicon.svg"
