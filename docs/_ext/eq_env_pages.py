@@ -85,11 +85,12 @@ def command_pages(root: Path) -> list[str]:
             manual, source = inspect.getdoc(module) or "", module.__name__
         manual = re.sub(r" \(issue \d+(, item \d+)?\)|issue \d+'s ", "", manual)  # (tracker labels: not for readers)
         helptext = sub.format_help()
+        current = module.__name__ if module is not None else "eq_env"  # (its local names are looked up there)
         page = (
             f"# eq-env {name}\n\n"
             f"{sub.description or ''}\n\n"
             f"Manual from `{source}`:\n\n"
-            f"```{{eval-rst}}\n{manual}\n```\n\n"
+            f"```{{eval-rst}}\n.. currentmodule:: {current}\n\n{manual}\n```\n\n"
             f"## Flags\n\nThe output of `eq-env {name} --help`:\n\n"
             f"```text\n{helptext}```\n"
         )
@@ -141,14 +142,42 @@ def markdown_manual(app: Any, what: str, name: str, obj: Any, options: Any, line
 UNRESOLVED: list[str] = []
 
 
+def _exists(dotted: str) -> bool:
+    """Whether ``dotted`` names an importable module or an attribute of one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except Exception:  # (not a module: try a shorter prefix)
+            continue
+        try:
+            for name in parts[cut:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
 def unresolved_as_code(app: Any, env: Any, node: Any, contnode: Any) -> Any:
-    """A Python reference to a name the API reference does not document (a module-local helper a command's
-    manual names, a private class, a type variable) shows as code, unlinked; the list is written to
-    ``_build/unresolved.txt`` so that it can be read (and shrunk)."""
+    """A Python reference the docs have no page for shows as code, unlinked, if it names something that exists:
+    a builtin or another library's name (no intersphinx offline), or a name of eq_env outside the API reference
+    (a command module's helper, a private class, a module of another layer), looked up as written and relative
+    to the module of the docstring. Everything so shown is listed in ``_build/unresolved.txt``. A reference to
+    nothing that exists (a renamed or removed name) stays a warning, so -W fails the build."""
     if node.get("refdomain") != "py":
         return None
-    UNRESOLVED.append(f"{env.docname}: {node.get('reftype')} {node.get('reftarget')}")
-    return contnode
+    target = str(node.get("reftarget", "")).lstrip("~.")
+    module = node.get("py:module") or ""
+    import builtins
+
+    cls = node.get("py:class") or ""
+    candidates = [target] + [f"{module.rsplit('.', k)[0]}.{target}" for k in range(module.count(".") + 1) if module]
+    candidates += [f"{module}.{cls}.{target}"] if module and cls else []
+    if hasattr(builtins, target) or target == "None" or any(_exists(c) for c in candidates):
+        UNRESOLVED.append(f"{env.docname}: {node.get('reftype')} {target}")
+        return contnode
+    return None
 
 
 def write_unresolved(app: Any, exception: Any) -> None:
