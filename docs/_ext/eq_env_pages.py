@@ -79,17 +79,20 @@ def command_pages(root: Path) -> list[str]:
     for name, sub in _subcommands(build_parser()).items():
         run = runs.get(name)
         module = importlib.import_module(run.__module__) if run is not None else None
-        if module is None or module.__name__ == "eq_env.core.cli":  # a generic command: its function's manual
-            manual, source = inspect.getdoc(run) or sub.description or "", f"{getattr(run, '__qualname__', name)}"
+        if module is None or module.__name__ == "eq_env.core.cli":  # a generic command: the core CLI's manual
+            manual = inspect.getdoc(run) or "" if run is not None else ""
+            source = "eq_env.core.cli"
+            intro = "A generic command (every game has it): its manual is that of {py:mod}`eq_env.core.cli`."
         else:
             manual, source = inspect.getdoc(module) or "", module.__name__
+            intro = f"Manual from `{source}`:"
         manual = re.sub(r" \(issue \d+(, item \d+)?\)|issue \d+'s ", "", manual)  # (tracker labels: not for readers)
         helptext = sub.format_help()
         current = module.__name__ if module is not None else "eq_env"  # (its local names are looked up there)
         page = (
             f"# eq-env {name}\n\n"
             f"{sub.description or ''}\n\n"
-            f"Manual from `{source}`:\n\n"
+            f"{intro}\n\n"
             f"```{{eval-rst}}\n.. currentmodule:: {current}\n\n{manual}\n```\n\n"
             f"## Flags\n\nThe output of `eq-env {name} --help`:\n\n"
             f"```text\n{helptext}```\n"
