@@ -133,3 +133,26 @@ def test_shell_commands_parse(name: str, capsys: pytest.CaptureFixture[str]) -> 
             _parse(line)
         elif m := re.match(r"python3? -m ([\w.]+)", line):
             assert importlib.util.find_spec(m[1]) is not None, f"{name}: no module {m[1]}: {line}"
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's (and MyST's) anchors of a page's headings."""
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    heads = re.findall(r"^#{1,6} (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
+@pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md"])
+def test_the_front_pages_links_into_the_repository_resolve(name: str) -> None:
+    """README.md and CONTRIBUTING.md link into docs/ by relative paths (GitHub renders them): each names a file
+    that is tracked here, and an anchor names one of its headings."""
+    text = (ROOT / name).read_text()
+    links = re.findall(r"\]\(([^)\s]+)\)", re.sub(r"```.*?```", "", text, flags=re.S))
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert local, f"{name} links into the docs"
+    for link in local:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else ROOT / name
+        assert target.is_file(), f"{name}: {link} (no file)"
+        if anchor:
+            assert anchor in _anchors(target.read_text()), f"{name}: {link} (no heading)"
