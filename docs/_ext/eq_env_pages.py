@@ -24,6 +24,19 @@ from typing import Any
 GENERATED = ("games", "commands", "api")
 
 
+TRACKER = [  # the issue tracker's labels in the docstrings' version histories: not for a reader of the docs
+    (re.compile(r" \(issue \d+(?:, item \d+)?\)"), ""),
+    (re.compile(r", issue \d+:"), ":"),
+    (re.compile(r"issue \d+'s\s+"), ""),
+]
+
+
+def untracked(text: str) -> str:
+    for pattern, replacement in TRACKER:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text() != text:  # (an unchanged page keeps its time: no rebuild)
@@ -41,7 +54,7 @@ def game_pages(root: Path) -> list[str]:
 
     names = []
     for spec in registered_envs():
-        doc = inspect.cleandoc(spec.module().__doc__ or "")
+        doc = untracked(inspect.cleandoc(spec.module().__doc__ or ""))
         if not doc.lstrip().startswith("# "):
             doc = f"# {spec.name}\n\n{doc}"
         _write(root / "games" / f"{spec.name}.md", f"{doc}\n")
@@ -86,7 +99,7 @@ def command_pages(root: Path) -> list[str]:
         else:
             manual, source = inspect.getdoc(module) or "", module.__name__
             intro = f"Manual from `{source}`:"
-        manual = re.sub(r" \(issue \d+(, item \d+)?\)|issue \d+'s ", "", manual)  # (tracker labels: not for readers)
+        manual = untracked(manual)
         helptext = sub.format_help()
         current = module.__name__ if module is not None else "eq_env"  # (its local names are looked up there)
         page = (
@@ -133,6 +146,7 @@ def api_pages(root: Path) -> list[str]:
 def markdown_manual(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
     """A module whose docstring is a game's Markdown manual (``# Title`` first) is not RST: its API page links to
     the game's page, where the manual is rendered as Markdown."""
+    lines[:] = untracked("\n".join(lines)).split("\n")
     if what != "module" or not lines or not lines[0].startswith("# "):
         return
     from eq_env.core.spec import registered_envs

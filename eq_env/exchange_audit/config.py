@@ -22,7 +22,7 @@ Presets:
     As ``"paper"`` with ``reveal_compliance=True``: the information the
     paper's scripted trader had.
 
-Fields added by issue 14 (noisy audits; the free-text ``regime``) are left out
+Later fields (noisy audits; the free-text ``regime``) are left out
 of :meth:`ExchangeAuditConfig.to_dict` at their defaults, so a configuration
 that does not use them keys its results as before they existed.
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -81,6 +82,13 @@ def test_every_internal_link_and_anchor_resolves() -> None:
             elif anchor and path.suffix == ".html" and unquote(anchor) not in _parsed(path).ids:
                 broken.append(f"{page.relative_to(SITE)}: {link} (no anchor)")
     assert broken == []
+    labels = [
+        f"{p.relative_to(SITE)}: {m[0]}"
+        for p in pages
+        for m in [re.search(r"\bissue \d+\b.{0,30}", p.read_text())]
+        if m
+    ]
+    assert labels == [], "the tracker's labels are not for the docs' readers"
 
 
 @pytest.fixture(scope="module")
