@@ -25,8 +25,9 @@ plays (:meth:`BeliefCoordinationExecutorEnv.team_action`) is the equilibrium gap
   ``temperature`` and ``penalty`` (this executor's last (T, p)).
 
 ``reset(seed=s)`` then ``reset()``… play episodes 0, 1, 2… of seed ``s``, as the environment does; the
-other agents' policies are seeded as the runner seeds them, so with :meth:`team_action` played in this
-seat the episodes are those of ``eq-env play --executor EXECUTORS --coordinator COORDINATOR``.
+other agents' policies are seeded as the runner seeds them, so with
+:meth:`BeliefCoordinationExecutorEnv.team_action` played in this seat the episodes are those of
+``eq-env play --executor EXECUTORS --coordinator COORDINATOR``.
 
 ``render_mode``: ``"ansi"`` (the round as text), ``"human"`` (printed) or ``"rgb_array"`` (that text as a
 picture, :mod:`eq_env.core.render`, for ``RecordVideo`` and SB3's ``make_vec_env``, which asks for it).

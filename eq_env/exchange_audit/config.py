@@ -186,7 +186,7 @@ class ExchangeAuditConfig(GameConfig):
 
     @property
     def checks_per_audit(self) -> int:
-        """Number of claim types an audit checks (B capped at the claim schema's pool: four in the paper's)."""
+        """Number of claim types an audit checks (B capped at the claim schema's pool; four in the paper's)."""
         pool = 4 if self.claim_schema == "paper" else len(get_schema(self.claim_schema).checkable)
         return pool if self.B is None else min(self.B, pool)
 

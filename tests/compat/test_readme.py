@@ -1,7 +1,8 @@
-"""The README's python blocks that need the compat extra, run as written: its ``<!-- needs:compat -->`` …
-``<!-- /needs:compat -->`` regions ("Using eq_env with SuperSuit/SB3, TorchRL, Tianshou"), in order and in one
-namespace, as a reader pastes them into one session. The main suite's README runners
-(``tests/exchange_audit/test_cli_and_docs.py``, ``tests/core/test_packaging.py``) skip these regions.
+"""The docs' python blocks that need the compat extra, run as written: its ``<!-- needs:compat -->`` …
+``<!-- /needs:compat -->`` regions (docs/tutorials/pettingzoo.md, "Using eq_env with SuperSuit/SB3,
+TorchRL, Tianshou"), in order and in one
+namespace, as a reader pastes them into one session. The main suite's docs runner
+(``tests/docs/test_docs_blocks.py``) skips these regions.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ need("supersuit", "stable_baselines3", "torchrl", "tianshou", "torch")
 
 pytestmark = [pytest.mark.slow, pytest.mark.compat]
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "docs" / "tutorials" / "pettingzoo.md").read_text()
 REGIONS = re.findall(r"<!-- needs:compat -->(.*?)<!-- /needs:compat -->", README, re.S)
 BLOCKS = [block for region in REGIONS for block in re.findall(r"```python\n(.*?)```", region, re.S)]
 
@@ -28,5 +29,5 @@ def test_the_readme_compat_blocks_run_in_order_in_one_namespace(
     monkeypatch.chdir(tmp_path)  # (a library may write logs: not into the repository)
     namespace: dict[str, object] = {}
     for index, block in enumerate(BLOCKS):
-        exec(compile(block, f"README.md needs:compat python block {index}", "exec"), namespace)
+        exec(compile(block, f"docs/tutorials/pettingzoo.md needs:compat python block {index}", "exec"), namespace)
         assert capsys.readouterr().out, f"needs:compat block {index} printed nothing"  # every example prints

@@ -177,7 +177,7 @@ def _table(text: str, header: str) -> str:
 def test_the_readmes_card_summary_and_leaderboard_are_what_the_demo_prints(runs, tmp_path):
     from eq_env.core.card import load_card, render_leaderboard
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "tutorials" / "bench.md").read_text()
     assert _table((runs["good"] / "card.md").read_text(), "| task | main metric") in readme
     render_leaderboard([load_card(runs[m]) for m in ("good", "mediocre", "hostile")], ["a", "b", "c"], tmp_path)
     assert _table((tmp_path / "leaderboard.md").read_text(), "| model |") in readme

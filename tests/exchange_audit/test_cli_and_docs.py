@@ -161,13 +161,15 @@ def test_round_trip_and_normalisation() -> None:
 # README
 # ---------------------------------------------------------------------------
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+GUIDE = (DOCS / "guide" / "exchange-audit.md").read_text()  # (the README's Table 1 and parameters moved here)
 # What the main suite runs: the README without its <!-- needs:compat --> regions (the compat extra's libraries; run by
 # tests/compat/test_readme.py). The same line is in tests/core/test_packaging.py's CO_INSTALLED: keep them in step.
 MAIN_README = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", README, flags=re.S)
 
 
 def test_readme_parameter_table_lists_every_field() -> None:
-    table = README.split("## Parameters", 1)[1].split("## ", 1)[0]
+    table = GUIDE.split("## Parameters", 1)[1].split("## ", 1)[0]
     for name in ExchangeAuditConfig.field_names():
         assert f"`{name}`" in table, name
 
@@ -188,12 +190,22 @@ COMPAT_LIBRARIES = re.compile(r"^\s*(import|from) (supersuit|torchrl|tianshou|te
 
 def test_readme_blocks_that_need_the_compat_extra_are_marked_and_both_runners_skip_them() -> None:
     """Every python block runs somewhere: those of the compat extra's libraries in tests/compat/test_readme.py
-    (marked ``needs:compat``), the others here and beside the wheel, whose runner skips the same regions."""
-    assert README.count("<!-- needs:compat -->") == README.count("<!-- /needs:compat -->") >= 3
-    for block in re.findall(r"```python\n(.*?)```", MAIN_README, re.S):
-        assert not COMPAT_LIBRARIES.search(block), f"a README block needs the compat extra, unmarked:\n{block}"
+    (marked ``needs:compat``), the README's here and beside the wheel, the docs' in tests/docs/test_docs_blocks.py,
+    whose runners skip the same regions."""
+    loop = (DOCS / "tutorials" / "pettingzoo.md").read_text()
+    assert loop.count("<!-- needs:compat -->") == loop.count("<!-- /needs:compat -->") >= 3
+    texts = [README, *(p.read_text() for p in DOCS.rglob("*.md") if "_build" not in p.parts)]
+    for text in texts:
+        main = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", text, flags=re.S)
+        for block in re.findall(r"```python\n(.*?)```", main, re.S):
+            assert not COMPAT_LIBRARIES.search(block), f"a docs block needs the compat extra, unmarked:\n{block}"
     skip = 're.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", '
-    assert skip in Path(__file__).read_text() and skip in (ROOT / "tests" / "core" / "test_packaging.py").read_text()
+    runners = [
+        Path(__file__),
+        ROOT / "tests" / "core" / "test_packaging.py",
+        ROOT / "tests" / "docs" / "test_docs_blocks.py",
+    ]
+    assert all(skip in runner.read_text() for runner in runners)
 
 
 def test_readme_commands_are_the_ci_commands() -> None:
@@ -214,7 +226,7 @@ def test_readme_table1_is_what_the_main_command_prints(
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    shown = README.split("Its Table 1:", 1)[1].split("With an 18-word text", 1)[0].strip()
+    shown = GUIDE.split("Its Table 1:", 1)[1].split("With an 18-word text", 1)[0].strip()
     assert shown and shown in printed
     assert (tmp_path / "results" / "summary.md").exists()
 
@@ -225,7 +237,7 @@ def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture
 
     from eq_env.core.sweep import SweepSpec, load_spec_file
 
-    section = README.split("## Sweeps", 1)[1].split("\n## ", 1)[0]
+    section = (DOCS / "tutorials" / "sweeps.md").read_text().split("# Sweeps", 1)[1]
     spec_file = tmp_path / "budget.toml"
     spec_file.write_text(re.findall(r"```toml\n(.*?)```", section, re.S)[0])
     spec = SweepSpec.from_mapping(load_spec_file(spec_file))
