@@ -26,7 +26,7 @@ from eq_env.studies.exchange_audit import (
     sensitivity,
     train,
 )
-from eq_env.studies.exchange_audit.repeated import experiment as repeated
+from eq_env.studies.exchange_audit.repeated import experiment as repeated_experiment  # (not `repeated`: the package)
 
 __all__ = ["COMMANDS", "describe_config", "dry_run"]
 
@@ -41,7 +41,7 @@ COMMANDS = [
     inspection.COMMAND,
     sensitivity.COMMAND,
     claim_schemas.COMMAND,
-    repeated.COMMAND,
+    repeated_experiment.COMMAND,
 ]
 
 

@@ -1,9 +1,9 @@
 """``eq-env repeated``: does a reputation hold a proposer honest at a lower audit intensity?
 
 **The model.** The proposer and the validator (the paper's rule engine) play the repeated exchange–audit game
-(:mod:`.env`): rounds of the one-shot game, each going on to the next with probability δ (a geometric horizon,
-truncated at a cap T where δ^T ≤ 10⁻⁴ so the cap does not matter), or exactly T rounds (``--rounds``). Each
-round's audit intensity q_t comes from an audit policy:
+(:mod:`eq_env.exchange_audit.repeated.env`): rounds of the one-shot game, each going on to the next with probability
+δ (a geometric horizon, truncated at a cap T where δ^T ≤ 10⁻⁴ so the cap does not matter), or exactly T rounds
+(``--rounds``). Each round's audit intensity q_t comes from an audit policy:
 
 * ``fixed`` q (the knob: q);
 * ``decay``: q_t = max(q_min, q₀·γ^c), c the clean audits so far (the knob: the floor q_min; q₀, γ flags);
@@ -15,11 +15,11 @@ The proposer knows its compliance (preset ``paper_scripted``), so the stage stra
 cost an honest proposer (false fails) — where, by the condition below, a trigger starts to bite.
 
 **What is measured**, for each horizon, audit policy and knob on the grid: the proposer's best response over the
-stage strategies honest / shade / false claims (:mod:`.dp`: dynamic programming over the reputation state,
-chosen on half of the sampled positions, measured on the other half): its misreport rate on the path
-(misreported requests in non-compliant rounds over non-compliant rounds), its gain over honesty for ever per
-episode, and along its path per round: welfare, the audit cost c·q_t the validator spends, bad approvals and
-the average q. The same for honesty for ever (the audit cost an honest proposer costs).
+stage strategies honest / shade / false claims (:mod:`eq_env.exchange_audit.repeated.dp`: dynamic programming over
+the reputation state, chosen on half of the sampled positions, measured on the other half): its misreport rate on
+the path (misreported requests in non-compliant rounds over non-compliant rounds), its gain over honesty for ever
+per episode, and along its path per round: welfare, the audit cost c·q_t the validator spends, bad approvals and the
+average q. The same for honesty for ever (the audit cost an honest proposer costs).
 
 **Frontiers.** Misreporting *pays* at a knob when the best response misreports in more than ``tolerance`` of
 the non-compliant rounds on its path. The *measured frontier* is the smallest knob of the grid from which it
@@ -27,10 +27,10 @@ never pays again; it is reported as the knob and as the average q an honest prop
 honesty costs in audits). It is compared with
 
 * the **one-shot frontier** q*₁: the one-shot best response over the whole artifact space
-  (:func:`~eq_env.exchange_audit.equilibrium.proposer_best_response`, as ``eq-env frontier`` measures it), and
-  this game's analytic 1 − no_trade_payoff/V;
-* the **repeated-game condition** derived in :mod:`.dp`: no single deviation from honesty pays at any state
-  honest play reaches,
+  (:func:`~eq_env.exchange_audit.equilibrium.proposer_best_response`, as ``eq-env frontier`` measures it), and this
+  game's analytic 1 − no_trade_payoff/V;
+* the **repeated-game condition** derived in :mod:`eq_env.exchange_audit.repeated.dp`: no single deviation from
+  honesty pays at any state honest play reaches,
 
       R_ℓ(s) − R_h(s) ≤ δ·[P_h(s) − P_ℓ(s)]·W          (one-shot gain ≤ the future it costs),
 
@@ -43,14 +43,15 @@ honesty costs in audits). It is compared with
 A patient liar *exploits* a decaying q where the best response is honest while its clean-audit count is low and
 lies once q has decayed below q*₁: the summary says from which count, and how often it then lies.
 
-**Checks.** At ``--check-delta`` a few cells (:data:`CHECK_CELLS`) are also played in the environment itself:
-the best response as a policy (:class:`~.dp.DPProposer`) over ``--simulate-episodes`` episodes of a held-out
-seed, its gain over honesty for ever on the same episodes (same positions, audit coins and horizon) and its
-misreport rate beside the dynamic programme's; and a PPO proposer trained ``--ppo-timesteps`` steps (default
-30000; 0: none) on the proposer's view with the history in its observation (:class:`~.views.RepeatedProposerEnv`,
-``action_encoding="strategy"``: it chooses the round's stage strategy, as the best response does; γ = 0.8),
-evaluated the same way. PPO models are saved under ``OUT/ppo`` and reused when the command is run again with the
-same cell, steps and seed; the rest (under a minute) is recomputed.
+**Checks.** At ``--check-delta`` a few cells (:data:`CHECK_CELLS`) are also played in the environment itself: the
+best response as a policy (:class:`~eq_env.exchange_audit.repeated.dp.DPProposer`) over ``--simulate-episodes``
+episodes of a held-out seed, its gain over honesty for ever on the same episodes (same positions, audit coins and
+horizon) and its misreport rate beside the dynamic programme's; and a PPO proposer trained ``--ppo-timesteps`` steps
+(default 30000; 0: none) on the proposer's view with the history in its observation
+(:class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`, ``action_encoding="strategy"``: it chooses the
+round's stage strategy, as the best response does; γ = 0.8), evaluated the same way. PPO models are saved under
+``OUT/ppo`` and reused when the command is run again with the same cell, steps and seed; the rest (under a minute)
+is recomputed.
 
 Writes ``repeated.csv`` (every horizon, policy and knob), ``repeated_summary.csv`` (every horizon and policy),
 ``repeated_checks.csv`` (the cells), ``repeated.md``, ``repeated.png`` (misreport rate on the path against the
