@@ -25,8 +25,6 @@ html_theme = "furo"
 html_title = "eq_env"
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3  # GitHub-style anchors (`#a-pettingzoo-loop`) for the pages' own links
-# one docstring says :mod:`env` where four games have an env module (eq_env.exchange_audit.repeated.views)
-suppress_warnings = ["ref.python"]
 
 autodoc_member_order = "bysource"
 autodoc_inherit_docstrings = False  # (a view's step() would show gymnasium's own docstring, its RST broken)

@@ -1,9 +1,9 @@
 """The proposer's single-agent Gymnasium view of the repeated game, for RL with the history in the observation.
 
 ``gymnasium.make("eq_env/ExchangeAuditRepeatedProposer-v0", validator="rule", **config)`` plays the proposer of
-the repeated game (:mod:`.env`) against a fixed validator (any validator spec or object; default the paper's
-rule engine). One step is one round; an episode is the repeated game's episode (terminated at its end,
-truncated at the cap T of a geometric horizon).
+the repeated game (:mod:`eq_env.exchange_audit.repeated.env`) against a fixed validator (any validator spec or
+object; default the paper's rule engine). One step is one round; an episode is the repeated game's episode
+(terminated at its end, truncated at the cap T of a geometric horizon).
 
 * Observation: the one-shot proposer view's features
   (:func:`~eq_env.exchange_audit.features.proposer_features`: intent, observed numbers, margins, what it knows of
