@@ -9,8 +9,26 @@
   exists. The commands are run in full, with their printed numbers compared, by the tests named beside each
   page: ``tests/core/test_readme_tasks.py`` (tasks, training), ``tests/exchange_audit/test_cli_and_docs.py``
   (Table 1, sweeps), ``tests/core/test_bench_cli.py`` (bench).
-* A block preceded by ``<!-- not-run: REASON -->`` is not run; the reason is shown beside it in the page's
-  source and must be given.
+* ``bash`` blocks run in full, each page's in order in a fresh directory, in ``test_docs_commands.py``
+  (``.ci/docs``); the directives that steer that run are comments on the lines just above a block, read
+  here by :func:`blocks`:
+
+  ``<!-- not-run: REASON -->``
+      not run (here nor there); the reason must be given (an API key, a paid model, a package install).
+  ``<!-- serve -->``
+      a server the reader starts in another terminal: started in the background, waited for until it prints
+      its first line, stopped (Ctrl-C, exit 0) when the page's blocks are done.
+  ``<!-- save-as: FILE -->``
+      (a ``python`` or ``toml`` block) the file the page tells the reader to save, written (under the page's
+      directory) before its shell blocks run; a ``toml`` block must be saved or not run.
+  ``<!-- run-by: TEST_FILE -->``
+      run in full there, with what it prints checked (the runner does not run it twice; that file must exist
+      and name the page).
+  ``<!-- exit: STATUS -->``
+      the exit status the block ends with, when it is not 0 (the page says why: failures reported by status).
+  ``<!-- ci: PREFIX FLAGS | PREFIX FLAGS ... -->``
+      what CI changes to keep the run short: each ``eq-env PREFIX`` line of the block runs with ``FLAGS``
+      appended (a later flag wins: ``--timesteps 3000`` over the page's ``--timesteps 60000``).
 """
 
 from __future__ import annotations
@@ -21,6 +39,7 @@ import inspect
 import re
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,17 +47,69 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GENERATED = ("games", "commands", "api")  # written by docs/_ext/eq_env_pages.py at build time: not tracked
-BLOCK = re.compile(r"(?:<!-- not-run: (?P<why>[^>]*?) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.S)
+BLOCK = re.compile(r"(?P<directives>(?:<!-- [a-z-]+(?:: [^>]*?)? -->\n)*)```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.S)
+DIRECTIVE = re.compile(r"<!-- (?P<key>[a-z-]+)(?:: (?P<arg>[^>]*?))? -->")
+DIRECTIVES = ("not-run", "serve", "save-as", "ci", "run-by", "exit")
 
 
 def pages() -> list[Path]:
     return sorted(p for p in DOCS.rglob("*.md") if p.relative_to(DOCS).parts[0] not in (*GENERATED, "_build"))
 
 
-def blocks(text: str, *langs: str) -> list[tuple[str, str | None]]:
-    """(body, not-run reason) of the blocks of the given languages, the needs:compat regions left out."""
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of a page and the directives on the lines above it."""
+
+    lang: str
+    body: str
+    directives: dict[str, str]
+
+    @property
+    def why(self) -> str | None:
+        """The reason it is not run, or None when it runs."""
+        return self.directives.get("not-run")
+
+
+def blocks(text: str, *langs: str) -> list[Block]:
+    """The blocks of the given languages, the needs:compat regions left out."""
     text = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", text, flags=re.S)
-    return [(m["body"], m["why"]) for m in BLOCK.finditer(text) if m["lang"] in langs]
+    found = []
+    for m in BLOCK.finditer(text):
+        if m["lang"] in langs:
+            directives = {d["key"]: (d["arg"] or "") for d in DIRECTIVE.finditer(m["directives"])}
+            found.append(Block(m["lang"], m["body"], directives))
+    return found
+
+
+def ci_rules(block: Block) -> list[tuple[list[str], list[str]]]:
+    """``<!-- ci: PREFIX FLAGS | ... -->`` as (prefix words after ``eq-env``, flags to append)."""
+    rules = []
+    for part in filter(None, (p.strip() for p in block.directives.get("ci", "").split("|"))):
+        words = shlex.split(part)
+        cut = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+        assert 0 < cut < len(words), f"a ci rule is PREFIX FLAGS, got {part!r}"
+        rules.append((words[:cut], words[cut:]))
+    return rules
+
+
+def script(block: Block) -> tuple[str, int]:
+    """The block as run: continuation lines joined, each ``eq-env`` line given its ci flags; and how many
+    ci rules matched a line (each must match one)."""
+    rules = ci_rules(block)
+    used: set[int] = set()
+    lines = []
+    for line in block.body.replace("\\\n", " ").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("eq-env "):
+            command = stripped.partition(" #")[0]  # (a trailing comment: the flags go before it)
+            words = shlex.split(command)[1:]
+            for index, (prefix, flags) in enumerate(rules):
+                if words[: len(prefix)] == prefix:
+                    command = f"{command.rstrip()} {shlex.join(flags)}"
+                    used.add(index)
+            line = command
+        lines.append(line)
+    return "\n".join(lines) + "\n", len(used)
 
 
 def manuals() -> dict[str, str]:
@@ -70,10 +141,17 @@ def test_the_docs_have_pages_and_blocks() -> None:
     assert sum(len(blocks(t, "python")) for t in sources().values()) >= 10
 
 
-def test_every_not_run_block_says_why() -> None:
+def test_every_directive_is_known_and_not_run_says_why() -> None:
     for name, text in sources().items():
-        for body, why in blocks(text, "python", "bash", "console"):
-            assert why is None or why.strip(), f"{name}: a not-run block without a reason:\n{body}"
+        for block in blocks(text, "python", "bash", "console"):
+            unknown = set(block.directives) - set(DIRECTIVES)
+            assert not unknown, f"{name}: unknown directive {unknown} (known: {DIRECTIVES}) above:\n{block.body}"
+            assert block.why is None or block.why.strip(), f"{name}: a not-run block without a reason:\n{block.body}"
+            saved_shell = "save-as" in block.directives and block.lang in ("bash", "console")
+            assert not saved_shell, f"{name}: save-as on a shell block"
+        for block in blocks(text, "toml", "json", "yaml", "ini"):  # (a file: saved for the commands, or not run)
+            kept = block.directives.keys() & {"save-as", "not-run"}
+            assert kept, f"{name}: a {block.lang} block neither saved nor not-run:\n{block.body}"
 
 
 @pytest.mark.parametrize("name", _python_cases())
@@ -82,10 +160,11 @@ def test_python_blocks_run(name: str, tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.chdir(tmp_path)  # a block may write (an LLM cache, a run directory): not into the repository
     namespace: dict[str, object] = {}
     started = time.perf_counter()
-    for index, (body, why) in enumerate(blocks(sources()[name], "python")):
-        if why is None:
-            exec(compile(body, f"{name} python block {index}", "exec"), namespace)
-    if name.startswith("docs/"):  # (a page's example shows what it gives; a manual's shows a loop)
+    for index, block in enumerate(blocks(sources()[name], "python")):
+        if block.why is None:
+            exec(compile(block.body, f"{name} python block {index}", "exec"), namespace)
+    shown = [b for b in blocks(sources()[name], "python") if "save-as" not in b.directives]
+    if name.startswith("docs/") and shown:  # (a page's example shows what it gives; a manual's shows a loop)
         assert capsys.readouterr().out, f"{name}: its python blocks print nothing"
     if name not in SLOW:  # (the fast suite stays fast: a page whose blocks take seconds is in SLOW)
         assert time.perf_counter() - started < 5, f"{name}'s blocks take seconds: add the page to SLOW"
@@ -93,10 +172,10 @@ def test_python_blocks_run(name: str, tmp_path: Path, monkeypatch: pytest.Monkey
 
 def _command_lines(text: str) -> list[str]:
     lines = []
-    for body, why in blocks(text, "bash", "console"):
-        if why is not None:
+    for block in blocks(text, "bash", "console"):
+        if block.why is not None:
             continue
-        for line in body.replace("\\\n", " ").splitlines():
+        for line in script(block)[0].splitlines():  # (the lines as CI runs them: its flags parse too)
             line = line.strip().removeprefix("$ ")
             if line and not line.startswith("#"):
                 lines.extend(part.strip() for part in re.split(r"&&|;|\|", line) if part.strip())
