@@ -248,7 +248,7 @@ def test_readme_sweep_examples_run(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(argv) == 0
     assert "20 conditions x 5 seeds" in capsys.readouterr().out
     # "mine - rule" per cell: the paired table the README shows is the one the command writes
-    bash = re.findall(r"```bash\n(.*?)```", section, re.S)[1].replace("\\\n", " ")
+    bash = next(b for b in re.findall(r"```bash\n(.*?)```", section, re.S) if "--baseline" in b).replace("\\\n", " ")
     argv = shlex.split(bash)[1:]
     argv[argv.index("--out") + 1] = str(tmp_path / "mine-vs-rule")
     assert "--baseline" in argv and main(argv) == 0
