@@ -32,11 +32,23 @@ from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.spaces import layout, n_actions
 from eq_env.einstein_puzzle.spec import ID
 
-__all__ = ["EVAL_SEEDS", "METRICS", "SB3_SUMMARY", "SB3Seat", "hyperparameters", "sb3_policy", "train"]
+__all__ = [
+    "EVAL_SEEDS",
+    "METRICS",
+    "SB3_SUMMARY",
+    "SELF",
+    "SELF_METRICS",
+    "SB3Seat",
+    "hyperparameters",
+    "sb3_policy",
+    "train",
+]
 
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training's environments play seeds seed, seed + 1, ...
 METRICS = ("success_rate", "steps", "partial_success", "rejected_placements", "rule_inconsistent")
+SELF_METRICS = ("success_rate", "steps", "rejected_placements", "shares", "asks")  # self-play: what it says too
 SEATS = ("player_0", "player_1")
+SELF = "self"  # the partner of self-play: the policy being trained, in both seats
 
 
 def hyperparameters(timesteps: int, n_envs: int) -> dict[str, Any]:
@@ -92,10 +104,14 @@ def train(
     """Train seat ``role`` with ``partner`` (a policy spec) in the other seat, save it into ``out`` and
     evaluate it (see the module docstring). Environment ``i`` of ``n_envs`` plays seed ``seed + i``'s
     games; the evaluation plays ``eval_episodes`` games of each of ``eval_seeds``, which training never
-    sees. ``on_evaluation(result)`` is called after each evaluation."""
+    sees. ``on_evaluation(result)`` is called after each evaluation.
+
+    ``partner="self"``: self-play — one policy in both seats (:class:`~eq_env.einstein_puzzle.views.
+    EinsteinPuzzleSelfPlayEnv`), evaluated with itself in both seats (greedy, sampled), then with the
+    planner as the partner it never trained with (the zero-shot question), beside random play in both."""
     from eq_env.core.policy import make_policy
     from eq_env.core.runner import evaluate
-    from eq_env.einstein_puzzle.views import EinsteinPuzzleEnv
+    from eq_env.einstein_puzzle.views import EinsteinPuzzleEnv, EinsteinPuzzleSelfPlayEnv
 
     if role not in SEATS:
         raise ValueError(f"role must be one of {SEATS}, got {role!r}")
@@ -106,20 +122,38 @@ def train(
     other = SEATS[1 - SEATS.index(role)]
     if not isinstance(partner, str):
         raise ValueError(f"partner must be a policy spec (it is saved with the model), got {partner!r}")
-    try:
-        make_policy(partner, other, ID)  # refused now, not after the training
-    except ValueError as err:
-        raise ValueError(f"partner: {err}") from None
+    if partner != SELF:
+        try:
+            make_policy(partner, other, ID)  # refused now, not after the training
+        except ValueError as err:
+            raise ValueError(f"partner: {err}") from None
 
-    def run(seat_policy: Policy | str) -> dict[str, tuple[float, float]]:
-        policies = {role: seat_policy, other: partner}
+    def run(policies: dict[str, Policy | str]) -> dict[str, tuple[float, float]]:
         return evaluate(ID, config, policies, episodes=eval_episodes, seeds=list(eval_seeds), progress=progress).summary
 
-    evaluations = [
-        ("greedy", lambda path: run(sb3_policy(str(path), role))),
-        ("sampled", lambda path: run(sb3_policy(str(path), role, deterministic=False))),
-        ("random (baseline)", lambda path: run("random")),
-    ]
+    def both(path: Path, deterministic: bool) -> dict[str, Policy | str]:
+        return {seat: sb3_policy(str(path), seat, deterministic) for seat in SEATS}
+
+    make_env: Any
+    if partner == SELF:
+        evaluations = [
+            ("self-play, greedy", lambda path: run(both(path, True))),
+            ("self-play, sampled", lambda path: run(both(path, False))),
+            ("with planner, greedy", lambda path: run({role: sb3_policy(str(path), role), other: "planner"})),
+            (
+                "with planner, sampled",
+                lambda path: run({role: sb3_policy(str(path), role, False), other: "planner"}),
+            ),
+            ("random (baseline)", lambda path: run(dict.fromkeys(SEATS, "random"))),
+        ]
+        make_env = lambda: EinsteinPuzzleSelfPlayEnv(config=config)  # noqa: E731
+    else:
+        evaluations = [
+            ("greedy", lambda path: run({role: sb3_policy(str(path), role), other: partner})),
+            ("sampled", lambda path: run({role: sb3_policy(str(path), role, False), other: partner})),
+            ("random (baseline)", lambda path: run({role: "random", other: partner})),
+        ]
+        make_env = lambda: EinsteinPuzzleEnv(partner, seat=role, config=config)  # noqa: E731
     meta = {
         "config": config.to_dict(),
         "partner": partner,
@@ -128,7 +162,7 @@ def train(
     }
     return train_view(
         out,
-        lambda: EinsteinPuzzleEnv(partner, seat=role, config=config),
+        make_env,
         env=ID,
         role=role,
         algo=algo,
@@ -138,6 +172,8 @@ def train(
         hyperparameters=hyperparameters(timesteps, n_envs),
         meta=meta,
         evaluations=evaluations,
+        eval_seeds=eval_seeds,
+        eval_episodes=eval_episodes,
         progress=progress,
         on_evaluation=on_evaluation,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from eq_env.core.config import GameConfig, choice, number
+from eq_env.core.config import GameConfig, choice, flag, number
 from eq_env.einstein_puzzle.generator import MAX_OBJECTS, MIN_OBJECTS
 from eq_env.einstein_puzzle.rules import COMM_MODES, default_max_steps
 
@@ -46,6 +46,16 @@ class EinsteinPuzzleConfig(GameConfig):
     illegal_penalty: float = number(0.0, 0.0, 10.0, "team penalty for an action the rules do not allow")
     pass_penalty: float = number(0.0, 0.0, 10.0, "team penalty for a pass (the original code's bug: always charged)")
     success_reward: float = number(1.0, 0.0, 100.0, "team reward when every object is in its goal bin")
+    shaping: float = number(
+        0.0,
+        0.0,
+        10.0,
+        "weight of potential-based reward shaping on what the team has established (0: none; leaves the "
+        "optimal policies unchanged)",
+    )
+    strict_mask: bool = flag(
+        False, "the action mask also leaves out moves that can only be rejected or that undo a correct placement"
+    )
 
     def validate(self) -> None:
         if self.puzzles == "suite" and not 4 <= self.n <= 8:
@@ -56,11 +66,12 @@ class EinsteinPuzzleConfig(GameConfig):
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields; ``suite_stride`` (added after results were first keyed) only when set, so a configuration
-        without it keys its results as before it existed."""
+        """The fields; those added after results were first keyed (``suite_stride``, ``shaping``,
+        ``strict_mask``) only when set, so a configuration without them keys its results as before they existed."""
         data = super().to_dict()
-        if not data["suite_stride"]:
-            del data["suite_stride"]
+        for name in LATER_FIELDS:
+            if data[name] == getattr(EinsteinPuzzleConfig, name):
+                del data[name]
         return data
 
     @property
@@ -68,6 +79,8 @@ class EinsteinPuzzleConfig(GameConfig):
         """``max_steps``, or the paper's limit for ``n`` objects when it is ``None`` (auto)."""
         return self.max_steps if self.max_steps is not None else default_max_steps(self.n)
 
+
+LATER_FIELDS = ("suite_stride", "shaping", "strict_mask")  # added after v0's first results: keyed only when set
 
 PRESETS: dict[str, EinsteinPuzzleConfig] = {
     "paper": EinsteinPuzzleConfig(),

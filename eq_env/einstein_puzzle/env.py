@@ -157,7 +157,28 @@ One team reward, the same for both agents on every step:
 | an illegal action                  | `−illegal_penalty` (0.0) |
 | a pass                             | `−pass_penalty` (0.0)   |
 
-Nothing else is rewarded (no shaping).
+Nothing else is rewarded unless `shaping` is set (default 0: no shaping).
+
+**Shaping** (`shaping = w > 0`, for learners; Ng, Harada & Russell 1999): every
+step also pays `Φ(s′) − Φ(s)`, a potential on what the team has established,
+
+    Φ(s) = w · (placed + placeable) / (2n),
+
+`placed` the objects in their goal bins, `placeable` those whose goal the
+player of the goal's row (the only one who can put it there) can infer; the
+potential of the end of the episode (success or the step limit) is 0. The game
+is undiscounted, so the shaping of an episode adds up to `−Φ(s₀)` whatever is
+played: every policy's return changes by the same constant, and the optimal
+policies are those of the unshaped game. What changes is the signal along the
+way: a share that lets the partner infer a goal, or a correct placement, pays
+at once, and the end takes it back.
+
+**Strict mask** (`strict_mask=True`): the action mask also leaves out the
+moves that can only fail or undo progress — into a start bin (always
+rejected), out of a goal bin (only correct placements are accepted, so the
+object is where it belongs) and into a goal bin the player knows is not the
+object's. The rules are unchanged: such a move, played anyway, is played as
+the rules say.
 
 ## Termination and truncation
 
@@ -178,7 +199,7 @@ numeric observation mode (see the version history; `eq_env.core.numeric`).
 (default `"paper"`; `"paper_test"`: the suite; `"eight"`: 8 objects) with
 `overrides` (any of its fields: `n`, `comm_mode`, `max_steps`, `puzzles`,
 `private_share`, `max_depth`, `rejection_penalty`, `illegal_penalty`,
-`pass_penalty`, `success_reward`). Invalid values raise `ValueError`.
+`pass_penalty`, `success_reward`, `shaping`, `strict_mask`). Invalid values raise `ValueError`.
 `render_mode`: `"ansi"` (`render()` returns a drawing of the board and the
 last event), `"human"` (prints it) or `"rgb_array"` (that drawing as a picture,
 one shape for every frame: `eq_env.core.render`). An unknown keyword is a
@@ -216,6 +237,9 @@ paper says (each has a test):
   suite (`eq-env bench`).
 * v0, unchanged results: `render_mode="rgb_array"` (the board as a picture, one shape for every
   frame); an unknown keyword is a `TypeError` (also a `ValueError`, as before).
+* v0: `shaping` (potential-based reward shaping) and `strict_mask` (a mask without the moves that can only
+  fail or undo progress), both off by default (unchanged, and left out of a configuration's keys when off), for
+  self-play learners (`eq-env train --env einstein-puzzle --partner self`).
 """
 
 from __future__ import annotations
@@ -233,7 +257,18 @@ from eq_env.core.render import RENDER_MODES, rendered
 from eq_env.einstein_puzzle import spaces as codec
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.generator import generate, puzzle_rng
-from eq_env.einstein_puzzle.rules import GOAL_BINS, ILLEGAL, N_BINS, REJECTED, Move, Pass, Puzzle, State, new_game
+from eq_env.einstein_puzzle.rules import (
+    GOAL_BINS,
+    ILLEGAL,
+    N_BINS,
+    REJECTED,
+    Move,
+    Pass,
+    Puzzle,
+    State,
+    goal_row_player,
+    new_game,
+)
 from eq_env.einstein_puzzle.text import CHARSET, Describer, event_line, max_text_length, render_board
 
 __all__ = [
@@ -336,6 +371,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._observations: list[tuple[int, dict[str, Any]] | None] = [None, None]
         self._end_info: dict[str, Any] = {}
         self._over = False
+        self._potential = 0.0  # the shaping potential of the game now (0 without shaping)
 
     # -- spaces ---------------------------------------------------------------------------------------
     def _observation_space(self, size: int, text_length: int) -> spaces.Dict:
@@ -369,6 +405,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._observations = [None, None]
         self._end_info = {}
         self._over = False
+        self._potential = self._potential_now()
         self.agents = list(PLAYERS)
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
@@ -399,7 +436,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         encoder = self._encoder
         assert self._describer is not None and encoder is not None
         acting = game.current == player and not self._over
-        mask = encoder.action_mask() if acting else self._no_moves
+        mask = encoder.action_mask(self.config.strict_mask) if acting else self._no_moves
         return {
             "observation": encoder(player),  # (read-only: made from bytes)
             "action_mask": mask,
@@ -473,6 +510,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         else:
             won = type(move) is Move and move.dst in GOAL_BINS and game.success  # (only a placement can win)
             reward = config.success_reward if won else 0.0
+        if config.shaping:
+            potential = 0.0 if won or game.turn >= game.max_steps else self._potential_now()
+            reward += potential - self._potential
+            self._potential = potential
         self.rewards = dict.fromkeys(self.agents, reward)
         self.infos[agent] = {"last_action": {"action": self._texts[index], "outcome": outcome, "reason": event.reason}}
         if won or game.turn >= game.max_steps:
@@ -486,6 +527,18 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def _potential_now(self) -> float:
+        """The shaping potential Φ of the game now (see Rewards; 0 without shaping)."""
+        w = self.config.shaping
+        game, encoder = self.game, self._encoder
+        if not w or game is None or encoder is None:
+            return 0.0
+        goal, location = game.puzzle.goal, game.location
+        known = (encoder.possible(0), encoder.possible(1))
+        placed = sum(loc == g for loc, g in zip(location, goal, strict=True))
+        placeable = sum(known[goal_row_player(g)][obj] == 1 << g for obj, g in enumerate(goal))
+        return w * (placed + placeable) / (2 * len(goal))
 
     # -- rendering ------------------------------------------------------------------------------------
     def render(self) -> str | np.ndarray | None:

@@ -54,6 +54,7 @@ import numpy as np
 from eq_env.einstein_puzzle.rules import (
     BOTH,
     COMM_MODES,
+    COMMON,
     GOAL_BINS,
     N_BINS,
     Action,
@@ -151,23 +152,55 @@ _SHARE_MODES = ("provide_and_seek", "provide_only")
 _ASK_MODES = ("provide_and_seek", "seek_only")
 
 
-def action_mask(state: State, possible: Sequence[int] | None = None) -> np.ndarray:
+def action_mask(state: State, possible: Sequence[int] | None = None, *, strict: bool = False) -> np.ndarray:
     """The legal actions of the player to act (``int8``, 1 = legal): :meth:`State.check` of each, computed
     from the rules' structure rather than by trying every index (the tests compare the two on many states).
 
     ``possible``: the acting player's goal-bin masks (``state.knowledge(player).masks()``) if known already
-    (:meth:`ObservationEncoder.possible`); they decide which answer is legal."""
+    (:meth:`ObservationEncoder.possible`); they decide which answer is legal.
+
+    ``strict`` (the game's ``strict_mask``): also leave out the legal moves that can only fail or undo
+    progress — into a start bin (always rejected), out of a goal bin (an object there is correctly placed,
+    so the move undoes it or is rejected), and into a goal bin the player knows is not the object's. The rules
+    are unchanged: such a move, played anyway, is played as the rules say."""
     if state.over:
         return np.zeros(48 * state.puzzle.n + 1, np.int8)
-    return np.frombuffer(bytearray(_legal(state, state.location, state.last_ask(), possible)), np.int8)
+    if strict and possible is None:
+        possible = state.knowledge(state.current).masks()
+    return np.frombuffer(bytearray(_legal(state, state.location, state.last_ask(), possible, strict)), np.int8)
 
 
-def _legal(state: State, location: Sequence[int], asked: int | None, possible: Sequence[int] | None) -> bytes:
+@lru_cache(maxsize=64)
+def _strict_block(player: int, src: int, possible: int) -> bytes:
+    """:func:`_move_blocks`'s block of one object in bin ``src`` whose goal bins may be ``possible`` (a 4-bit
+    mask), less the moves that can only fail or undo a correct placement (:func:`action_mask`'s ``strict``)."""
+    from eq_env.einstein_puzzle.rules import reachable
+
+    block = bytearray(_move_blocks(player)[src])
+    reach = reachable(player)
+    for dst in reach - {src}:
+        useless = (
+            src in GOAL_BINS  # (only correct placements are accepted: the object is where it belongs)
+            or (dst not in GOAL_BINS and dst != COMMON)  # a start bin takes nothing back
+            or (dst in GOAL_BINS and not possible >> dst & 1)
+        )
+        if useless:
+            block[6 * src + (dst if dst < src else dst - 1)] = 0
+    return bytes(block)
+
+
+def _legal(
+    state: State, location: Sequence[int], asked: int | None, possible: Sequence[int] | None, strict: bool = False
+) -> bytes:
     """The action mask of the player to act in a game that is not over, as bytes (``asked``: the object the
-    partner just asked about, ``state.last_ask()``)."""
+    partner just asked about, ``state.last_ask()``; ``strict``: :func:`action_mask`'s, ``possible`` given)."""
     n, p = state.puzzle.n, state.current
-    blocks = _move_blocks(p)
-    moves = b"".join([blocks[src] for src in location])  # the moves, object by object
+    if strict:
+        assert possible is not None
+        moves = b"".join([_strict_block(p, src, possible[obj]) for obj, src in enumerate(location)])
+    else:
+        blocks = _move_blocks(p)
+        moves = b"".join([blocks[src] for src in location])  # the moves, object by object
     talk = bytearray(6 * n + 1)  # shares (n), asks (n), answers (4n), pass
     mode = state.comm_mode
     if mode != "none":
@@ -509,12 +542,13 @@ class ObservationEncoder:
         """``player``'s goal-bin masks now (``state.knowledge(player).masks()``; do not modify the list)."""
         return self._inference[player].masks(self.state, player)
 
-    def action_mask(self) -> np.ndarray:
+    def action_mask(self, strict: bool = False) -> np.ndarray:
         """:func:`action_mask` (read-only), for a game that is not over."""
         state = self.state
         asked = state.last_ask()
-        possible = self.possible(state.current) if asked is not None else None  # (only answers need it)
-        return np.frombuffer(_legal(state, state.location, asked, possible), np.int8)
+        # (only answers, and the strict mask's moves, need the knowledge)
+        possible = self.possible(state.current) if asked is not None or strict else None
+        return np.frombuffer(_legal(state, state.location, asked, possible, strict), np.int8)
 
     def __call__(self, player: int) -> np.ndarray:
         state = self.state

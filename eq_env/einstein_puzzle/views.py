@@ -57,7 +57,7 @@ from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.env import raw_env
 from eq_env.einstein_puzzle.spaces import layout, n_actions
 
-__all__ = ["EinsteinPuzzleEnv"]
+__all__ = ["EinsteinPuzzleEnv", "EinsteinPuzzleSelfPlayEnv"]
 
 SEATS = ("player_0", "player_1")
 
@@ -156,6 +156,97 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         terminated, truncated = bool(env.terminations[self.seat]), bool(env.truncations[self.seat])
         info = dict(env.infos[self.seat]) if terminated or truncated else {}
         return observation, reward, terminated, truncated, info
+
+    def render(self) -> str | np.ndarray | None:
+        return self._env.render()
+
+
+class EinsteinPuzzleSelfPlayEnv(gymnasium.Env):
+    """Both seats of the Einstein puzzle played by one policy: self-play with a shared policy, as one
+    Gymnasium environment.
+
+    Each step is one turn of whichever seat is to act: the observation is that seat's (its numeric
+    observation says which seat it is, and each seat sees only what it knows), the action that seat's, the
+    reward the team reward of that turn. The game is fully cooperative, so one policy maximising the team
+    return in both seats is the team's policy, each seat acting on its own observation (decentralised
+    execution, shared parameters). ``action_masks()``, ``info`` at the end, seeds and ``render_mode`` are as
+    in :class:`EinsteinPuzzleEnv`; there is no partner to seed.
+
+    ``eq-env train --env einstein-puzzle --partner self`` trains on it (:mod:`eq_env.baselines.einstein_puzzle.rl`).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+
+    def __init__(
+        self,
+        *,
+        config: EinsteinPuzzleConfig | None = None,
+        preset: str | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        check_render_mode(render_mode)
+        if config is not None and preset is not None:
+            raise ValueError("give config or preset, not both")
+        if config is not None and not isinstance(config, EinsteinPuzzleConfig):
+            raise ValueError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
+        self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
+        self.render_mode = render_mode
+        self._env = raw_env(config=self.config, render_mode=render_mode)
+        n = self.config.n
+        self.observation_space = spaces.Box(0.0, 1.0, (layout(n).size,), np.float32)
+        self.action_space = spaces.Discrete(n_actions(n))
+        self._started = False
+        self._mask = np.zeros(n_actions(n), np.int8)
+
+    @property
+    def game(self) -> Any:
+        """The game in progress (:class:`~eq_env.einstein_puzzle.rules.State`)."""
+        return self._env.game
+
+    @property
+    def seat(self) -> str:
+        """The seat to act now (whose observation the last step returned)."""
+        return str(self._env.agent_selection)
+
+    def _observe(self) -> np.ndarray:
+        obs = self._env.observe(self._env.agent_selection)
+        self._mask = obs["action_mask"]
+        return np.asarray(obs["observation"], np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        if options:
+            raise ValueError(
+                f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}"
+            )
+        super().reset(seed=seed)
+        self._env.reset(seed=seed)
+        self._started = True
+        return self._observe(), {}
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of the seat to act (bool), for MaskablePPO."""
+        return self._mask.astype(bool)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        env = self._env
+        if not self._started:
+            raise RuntimeError("step() before reset()")
+        seat = env.agent_selection
+        if env.terminations[seat] or env.truncations[seat]:
+            raise RuntimeError("the episode is over: call reset()")
+        env.step(action)  # (the environment checks it: a ValueError names the space)
+        reward = float(env.rewards[seat])
+        terminated, truncated = bool(env.terminations[seat]), bool(env.truncations[seat])
+        info = dict(env.infos[seat]) if terminated or truncated else {}
+        # (at the end the observation is the seat that just acted: the one whose episode ends)
+        observation = self._observe() if not (terminated or truncated) else self._final(seat)
+        return observation, reward, terminated, truncated, info
+
+    def _final(self, seat: str) -> np.ndarray:
+        obs = self._env.observe(seat)
+        self._mask = obs["action_mask"]
+        return np.asarray(obs["observation"], np.float32)
 
     def render(self) -> str | np.ndarray | None:
         return self._env.render()

@@ -35,7 +35,11 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sb3 = parser.add_argument_group("with --backend sb3 (one seat, Stable-Baselines3)")
     sb3.add_argument("--role", choices=("player_0", "player_1"), help="the seat to train (default player_0)")
-    sb3.add_argument("--partner", help="the other seat's policy spec (default planner, the decentralised planner)")
+    sb3.add_argument(
+        "--partner",
+        help="the other seat's policy spec (default planner, the decentralised planner), or self: self-play, one "
+        "policy in both seats (it learns from scratch with --strict-mask: docs/guide/einstein-puzzle.md)",
+    )
     sb3.add_argument("--algo", choices=("maskable_ppo", "ppo"), help="maskable_ppo (sb3-contrib, default) or ppo")
     sb3.add_argument(
         "--timesteps",
@@ -71,10 +75,12 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_sb3(args: argparse.Namespace, config: object) -> int:
-    from eq_env.baselines.einstein_puzzle.rl import METRICS, train
+    from eq_env.baselines.einstein_puzzle.rl import METRICS, SELF, SELF_METRICS, train
 
     role = args.role or "player_0"
     partner = args.partner or "planner"
+    if partner == SELF and args.role:
+        raise ValueError("--role goes with a fixed --partner: --partner self trains one policy for both seats")
     result = train(
         args.out,
         role=role,
@@ -89,17 +95,25 @@ def _train_sb3(args: argparse.Namespace, config: object) -> int:
         progress=None,
     )
     asked = f" ({result.timesteps} asked; SB3 ends on a whole rollout)" if result.steps_run != result.timesteps else ""
+    who = "both seats by self-play" if partner == SELF else f"{role} ({result.algo}) with {partner} as partner"
     print(
-        f"trained {role} ({result.algo}) with {partner} as partner for {result.steps_run} steps{asked} in "
-        f"{result.seconds:.1f} s ({result.steps_run / result.seconds:.0f} steps/s, one thread); saved to {result.path}"
+        f"trained {who} for {result.steps_run} steps{asked} in {result.seconds:.1f} s "
+        f"({result.steps_run / result.seconds:.0f} steps/s, one thread); saved to {result.path}"
     )
-    print(f"use it in either seat: eq-env play --env einstein-puzzle --{role} sb3:path={result.path}")
+    if partner == SELF:
+        print(
+            f"use it in both seats: eq-env play --env einstein-puzzle --player_0 sb3:path={result.path} "
+            f"--player_1 sb3:path={result.path}"
+        )
+    else:
+        print(f"use it in either seat: eq-env play --env einstein-puzzle --{role} sb3:path={result.path}")
+    against = "itself in both seats, then with the planner as partner" if partner == SELF else f"{partner} as partner"
     print(
-        f"evaluation with {partner} as partner on held-out seeds {', '.join(map(str, args.eval_seeds))}, "
+        f"evaluation with {against} on held-out seeds {', '.join(map(str, args.eval_seeds))}, "
         f"{args.eval_episodes} games each (mean ± std over seeds); greedy: the most likely legal action, sampled: "
         "drawn from the model's masked distribution:\n"
     )
-    print(result.table(METRICS))
+    print(result.table(SELF_METRICS if partner == SELF else METRICS))
     print(f"wrote model.zip, policy.json, learning_curve.csv, learning_curve.png and eval.json to {result.path}")
     return 0
 
