@@ -122,7 +122,8 @@ def plot_lines(
     title: str | None = None,
     xticklabels: Sequence[str] | None = None,
 ) -> None:
-    """Panels (two per row), each ``{"ylabel", "series": [{"label", "x", "y", "yerr", "style"}]}``.
+    """Panels (two per row), each ``{"ylabel", "series": [{"label", "x", "y", "yerr", "style"}]}`` and,
+    optionally, a ``"title"`` of its own.
 
     A series' ``style`` is passed to matplotlib's ``errorbar`` (e.g. ``{"fmt": "o", "color": "k"}``);
     a series with ``"hline"`` draws a dashed horizontal reference line instead. ``xticklabels``
@@ -152,6 +153,8 @@ def plot_lines(
         if xticklabels is not None:
             ax.set_xticks(range(len(xticklabels)), list(xticklabels), rotation=20, ha="right")
         ax.set_ylabel(panel["ylabel"])
+        if panel.get("title"):
+            ax.set_title(panel["title"], fontsize=9)
         ax.grid(alpha=0.3)
         if named and not shared:
             ax.legend(fontsize=8)

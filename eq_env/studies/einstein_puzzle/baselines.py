@@ -1,0 +1,108 @@
+"""The Einstein puzzle's rows of ``eq-env baselines`` (:mod:`eq_env.studies.baselines`).
+
+* **one seat with the planner**: MaskablePPO in ``player_0`` with the decentralised planner in the other
+  seat, on the game as it is (:func:`eq_env.baselines.einstein_puzzle.rl.train`);
+* **self-play**: one MaskablePPO policy in both seats from scratch, with the self-play recipe
+  (:data:`SELFPLAY_RECIPE`: the strict action mask, which changes no rule and no optimal policy, see
+  ``eq_env.einstein_puzzle.env``), also scored with the planner as a partner it never trained with
+  (``with_planner``);
+
+each at n = 4, 6 and 8 objects in every comm mode (``none``, no communication, is the control). The
+headline metric is the success rate; the reference is the decentralised planner in both seats on the same
+configuration and evaluation (its plan length is shown beside as ``steps``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+from eq_env.einstein_puzzle.rules import COMM_MODES
+from eq_env.studies.baselines import Baseline, Bound, Budget
+
+__all__ = ["BASELINES", "SELFPLAY_RECIPE"]
+
+# what makes self-play learn from scratch (docs/guide/einstein-puzzle.md, "Self-play from scratch")
+SELFPLAY_RECIPE: dict[str, Any] = {"strict_mask": True}  # (shaping measured no help, and harm at n = 8)
+SIZES = (4, 6, 8)
+SEAT_STEPS = {4: 20_000, 6: 40_000, 8: 60_000}
+SELF_STEPS = {4: 50_000, 6: 100_000, 8: 150_000}
+QUICK = Budget(timesteps=1024, eval_episodes=10)
+SHORT = {"provide_and_seek": "provide & seek", "provide_only": "provide only", "seek_only": "seek only", "none": "none"}
+
+
+def _config(setting: str, n: int, comm_mode: str) -> EinsteinPuzzleConfig:
+    extra = SELFPLAY_RECIPE if setting == "self-play" else {}
+    return EinsteinPuzzleConfig(n=n, comm_mode=comm_mode, **extra)
+
+
+def _means(summary: dict[str, tuple[float, float]]) -> dict[str, float]:
+    return {k: float(mean) for k, (mean, _) in summary.items()}
+
+
+def _parse(name: str) -> tuple[str, int, str]:
+    _, setting, size, mode = name.split("/")
+    return setting, int(size[1:]), mode
+
+
+def train_seat(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """One seat with the planner as partner (the baseline ``name``), trained and scored greedy and sampled."""
+    from eq_env.baselines.einstein_puzzle.rl import train
+
+    setting, n, mode = _parse(name)
+    result = train(
+        out,
+        partner="planner" if setting == "seat" else "self",
+        config=_config(setting, n, mode),
+        timesteps=budget.timesteps,
+        seed=seed,
+        eval_seeds=eval_seeds,
+        eval_episodes=budget.eval_episodes,
+        progress=False,
+    )
+    ev = {label: _means(summary) for label, summary in result.evaluations.items()}
+    if setting == "seat":
+        greedy, sampled = ev["greedy"], ev["sampled"]
+    else:
+        greedy = {**ev["self-play, greedy"], "with_planner": ev["with planner, greedy"]["success_rate"]}
+        sampled = {**ev["self-play, sampled"], "with_planner": ev["with planner, sampled"]["success_rate"]}
+    return {"greedy": greedy, "sampled": sampled, "curve": result.curve, "steps_run": result.steps_run}
+
+
+def planner_reference(name: str, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
+    """The decentralised planner in both seats on the baseline's configuration and evaluation."""
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    policies = {"player_0": "planner", "player_1": "planner"}
+    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return {**_means(ev.summary), "with_planner": _means(ev.summary)["success_rate"]}
+
+
+def _baseline(setting: str, n: int, mode: str) -> Baseline:
+    name = f"einstein-puzzle/{setting}/n{n}/{mode}"
+    steps = (SEAT_STEPS if setting == "seat" else SELF_STEPS)[n]
+    label = "player_0 with the planner" if setting == "seat" else "self-play"
+    return Baseline(
+        name=name,
+        game="einstein-puzzle",
+        setting=f"Einstein {label}, n = {n}, {SHORT[mode]}",
+        learner="SB3 MaskablePPO",
+        metric="success_rate",
+        reference_label="planner",
+        train=Bound(train_seat, name),
+        reference=Bound(planner_reference, name),
+        # (the quick preset, CI's, keeps one row of each setting: n = 4, provide & seek)
+        budgets={"full": Budget(steps, 100), **({"quick": QUICK} if (n, mode) == (4, "provide_and_seek") else {})},
+        shown=("steps", "shares", "asks") + (("with_planner",) if setting == "self-play" else ()),
+        fingerprint=json.dumps(_config(setting, n, mode).to_dict(), sort_keys=True),
+    )
+
+
+BASELINES = tuple(
+    _baseline(setting, n, mode) for setting in ("seat", "self-play") for n in SIZES for mode in COMM_MODES
+)

@@ -1,0 +1,205 @@
+"""``eq-env baselines``: the statistics, the records and resume, the report, the command's refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from eq_env.cli import main
+from eq_env.studies import baselines as bl
+from eq_env.studies.baselines import Baseline, Budget, bootstrap_interval, iqm
+
+CALLS: list[tuple[str, int]] = []
+
+
+def toy_train(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Any) -> dict[str, Any]:
+    """A 'training' whose score is a known function of the seed (and that can be told to fail)."""
+    CALLS.append((name, seed))
+    if (out.parent / "FAIL").exists() and seed == 10:
+        raise RuntimeError("the second seed's training died")
+    out.mkdir(parents=True, exist_ok=True)
+    score = 0.5 + seed / 100  # seeds 0, 10, 20, ...: 0.5, 0.6, 0.7, ...
+    return {
+        "greedy": {"score": score, "steps": float("nan")},  # (an undefined metric travels as null)
+        "sampled": {"score": score - 0.1, "steps": 3.0},
+        "curve": [[100, 0.1], [200, score]],
+        "steps_run": budget.timesteps,
+    }
+
+
+def toy_reference(name: str, budget: Budget, eval_seeds: Any) -> dict[str, float]:
+    return {"score": 0.8, "steps": 2.0}
+
+
+def toy(name: str, presets: tuple[str, ...] = ("full", "quick")) -> Baseline:
+    return Baseline(
+        name=name,
+        game="toy",
+        setting=f"toy {name}",
+        learner="none",
+        metric="score",
+        reference_label="oracle",
+        train=bl.Bound(toy_train, name),
+        reference=bl.Bound(toy_reference, name),
+        budgets={p: Budget(256, 2) for p in presets},
+        shown=("steps",),
+    )
+
+
+@pytest.fixture
+def toys(monkeypatch: pytest.MonkeyPatch) -> list[Baseline]:
+    CALLS.clear()
+    chosen = [toy("toy/a"), toy("toy/b", ("full",))]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    return chosen
+
+
+def test_iqm_is_the_mean_of_the_middle_half() -> None:
+    assert iqm([1, 2, 3, 4, 100]) == pytest.approx(3.0)  # 5 runs: one cut at each end
+    assert iqm([4, 1, 3, 2]) == pytest.approx(2.5)  # 4 runs: one cut at each end
+    assert iqm([7.0]) == 7.0 and np.isnan(iqm([]))
+    x = np.random.default_rng(0).normal(size=40)
+    trimmed = np.sort(x)[10:30].mean()  # scipy.stats.trim_mean(x, 0.25)
+    assert iqm(x) == pytest.approx(trimmed)
+
+
+def test_bootstrap_interval_is_seeded_and_stratified() -> None:
+    a, b = [0.1, 0.2, 0.3, 0.9, 1.0], [5.0, 5.0, 5.0]
+    low, high = bootstrap_interval([a])
+    assert (low, high) == bootstrap_interval([a]) and low <= iqm(a) <= high
+    assert bootstrap_interval([[2.0, 2.0, 2.0]]) == (2.0, 2.0)
+    # stratified: every resample keeps 5 values of a and 3 of b, so the pooled IQM never leaves their range
+    low, high = bootstrap_interval([a, b])
+    assert 0.1 <= low <= high <= 5.0 and high > low
+
+
+def test_runs_are_recorded_and_a_second_command_resumes(
+    toys: list[Baseline], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "bl"
+    result = bl.run_baselines(out, preset="full", seeds=3)
+    assert sorted(CALLS) == [(n, s) for n in ("toy/a", "toy/b") for s in (0, 10, 20)]
+    row = next(r for r in result["rows"] if r["baseline"] == "toy/a" and r["mode"] == "greedy")
+    assert row["values"] == pytest.approx([0.5, 0.6, 0.7]) and row["iqm"] == pytest.approx(0.6)
+    assert row["reference"] == 0.8 and row["ratio"] == pytest.approx(0.75) and row["seeds"] == 3
+    assert np.isnan(row["steps"])  # undefined on every run: NaN, not an error
+    sampled = next(r for r in result["rows"] if r["baseline"] == "toy/a" and r["mode"] == "sampled")
+    assert sampled["iqm"] == pytest.approx(0.5) and sampled["steps"] == 3.0
+    for name in ("results.jsonl", "baselines.csv", "baselines.md", "curves.png", "ratios.png", "summary.md"):
+        assert (out / name).stat().st_size > 0, name
+    summary = (out / "summary.md").read_text()
+    assert "greedy (the most likely action) and sampled" in summary and "1000, 1001, 1002" in summary
+    assert "| toy/a | 256 | 2 × 3 |" in summary  # each run's budget and its evaluation's episodes and seeds
+
+    for plot in ("_curves", "_ratios"):  # (drawn and checked once: seconds on a loaded machine)
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    CALLS.clear()
+    again = bl.run_baselines(out, preset="full", seeds=3)
+    assert CALLS == [] and (out / "baselines.md").read_text() == bl._table(again["rows"]) + "\n"
+    bl.run_baselines(out, preset="full", seeds=4)  # one more seed: only it runs
+    assert sorted(CALLS) == [("toy/a", 30), ("toy/b", 30)]
+
+
+def test_a_failed_run_keeps_the_others_and_the_same_command_completes(
+    toys: list[Baseline], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for plot in ("_curves", "_ratios"):  # (the figures are checked above)
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    out = tmp_path / "bl"
+    (out / "runs" / "toy" / "a").mkdir(parents=True)
+    (out / "runs" / "toy" / "a" / "FAIL").write_text("")
+    with pytest.raises(RuntimeError, match="second seed"):
+        bl.run_baselines(out, preset="full", seeds=2, only=["toy/a"])
+    kept = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["kind"], r.get("seed")) for r in kept} == {("reference", None), ("run", 0)}
+    (out / "runs" / "toy" / "a" / "FAIL").unlink()
+    CALLS.clear()
+    bl.run_baselines(out, preset="full", seeds=2, only=["toy/a"])
+    assert CALLS == [("toy/a", 10)]
+
+
+def test_a_torn_last_line_is_dropped_and_a_corrupt_one_named(
+    toys: list[Baseline], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for plot in ("_curves", "_ratios"):  # (the figures are checked above)
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    out = tmp_path / "bl"
+    bl.run_baselines(out, preset="quick", seeds=1)
+    path = out / "results.jsonl"
+    whole = path.read_text()
+    path.write_text(whole + '{"key": "half a reco')  # killed mid-write
+    CALLS.clear()
+    bl.run_baselines(out, preset="quick", seeds=1)
+    assert CALLS == [] and path.read_text() == whole
+    path.write_text(whole + "not json\n")
+    with pytest.raises(ValueError, match=r"results.jsonl:3 is not a run record"):
+        bl.run_baselines(out, preset="quick", seeds=1)
+
+
+def test_the_quick_preset_has_only_its_own_rows(toys: list[Baseline], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["baselines", "--list", "--preset", "quick"]) == 0
+    listed = capsys.readouterr().out
+    assert "toy/a" in listed and "toy/b" not in listed and "2 seeds" in listed
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--only", "nothing/like/it", "--out", "X"], "--only nothing/like/it: no baseline of preset full"),
+        ([], "--out is required"),
+        (["--seeds", "0", "--out", "X"], "--seeds"),
+        (["--preset", "huge", "--out", "X"], "--preset"),
+        (["--backend", "local", "--ray-address", "127.0.0.1:1", "--out", "X"], "--ray-address goes with"),
+    ],
+)
+def test_bad_flags_are_refused_in_one_line(
+    toys: list[Baseline], argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = [str(tmp_path / a) if a == "X" else a for a in argv]
+    try:
+        code = main(["baselines", *argv])
+    except SystemExit as done:  # (argparse's own refusals exit from the parser)
+        code = done.code  # type: ignore[assignment]
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_every_game_lists_baselines_with_a_budget_for_each_preset_they_name() -> None:
+    every = bl.all_baselines()
+    games = {b.game for b in every}
+    assert {"exchange-audit", "einstein-puzzle"} <= games
+    assert all(set(b.budgets) <= set(bl.PRESETS) and "full" in b.budgets for b in every)
+    quick = bl.select("quick")
+    assert {b.game for b in quick} == games and len(quick) < len(every)  # CI's preset: a row or so per game
+    names = [b.name for b in every]
+    assert "einstein-puzzle/self-play/n4/provide_and_seek" in names and "exchange-audit/proposer/V1" in names
+
+
+PAGE = Path(__file__).resolve().parents[2] / "docs/guide/baselines.md"  # its quick block is run here (run-by)
+
+
+@pytest.mark.slow  # (three short trainings and their evaluations: about a minute on two cores)
+def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the command as docs/guide/baselines.md shows it, into a directory of this test's own
+    (line,) = [ln for ln in PAGE.read_text().splitlines() if ln.startswith("eq-env baselines --preset quick")]
+    argv = line.split()[1:]
+    out = tmp_path / "quick"
+    argv[argv.index("--out") + 1] = str(out)
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    for setting in ("exchange–audit proposer vs rule, V = 2, L = 1", "Einstein self-play, n = 4, provide & seek"):
+        assert f"| {setting} | " in printed
+    assert "| greedy |" in printed and "| sampled |" in printed and "aggregate ratio" in printed
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    runs = [r for r in records if r["kind"] == "run"]
+    assert len(runs) == 2 * len(bl.select("quick")) and all(r["eval_seeds"] == [1000, 1001, 1002] for r in runs)
+    for r in runs:
+        metric = bl._by_name()[r["baseline"]].metric
+        assert 0 <= r["greedy"][metric] <= 10 and (Path(r["model"]) / "model.zip").is_file()
