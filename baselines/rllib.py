@@ -408,6 +408,7 @@ def evaluate(
             {
                 "seeds": list(eval_seeds),
                 "episodes": eval_episodes,
+                "policy": "greedy",  # every role plays its module's most likely action
                 "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
             },
             indent=2,
@@ -455,7 +456,7 @@ class RLlibPolicy:
         self._dist = self.module.get_inference_action_dist_cls()
 
     def __repr__(self) -> str:
-        return f"RLlibPolicy({str(self.path)!r}, role={self.role!r})"
+        return f"RLlibPolicy({str(self.path)!r}, role={self.role!r}, greedy)"  # (the most likely action)
 
     def reset(self, seed: int | None = None) -> None:
         pass  # deterministic: the most likely action
@@ -591,12 +592,23 @@ def run_from_args(env: str, args: Any, config: Any) -> int:
     spec = env_spec(env)
     # the checkpoint plays the configuration it was trained on: name the flags that differ from the defaults
     defaults = spec.config().to_dict()
-    flags = [f"--{k.replace('_', '-')} {v}" for k, v in meta["config"].items() if defaults.get(k) != v]
+    flags = [_flag(k, v) for k, v in meta["config"].items() if defaults.get(k) != v]
     roles = " ".join(f"--{role} rllib:path={result.path}" for role in meta["modules"])
     print(
         f"use it anywhere a policy goes, on the configuration it was trained on, e.g. eq-env play --env "
         f"{spec.name} {' '.join(flags)}{' ' if flags else ''}{roles}"
     )
-    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes each:\n")
+    print(
+        f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes each, "
+        "every role greedy (its module's most likely action); mean ± std over the seeds:\n"
+    )
     print(result.table())
     return 0
+
+
+def _flag(name: str, value: Any) -> str:
+    """The command-line flag that sets configuration field ``name`` to ``value`` (a true-or-false one bare)."""
+    flag = name.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{flag}" if value else f"--no-{flag}"
+    return f"--{flag} {value}"

@@ -219,15 +219,19 @@ def train_view(
     hyperparameters: Mapping[str, Any],
     meta: Mapping[str, Any],
     evaluations: Sequence[tuple[str, Callable[[Path], dict[str, tuple[float, float]]]]],
+    eval_seeds: Sequence[int],
+    eval_episodes: int,
     progress: bool | None = None,
     on_evaluation: Callable[[ViewTraining], None] | None = None,
 ) -> ViewTraining:
     """Train ``algo`` on ``n_envs`` copies of the view ``make_env()`` (:func:`learn`), save it into ``out``,
-    then run each of ``evaluations`` (label, ``fn(out) -> metrics``) in turn.
+    then run each of ``evaluations`` (label, ``fn(out) -> metrics``: ``eval_episodes`` episodes of each of
+    ``eval_seeds``, which ``eval.json`` records beside them) in turn.
 
     ``out`` gets ``model.zip``, ``policy.json`` (``meta`` with the game, role, algorithm, seed and steps:
     what :class:`SB3ViewPolicy` reads back), ``learning_curve.csv/.png``, and, rewritten after each
-    evaluation so that an interrupted one keeps the finished ones, ``eval.json``. ``on_evaluation`` is
+    evaluation so that an interrupted one keeps the finished ones, ``eval.json`` (``seeds``, ``episodes`` and
+    ``evaluations``: label → metric → mean and std over the seeds; a label says greedy or sampled). ``on_evaluation`` is
     called after each (e.g. to print it)."""
     from eq_env.core.report import json_number
     from eq_env.core.spec import env_spec
@@ -267,8 +271,12 @@ def train_view(
         (out / "eval.json").write_text(
             json.dumps(
                 {
-                    label: {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()}
-                    for label, summary in result.evaluations.items()
+                    "seeds": list(eval_seeds),
+                    "episodes": eval_episodes,  # per seed; std is over the seeds
+                    "evaluations": {
+                        label: {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()}
+                        for label, summary in result.evaluations.items()
+                    },
                 },
                 indent=2,
             )
@@ -339,8 +347,8 @@ class SB3ViewPolicy:
         self._size = int(self.meta["observation_size"])
 
     def __repr__(self) -> str:
-        how = "" if self.deterministic else ", deterministic=False"
-        return f"SB3ViewPolicy({str(self.path)!r}, role={self.role!r}, algo={self.meta['algo']!r}{how})"
+        how = "greedy" if self.deterministic else "sampled"  # (what a score of it must say: eq-env play prints this)
+        return f"SB3ViewPolicy({str(self.path)!r}, role={self.role!r}, algo={self.meta['algo']!r}, {how})"
 
     def reset(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)

@@ -35,7 +35,8 @@ one thread, and the same seed gives bit-identical weights and curve. The network
 :class:`ECON` is the trained (or untrained) team as a joint executor policy: ``act_joint`` (each executor's own
 network, greedy), ``act_batch`` (grid indices for the batch engine), ``chooser`` (an engine chooser), ``save``
 and ``load`` (``econ.pt``: the state dict; ``econ.json``: configuration, hyperparameters, grid, team size, seed,
-training curve, package version). :func:`econ` is the policy factory (``econ:path=DIR``).
+how it acts (``greedy``), training curve and its held-out seed, package version). :func:`econ` is the policy
+factory (``econ:path=DIR``).
 """
 
 from __future__ import annotations
@@ -239,6 +240,7 @@ class ECON(BasePolicy):
         seed: int,
         curve: list[dict[str, Any]] | None = None,
         seconds: float | None = None,
+        eval_seed: int | None = None,
     ) -> None:
         super().__init__()
         _check_config(config)
@@ -251,6 +253,7 @@ class ECON(BasePolicy):
         self.config, self.hyper, self.seed = config, hyper, seed
         self.curve: list[dict[str, Any]] = list(curve or [])
         self.seconds = seconds
+        self.eval_seed = eval_seed  # the curve's held-out questions (None: no curve, or saved before it was kept)
         self.grid = _grid(config)
 
     @classmethod
@@ -266,7 +269,8 @@ class ECON(BasePolicy):
 
     def __repr__(self) -> str:
         state = f"{self.curve[-1]['step']} steps" if self.curve else "untrained"
-        return f"ECON(n_executors={self.n_executors}, grid={self.config.grid_size}, seed={self.seed}, {state})"
+        # (greedy: act_batch is each executor's argmax Q_i; a score of it must say so, and eq-env play prints this)
+        return f"ECON(n_executors={self.n_executors}, grid={self.config.grid_size}, seed={self.seed}, {state}, greedy)"
 
     # -- acting ------------------------------------------------------------------
     def act_batch(self, features: np.ndarray) -> np.ndarray:
@@ -348,9 +352,12 @@ class ECON(BasePolicy):
             "n_executors": self.n_executors,
             "features": self.network.features,
             "seed": self.seed,
+            "acting": "greedy",  # each executor's argmax Q_i (act_batch), never sampled: what its scores measure
             "training": {
                 "steps": self.curve[-1]["step"] if self.curve else 0,
                 "seconds": self.seconds,
+                # the curve: the greedy policy on hyper.eval_episodes held-out questions of this seed
+                "eval_seed": self.eval_seed,
                 "final": self.curve[-1] if self.curve else None,
                 "curve": self.curve,
             },
@@ -389,7 +396,15 @@ class ECON(BasePolicy):
         network = ECONNetwork(config.n_executors, config.grid_size, hyper)
         _check_state(weights_path, state, network)
         network.load_state_dict(state)
-        return cls(network, config, hyper, seed=seed, curve=training["curve"], seconds=training.get("seconds"))
+        return cls(
+            network,
+            config,
+            hyper,
+            seed=seed,
+            curve=training["curve"],
+            seconds=training.get("seconds"),
+            eval_seed=training.get("eval_seed"),
+        )
 
 
 def _one_line(error: BaseException) -> str:
@@ -438,8 +453,13 @@ def _read_metadata(path: Path, meta: Any) -> tuple[BeliefCoordinationConfig, ECO
         or not isinstance(training.get("curve"), list)
         or not all(isinstance(row, dict) for row in training["curve"])
         or not isinstance(training.get("seconds"), (int, float, type(None)))
+        or isinstance(training.get("eval_seed"), bool)
+        or not isinstance(training.get("eval_seed"), (int, type(None)))  # (absent in older files: None)
     ):
-        raise bad("training must be an object with a curve (a list of objects) and seconds (a number or null)")
+        raise bad(
+            "training must be an object with a curve (a list of objects), seconds (a number or null) and "
+            "eval_seed (an integer or null)"
+        )
     return config, hyper, seed, training
 
 
@@ -517,7 +537,7 @@ def _train(
     start = time.perf_counter()
     pool_rng, batch_rng, explore_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     network = _initial_network(config, hyper, seed)
-    policy = ECON(network, config, hyper, seed=seed)
+    policy = ECON(network, config, hyper, seed=seed, eval_seed=eval_seed)
     optimizer = torch.optim.Adam(network.parameters(), lr=hyper.lr, foreach=True)
     pool = engine.training_batch(config, pool_rng, hyper.pool)
     held_out = engine.episodes_batch(config, eval_seed, range(hyper.eval_episodes))

@@ -222,6 +222,8 @@ def train(
         hyperparameters=hyperparameters(timesteps, n_envs),
         meta=meta,
         evaluations=evaluations,
+        eval_seeds=eval_seeds,
+        eval_episodes=eval_episodes,
         progress=progress,
         on_evaluation=on_evaluation,
     )

@@ -7,7 +7,7 @@ role, evaluates it on held-out seeds, and saves into a directory:
 * ``model.zip`` (the SB3 model) and ``policy.json`` (role, algorithm, action
   encoding, the game configuration, the opponent, reward mode, seed);
 * ``learning_curve.png`` and ``learning_curve.csv`` (mean episode reward per rollout);
-* ``eval.json`` (the runner's metrics on held-out seeds).
+* ``eval.json`` (the runner's metrics on held-out seeds, the trained policy playing greedily).
 
 A saved model is a policy like any other: :meth:`SB3Policy.load`, or the spec
 ``sb3:path=DIR`` anywhere a policy spec is accepted (``eq-env play``,
@@ -95,7 +95,8 @@ class SB3Policy:
         return cls(path, deterministic)
 
     def __repr__(self) -> str:
-        return f"SB3Policy({str(self.path)!r}, role={self.role!r}, algo={self.meta['algo']!r})"
+        how = "greedy" if self.deterministic else "sampled"  # (eq-env play prints this beside the scores)
+        return f"SB3Policy({str(self.path)!r}, role={self.role!r}, algo={self.meta['algo']!r}, {how})"
 
     def reset(self, seed: int | None = None) -> None:
         if not self.deterministic and seed is not None:
@@ -418,6 +419,7 @@ def train(
             {
                 "seeds": list(eval_seeds),
                 "episodes": eval_episodes,
+                "policy": "greedy",  # SB3Policy(out): the trained model's most likely action
                 "metrics": {k: {"mean": json_number(m), "std": json_number(s)} for k, (m, s) in summary.items()},
             },
             indent=2,
@@ -463,7 +465,8 @@ def selfplay(
     latest pair's, whatever the training faced.
 
     The first proposer faces the paper's rule validator. Returns a row per training — round, role
-    trained, and the runner's metrics of the pair after it (on held-out seeds) — and writes them to
+    trained, and the runner's metrics of the pair after it (the trained policies greedy, ``eval_episodes``
+    episodes on each of the held-out seeds :data:`EVAL_SEEDS`) — and writes them, saying so, to
     ``selfplay.csv``, ``selfplay.md`` and ``selfplay.png`` in ``out`` after every training. Each
     training is saved in ``out/round<r>_<role>``; run again with the same arguments, finished
     trainings are reused, so an interrupted self-play resumes. A role with nothing to learn (a
@@ -531,7 +534,7 @@ def selfplay(
                     **{k: v[0] for k, v in evaluation.items()},
                 }
             )
-            _write_selfplay(out, history)
+            _write_selfplay(out, history, eval_episodes)
     return history
 
 
@@ -566,13 +569,18 @@ def _finished(
     return {k: (from_json_number(v["mean"]), from_json_number(v["std"])) for k, v in saved["metrics"].items()}
 
 
-def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:
+def _write_selfplay(out: Path, history: list[dict[str, Any]], episodes: int) -> None:
     from eq_env.core.report import markdown_table, plot_lines, write_csv
 
     out.mkdir(parents=True, exist_ok=True)
-    write_csv(out / "selfplay.csv", history, [*SELFPLAY_COLUMNS, "proposer", "validator"])
+    # how every row was measured (the spec sb3:path=DIR plays greedily; the skipped rows use the same seeds)
+    seeds = ", ".join(map(str, EVAL_SEEDS))
+    how = {"trained_policies": "greedy", "episodes_per_seed": episodes, "seeds": " ".join(map(str, EVAL_SEEDS))}
+    write_csv(out / "selfplay.csv", [{**h, **how} for h in history], [*SELFPLAY_COLUMNS, "proposer", "validator", *how])
     (out / "selfplay.md").write_text(
-        markdown_table(list(SELFPLAY_COLUMNS), [[h[c] for c in SELFPLAY_COLUMNS] for h in history])
+        f"Each row is the latest pair after the training, the trained policies playing greedily (their most likely "
+        f"actions): the mean over the held-out seeds {seeds} of {episodes} episodes each.\n\n"
+        + markdown_table(list(SELFPLAY_COLUMNS), [[h[c] for c in SELFPLAY_COLUMNS] for h in history])
     )
     x = list(range(len(history)))
     labels = [f"{h['round']}: {h['trained'].split(' ')[0]}" for h in history]
@@ -591,4 +599,10 @@ def _write_selfplay(out: Path, history: list[dict[str, Any]]) -> None:
             ],
         },
     ]
-    plot_lines(out / "selfplay.png", panels, xlabel="round: role just trained", xticklabels=labels)
+    plot_lines(
+        out / "selfplay.png",
+        panels,
+        xlabel="round: role just trained",
+        title=f"trained policies greedy; {episodes} episodes on each of the held-out seeds {seeds}",
+        xticklabels=labels,
+    )

@@ -157,7 +157,7 @@ def test_a_trained_executor_is_saved_evaluated_against_no_deviation_and_plays(
     for row in ("| greedy |", "| sampled |", "| no deviation (fixed) |", "deviation gain (greedy − no deviation)"):
         assert row in printed
     assert (a / "eval.json").read_text() == (tmp_path / "b" / "eval.json").read_text()  # same seed, same results
-    evaluations = json.loads((a / "eval.json").read_text())
+    evaluations = json.loads((a / "eval.json").read_text())["evaluations"]
     # no deviation is the fixed executor's grid point nearest (0.7, 1.1): T 0.86, p 1
     assert evaluations["no deviation (fixed)"]["temperature"]["mean"] == pytest.approx(0.86)
     # the model plays every executor of eq-env play, in the Box and on the grid (its (T, p) as each wants it)

@@ -85,8 +85,8 @@ def test_a_trained_seat_is_saved_evaluated_and_plays_either_seat(
         "eval.json",
     }
     assert (a / "eval.json").read_text() == (b / "eval.json").read_text()
-    evaluations = json.loads((a / "eval.json").read_text())
-    assert list(evaluations) == ["greedy", "sampled", "random (baseline)"]
+    saved = json.loads((a / "eval.json").read_text())
+    assert list(saved["evaluations"]) == ["greedy", "sampled", "random (baseline)"]
     meta = json.loads((a / "policy.json").read_text())
     assert meta["env"] == "eq_env/einstein-puzzle-v0" and meta["partner"] == "planner" and meta["steps_run"] == 128
 
@@ -117,7 +117,7 @@ def test_a_trained_seat_is_saved_evaluated_and_plays_either_seat(
         == 0
     )
     played = json.loads(capsys.readouterr().out)["metrics"]
-    assert played["success_rate"] == evaluations["greedy"]["success_rate"]
+    assert played["success_rate"] == saved["evaluations"]["greedy"]["success_rate"]
 
     # another configuration's observation is refused in one line, naming what differs
     assert main(["play", "--env", "einstein-puzzle", "--player_0", f"sb3:path={a}", "--n", "5", "--episodes", "1"]) == 2

@@ -91,7 +91,7 @@ import contextlib
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -698,6 +698,43 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
+def _span(values: Iterable[int]) -> str:
+    """Distinct integers, runs of three or more shortened: "0–4", "0, 1", "1, 3, 7–9" (a count alone does not
+    say which seeds were run)."""
+    groups: list[list[int]] = []
+    for v in sorted(set(values)):
+        if groups and groups[-1][-1] == v - 1:
+            groups[-1].append(v)
+        else:
+            groups.append([v])
+    parts = [f"{g[0]}–{g[-1]}" if len(g) > 2 else ", ".join(map(str, g)) for g in groups]
+    return ", ".join(parts) or "none"
+
+
+def _seeds(runs: Sequence[Record]) -> str:
+    """The runs' seeds, named: "5 seeds (0–4)"."""
+    seeds = {int(r["seed"]) for r in runs}
+    return f"{_plural(len(seeds), 'seed')} ({_span(seeds)})"
+
+
+def _count(values: Sequence[int]) -> str:
+    """A count the runs share ("2000"), or their range ("38–40": some questions failed or a file was short)."""
+    low, high = min(values, default=0), max(values, default=0)
+    return str(low) if low == high else f"{low}–{high}"
+
+
+# what every score of ECON (and of its frozen control) measures: the trained policy's most likely choice
+GREEDY = "ECON and frozen play greedily (each executor's most likely grid point, its argmax Q_i)"
+
+
+def _scope(records: Sequence[Record]) -> str:
+    """The line above a table: its seeds, its questions per run and how the learned policy acted."""
+    return (
+        f"{_seeds(records)}, each run on {_count([int(r['questions']) for r in records])} held-out questions "
+        f"drawn from its seed; {GREEDY}."
+    )
+
+
 def _incomplete_note(records: Sequence[Record]) -> str:
     """The paragraph every table and the summary carry when some episodes failed (empty when none did)."""
     lost = failed_count(records)
@@ -763,8 +800,8 @@ def summary(records: Sequence[Record], opts: Options) -> str:
     if note := _incomplete_note(records):
         lines += [note, ""]
     lines += [
-        f"{_plural(len(runs), 'seed')}, {records[0]['questions']} held-out questions per run, N = {n0} unless "
-        "said; ± is the half-width of a 95% t-interval over seeds of per-seed paired differences "
+        f"{_seeds(runs)}, {records[0]['questions']} held-out questions per run (drawn from its seed), N = {n0} "
+        f"unless said; {GREEDY}; ± is the half-width of a 95% t-interval over seeds of per-seed paired differences "
         f"(percentage points of accuracy). Verdicts: paired t-tests over seeds, Holm–Bonferroni-corrected "
         f"over the {len(claims)} claims below (family-wise error 5%).",
         "",
@@ -892,7 +929,7 @@ def write_outputs(records: Sequence[Record], out: Path, opts: Options) -> list[s
             for r in rows
         ],
     )
-    (out / "methods.md").write_text(table + "\n" + _notes(records, rows))
+    (out / "methods.md").write_text(_scope(records) + "\n\n" + table + "\n" + _notes(records, rows))
     falsifiers = markdown_table(
         [
             "answerer",
@@ -907,7 +944,10 @@ def write_outputs(records: Sequence[Record], out: Path, opts: Options) -> list[s
         falsifier_rows(records),
     )
     said = "\nVerdicts (in summary.md) are Holm–Bonferroni-corrected over the claims of the run.\n"
-    (out / "falsifiers.md").write_text(falsifiers + "\n" + _notes(records, []) + said)
+    f2 = [int(r["f2"]["questions"]) for r in records if r["f2"].get("questions") is not None]
+    f2_on = f" F2 on {_count(f2)} of them (those with no failed request), in two halves." if f2 else ""
+    scope = _scope(records) + f2_on
+    (out / "falsifiers.md").write_text(scope + "\n\n" + falsifiers + "\n" + _notes(records, []) + said)
     (out / "summary.md").write_text(summary(records, opts))
     who = "simulated answerer" if opts.answerer == "simulated" else f"model {opts.model}"
     _figure(rows, out / "belief_coordination.png", who)

@@ -117,6 +117,8 @@ def _train(args: argparse.Namespace) -> int:
     out = args.out
     econ.save(out)
     write_csv(out / "curve.csv", curve, list(curve[0]) if curve else ["step"])
+    # the curve's questions are train_econ's own held-out seed, not the comparison's below: say which is which
+    curve_of = f"greedy, {econ.hyper.eval_episodes} held-out questions of seed {econ.eval_seed}"
     if curve:
         steps = [c["step"] for c in curve]
         plot_lines(
@@ -128,9 +130,10 @@ def _train(args: argparse.Namespace) -> int:
                 }
             ],
             xlabel="gradient step",
-            title=f"ECON, N={config.n_executors}, seed {args.seed}",
+            title=f"ECON, N={config.n_executors}, training seed {args.seed}\n{curve_of}",
         )
-    batch = engine.episodes_batch(config, 10_000 + args.seed, range(args.eval_questions))
+    held_out = 10_000 + args.seed
+    batch = engine.episodes_batch(config, held_out, range(args.eval_questions))
     pool = engine.training_batch(
         config, np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(43,))), 1000
     )
@@ -158,7 +161,13 @@ def _train(args: argparse.Namespace) -> int:
         )
     print(
         f"trained ECON ({config.n_executors} executors, {args.steps} steps) in {seconds:.0f} s; saved to {out} "
-        f"(policy econ:path={out})\n"
+        f"(policy econ:path={out})"
+    )
+    every = f"at step 0, every {econ.hyper.eval_every} and the last"
+    print(f"curve.csv, curve.png and econ.json's curve: {curve_of}, {every}")
+    print(
+        f"comparison on {args.eval_questions} held-out questions of seed {held_out}, ECON trained and frozen "
+        "playing greedily (each executor's most likely grid point, its argmax Q_i):\n"
     )
     print(markdown_table(["held-out, majority vote", "accuracy", "reward", "tokens", "mean T"], rows))
     return 0

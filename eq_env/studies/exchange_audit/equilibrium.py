@@ -51,6 +51,10 @@ def _equilibrium(args: argparse.Namespace) -> int:
         f"game: q={config.q:g}, B={config.checks_per_audit}, V={config.V:g}, L={config.L:g}; "
         f"{args.episodes} episodes (half to choose, half to measure); audit exact, states Monte Carlo\n"
     )
+    for role, spec in (("validator", args.validator), ("proposer", proposer)):
+        trained = _trained(spec, role)
+        if trained:
+            print(f"the {role} is a trained policy, {trained}, on the episodes drawn from seed {args.seed}\n")
     print(
         proposer_best_response(config, args.validator, episodes=args.episodes, seed=args.seed, progress=None).summary()
     )
@@ -78,6 +82,17 @@ def _equilibrium(args: argparse.Namespace) -> int:
         lie = f"pays while q < {game_threshold(config):.3f}"
     print(f"\n{eq3}; in this game a lie that shades the numbers and states no false claim {lie}")
     return 0
+
+
+def _trained(spec: str, role: str) -> str | None:
+    """How a trained policy (its repr says greedy or sampled) plays, else None: a score of it must say so."""
+    from eq_env.core.policy import make_policy
+
+    shown = repr(make_policy(spec, role))
+    for how, text in (("greedy", "plays greedily (its most likely action)"), ("sampled", "samples its actions")):
+        if shown.endswith(f", {how})"):
+            return f"{shown}: it {text}"
+    return None
 
 
 COMMAND = Command(

@@ -187,7 +187,7 @@ def frontier(
         )
     write_csv(out / "frontier.csv", rows, list(rows[0]))
     write_csv(out / "frontier_summary.csv", summary, list(summary[0]))
-    _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None)
+    _write_markdown(out, summary, rows, qs, tolerance, preset, episodes, timesteps if train_ppo else None, seed)
     _plots(out, summary, rows, scenarios, train_ppo)
     return summary
 
@@ -307,6 +307,7 @@ def _write_markdown(
     preset: str,
     episodes: int,
     timesteps: int | None,
+    seed: int,
 ) -> None:
     step = qs[1] - qs[0] if len(qs) > 1 else 0.0
     ppo = timesteps is not None
@@ -348,7 +349,14 @@ def _write_markdown(
         f"(preset `{preset}`; q grid step {step:g}, so a value means 'between the previous grid point and this "
         f"one'; 'misreporting pays' where more than {tolerance:.0%} of non-compliant episodes are misreported; "
         f"{'best response and PPO' if ppo else 'best response'} measured on {episodes} episodes per q"
-        + (f"; PPO trained for {timesteps} steps per scenario across the q grid" if ppo else "")
+        + (
+            # (the seeds frontier() evaluates the sb3:path=DIR spec on, which plays the most likely action)
+            f"; PPO trained for {timesteps} steps per scenario across the q grid, then played greedily (its most "
+            f"likely action), its misreport rate measured on the episodes of seed {seed + 1} and its payoff on "
+            f"those of seed {seed} that measure the best response"
+            if ppo
+            else ""
+        )
         + ").",
         "",
         table,
@@ -468,7 +476,13 @@ def _plots(
 # the command
 # ---------------------------------------------------------------------------
 def _frontier_arguments(fr: argparse.ArgumentParser) -> None:
-    fr.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    fr.add_argument(
+        "--out",
+        type=out_dir,
+        required=True,
+        help="output directory: frontier.md/.csv, frontier_summary.csv, two plots, points.jsonl and the PPO "
+        "models (ppo/)",
+    )
     fr.add_argument(
         "--preset",
         choices=sorted(PRESETS),

@@ -39,7 +39,12 @@ def _selfplay_arguments(sp: argparse.ArgumentParser) -> None:
         "episode (default: fictitious play), or its latest only (best-response dynamics, which "
         "cycle)",
     )
-    sp.add_argument("--out", type=out_dir, required=True, help="output directory: tables, figures, summary.md")
+    sp.add_argument(
+        "--out",
+        type=out_dir,
+        required=True,
+        help="output directory: selfplay.csv/.md/.png and a model per training (round<R>_<role>/)",
+    )
     add_config_flags(sp, ExchangeAuditConfig)
 
 

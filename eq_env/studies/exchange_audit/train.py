@@ -114,7 +114,10 @@ def _train(args: argparse.Namespace) -> int:
         f"({result.steps_per_second:.0f} steps/s); saved to {result.path}"
     )
     print(f"use it anywhere a policy goes: --{result.role} sb3:path={result.path}")
-    print(f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes each:\n")
+    print(
+        f"evaluation on held-out seeds {', '.join(map(str, args.eval_seeds))}, {args.eval_episodes} episodes each, "
+        f"the trained {result.role} greedy (its most likely action); mean and std over the seeds:\n"
+    )
     print(result.table())
     return 0
 

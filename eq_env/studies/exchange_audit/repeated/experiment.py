@@ -45,13 +45,13 @@ lies once q has decayed below q*₁: the summary says from which count, and how 
 
 **Checks.** At ``--check-delta`` a few cells (:data:`CHECK_CELLS`) are also played in the environment itself: the
 best response as a policy (:class:`~eq_env.exchange_audit.repeated.dp.DPProposer`) over ``--simulate-episodes``
-episodes of a held-out seed, its gain over honesty for ever on the same episodes (same positions, audit coins and
-horizon) and its misreport rate beside the dynamic programme's; and a PPO proposer trained ``--ppo-timesteps`` steps
-(default 30000; 0: none) on the proposer's view with the history in its observation
+episodes of the held-out seed ``--seed`` + 1000, its gain over honesty for ever on the same episodes (same positions,
+audit coins and horizon) and its misreport rate beside the dynamic programme's; and a PPO proposer trained
+``--ppo-timesteps`` steps (default 30000; 0: none) on the proposer's view with the history in its observation
 (:class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`, ``action_encoding="strategy"``: it chooses the
-round's stage strategy, as the best response does; γ = 0.8), evaluated the same way. PPO models are saved under
-``OUT/ppo`` and reused when the command is run again with the same cell, steps and seed; the rest (under a minute)
-is recomputed.
+round's stage strategy, as the best response does; γ = 0.8), evaluated the same way, greedily (its most likely
+action: :class:`~eq_env.exchange_audit.repeated.views.ViewPolicy`). PPO models are saved under ``OUT/ppo`` and
+reused when the command is run again with the same cell, steps and seed; the rest (under a minute) is recomputed.
 
 Writes ``repeated.csv`` (every horizon, policy and knob), ``repeated_summary.csv`` (every horizon and policy),
 ``repeated_checks.csv`` (the cells), ``repeated.md``, ``repeated.png`` (misreport rate on the path against the
@@ -389,7 +389,7 @@ def _check(
     from eq_env.exchange_audit.repeated.spec import ID
 
     br = repeated_best_response(cfg, estimates=estimates)
-    held_out = [seed + 1000]
+    held_out = [_held_out_seed(seed)]
     row: dict[str, Any] = {
         "cell": f"{policy} {KNOBS[policy]}={knob:g}",
         "horizon": f"δ={cfg.continuation:g}",
@@ -420,6 +420,11 @@ def _check(
         row[f"{name}_misreport_rate"] = metrics["noncompliant_misreport_rate"]
         row[f"{name}_mean_q"] = metrics["mean_q"]
     return row
+
+
+def _held_out_seed(seed: int) -> int:
+    """The seed the checked cells are played on: PPO trains on ``seed``, ``seed + 1``... (one per environment)."""
+    return seed + 1000
 
 
 def _ppo(cfg: RepeatedConfig, path: Path, timesteps: int, seed: int) -> Any:
@@ -517,12 +522,16 @@ def _tables(summary: Sequence[dict], rows: Sequence[dict], checks: Sequence[dict
                 line += [f"{c['ppo_gain']:+.2f} ± {c['ppo_gain_se']:.2f}", f"{c['ppo_misreport_rate']:.1%}"]
             body.append(line)
         what = (
-            f"Played in the environment ({ctx['simulate_episodes']} episodes of a held-out seed). Payoffs are "
+            f"Played in the environment ({ctx['simulate_episodes']} episodes of the held-out seed "
+            f"{_held_out_seed(ctx['seed'])}). Payoffs are "
             "the proposer's per episode; a gain is over honesty for ever on the same episodes (same positions, "
             "audit coins and horizon), ± one standard error"
         )
         if ppo:
-            what += f"; PPO trained {ctx['ppo_timesteps']} steps per cell with the history in its observation"
+            what += (
+                f"; PPO trained {ctx['ppo_timesteps']} steps per cell with the history in its observation, played "
+                "greedily (its most likely action)"
+            )
         text += ["", what + ":", "", markdown_table(head, body)]
     return "\n".join(text)
 
@@ -698,7 +707,7 @@ def _checks_text(checks: Sequence[dict]) -> list[str]:
             f"{c['ppo_misreport_rate']:.0%} (best response {c['dp_misreport_rate']:.0%})"
             for c in checks
         ]
-        text += "; a PPO proposer with the history in its observation gains " + "; ".join(parts)
+        text += "; a PPO proposer with the history in its observation, played greedily, gains " + "; ".join(parts)
     return [text + ".", ""]
 
 
