@@ -26,6 +26,9 @@
       and name the page).
   ``<!-- exit: STATUS -->``
       the exit status the block ends with, when it is not 0 (the page says why: failures reported by status).
+  ``<!-- part: NAME -->``
+      this block and the ones after it (to the next ``part``) run in a fresh directory of their own, as a test
+      of their own (in parallel with the page's other parts): for independent commands of a long page.
   ``<!-- ci: PREFIX FLAGS | PREFIX FLAGS ... -->``
       what CI changes to keep the run short: each ``eq-env PREFIX`` line of the block runs with ``FLAGS``
       appended (a later flag wins: ``--timesteps 3000`` over the page's ``--timesteps 60000``).
@@ -49,7 +52,7 @@ DOCS = ROOT / "docs"
 GENERATED = ("games", "commands", "api")  # written by docs/_ext/eq_env_pages.py at build time: not tracked
 BLOCK = re.compile(r"(?P<directives>(?:<!-- [a-z-]+(?:: [^>]*?)? -->\n)*)```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.S)
 DIRECTIVE = re.compile(r"<!-- (?P<key>[a-z-]+)(?:: (?P<arg>[^>]*?))? -->")
-DIRECTIVES = ("not-run", "serve", "save-as", "ci", "run-by", "exit")
+DIRECTIVES = ("not-run", "serve", "save-as", "ci", "run-by", "exit", "part")
 
 
 def pages() -> list[Path]:

@@ -41,12 +41,34 @@ def _pages_with_shell() -> list[str]:
     return [name for name, text in sources().items() if name.startswith("docs/") and blocks(text, "bash")]
 
 
+def parts(text: str) -> dict[str, list[Block]]:
+    """A page's shell blocks by part (``<!-- part: NAME -->`` starts one; the blocks before the first: ``""``)."""
+    out: dict[str, list[Block]] = {"": []}
+    current = ""
+    for block in blocks(text, "bash"):
+        if "part" in block.directives:
+            current = block.directives["part"].strip()
+            assert current and current not in out, f"part {current!r} is empty or repeated"
+            out[current] = []
+        out[current].append(block)
+    return {name: found for name, found in out.items() if found}
+
+
+def _cases() -> list[object]:
+    return [
+        pytest.param(name, part, id=f"{name}:{part}" if part else name)
+        for name in _pages_with_shell()
+        for part in parts(sources()[name])
+    ]
+
+
 @pytest.mark.skipif(
     not REQUIRED, reason="runs every shell block of the docs in full (minutes): the docs stage, EQ_ENV_REQUIRE_DOCS=1"
 )
-@pytest.mark.parametrize("name", _pages_with_shell())
-def test_shell_blocks_run(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "part"), _cases())
+def test_shell_blocks_run(name: str, part: str, tmp_path: Path) -> None:
     text = sources()[name]
+    mine = parts(text)[part]
     workdir = tmp_path / "reader"
     workdir.mkdir()
     (tmp_path / "home").mkdir()
@@ -59,7 +81,7 @@ def test_shell_blocks_run(name: str, tmp_path: Path) -> None:
     servers: list[tuple[str, subprocess.Popen[str]]] = []
     ran = 0
     try:
-        for block in blocks(text, "bash"):
+        for block in mine:
             if block.why is not None:
                 continue
             if "run-by" in block.directives:
@@ -93,7 +115,7 @@ def test_shell_blocks_run(name: str, tmp_path: Path) -> None:
             server.send_signal(signal.SIGINT)
             err = server.communicate(timeout=60)[1]
             assert server.returncode == 0, f"{name}: {body.strip()} exited {server.returncode}: {err[-2000:]}"
-    checked = [b for b in blocks(text, "bash") if b.why is None and "run-by" not in b.directives]
+    checked = [b for b in mine if b.why is None and "run-by" not in b.directives]
     assert ran == len(checked) - len(servers), f"{name}: {ran} of its shell blocks ran"
 
 

@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], int]] = {
                  ("frontier.csv", "frontier_summary.csv", "frontier.md"), 1),
     "free-text": (("free-text", "--qs", "0,1", "--q", "1", "--seeds", "2", "--episodes", "20"),
                   ("free_text.csv", "free_text.md"), 1),
+    "baselines": (("baselines", "--preset", "quick", "--only", "einstein-puzzle/seat", "--seeds", "2"),
+                  ("baselines.csv", "baselines.md"), 1),  # (a training per Ray task: the same models' scores)
 }  # fmt: skip
 
 
