@@ -218,6 +218,7 @@ def test_the_readme_examples_run_from_a_wheel_beside_another_agents_package(
 
 
 DOTTED_NAME = re.compile(r"[a-z_]+(\.[a-z_0-9]+)+(:\w+)?")  # a module path, maybe with an attribute
+FILE_SUFFIXES = ("csv", "md", "png", "json", "jsonl", "txt", "html")  # "baselines.csv": a file's name, not a module
 
 
 def test_no_code_imports_agents_or_baselines_by_its_folder_name() -> None:
@@ -237,7 +238,8 @@ def test_no_code_imports_agents_or_baselines_by_its_folder_name() -> None:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 modules = [node.module]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                modules = [node.value] if DOTTED_NAME.fullmatch(node.value) else []
+                dotted = DOTTED_NAME.fullmatch(node.value) and node.value.rsplit(".", 1)[1] not in FILE_SUFFIXES
+                modules = [node.value] if dotted else []
             else:
                 continue
             found += [f"{name}:{node.lineno}: {m}" for m in modules if m.split(".")[0] in ("agents", "baselines")]
