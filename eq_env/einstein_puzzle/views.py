@@ -62,10 +62,54 @@ __all__ = ["EinsteinPuzzleEnv", "EinsteinPuzzleSelfPlayEnv"]
 SEATS = ("player_0", "player_1")
 
 
-class EinsteinPuzzleEnv(gymnasium.Env):
-    """One seat of the Einstein puzzle against a fixed partner (see the module docstring)."""
+class _View(gymnasium.Env):
+    """What both views share: the game's configuration, its AEC environment, the spaces and the mask."""
 
     metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
+
+    def _setup(
+        self, config: EinsteinPuzzleConfig | None, preset: str | None, render_mode: str | None, overrides: Any
+    ) -> None:
+        check_render_mode(render_mode)
+        if config is not None and preset is not None:
+            raise ValueError("give config or preset, not both")
+        if config is not None and not isinstance(config, EinsteinPuzzleConfig):
+            raise ValueError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
+        self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
+        self.render_mode = render_mode
+        self._env = raw_env(config=self.config, render_mode=render_mode)
+        n = self.config.n
+        self.observation_space = spaces.Box(0.0, 1.0, (layout(n).size,), np.float32)
+        self.action_space = spaces.Discrete(n_actions(n))
+        self._mask = np.zeros(n_actions(n), np.int8)
+
+    @property
+    def game(self) -> Any:
+        """The game in progress (:class:`~eq_env.einstein_puzzle.rules.State`)."""
+        return self._env.game
+
+    def _observe_seat(self, seat: str) -> np.ndarray:
+        obs = self._env.observe(seat)
+        self._mask = obs["action_mask"]
+        return np.asarray(obs["observation"], np.float32)
+
+    @staticmethod
+    def _no_options(options: dict[str, Any] | None) -> None:
+        if options:
+            raise ValueError(
+                f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}"
+            )
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of the seat to act now (bool), for MaskablePPO."""
+        return self._mask.astype(bool)
+
+    def render(self) -> str | np.ndarray | None:
+        return self._env.render()
+
+
+class EinsteinPuzzleEnv(_View):
+    """One seat of the Einstein puzzle against a fixed partner (see the module docstring)."""
 
     def __init__(
         self,
@@ -79,29 +123,13 @@ class EinsteinPuzzleEnv(gymnasium.Env):
     ) -> None:
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
-        check_render_mode(render_mode)
-        if config is not None and preset is not None:
-            raise ValueError("give config or preset, not both")
-        if config is not None and not isinstance(config, EinsteinPuzzleConfig):
-            raise ValueError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
-        self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
+        self._setup(config, preset, render_mode, overrides)
         self.seat, self.partner_seat = seat, SEATS[1 - SEATS.index(seat)]
         try:
             self.partner = make_policy(partner, self.partner_seat, "einstein-puzzle")
         except ValueError as err:
             raise ValueError(f"partner: {err}") from None
-        self.render_mode = render_mode
-        self._env = raw_env(config=self.config, render_mode=render_mode)
-        n = self.config.n
-        self.observation_space = spaces.Box(0.0, 1.0, (layout(n).size,), np.float32)
-        self.action_space = spaces.Discrete(n_actions(n))
         self._seeded = False
-        self._mask = np.zeros(n_actions(n), np.int8)
-
-    @property
-    def game(self) -> Any:
-        """The game in progress (:class:`~eq_env.einstein_puzzle.rules.State`)."""
-        return self._env.game
 
     def _partner_act(self, observation: Any) -> int:
         """The partner's action, however it acts (privileged, waiting or plain: the runner's :func:`decide`)."""
@@ -118,15 +146,10 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         return reward
 
     def _observe(self) -> np.ndarray:
-        obs = self._env.observe(self.seat)
-        self._mask = obs["action_mask"]
-        return np.asarray(obs["observation"], np.float32)
+        return self._observe_seat(self.seat)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        if options:
-            raise ValueError(
-                f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}"
-            )
+        self._no_options(options)
         super().reset(seed=seed)
         if seed is not None:
             streams = env_spec("einstein-puzzle").roles  # the partner is seeded as the runner seeds its role
@@ -141,10 +164,6 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         self._advance()  # (the partner moves first when this view plays the top seat)
         return self._observe(), {}
 
-    def action_masks(self) -> np.ndarray:
-        """The legal actions now (bool), for MaskablePPO."""
-        return self._mask.astype(bool)
-
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         env = self._env
         if not env.agents or env.terminations[self.seat] or env.truncations[self.seat]:
@@ -157,11 +176,8 @@ class EinsteinPuzzleEnv(gymnasium.Env):
         info = dict(env.infos[self.seat]) if terminated or truncated else {}
         return observation, reward, terminated, truncated, info
 
-    def render(self) -> str | np.ndarray | None:
-        return self._env.render()
 
-
-class EinsteinPuzzleSelfPlayEnv(gymnasium.Env):
+class EinsteinPuzzleSelfPlayEnv(_View):
     """Both seats of the Einstein puzzle played by one policy: self-play with a shared policy, as one
     Gymnasium environment.
 
@@ -175,8 +191,6 @@ class EinsteinPuzzleSelfPlayEnv(gymnasium.Env):
     ``eq-env train --env einstein-puzzle --partner self`` trains on it (:mod:`eq_env.baselines.einstein_puzzle.rl`).
     """
 
-    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 1}  # noqa: RUF012 - Gymnasium's name
-
     def __init__(
         self,
         *,
@@ -185,48 +199,20 @@ class EinsteinPuzzleSelfPlayEnv(gymnasium.Env):
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        check_render_mode(render_mode)
-        if config is not None and preset is not None:
-            raise ValueError("give config or preset, not both")
-        if config is not None and not isinstance(config, EinsteinPuzzleConfig):
-            raise ValueError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
-        self.config = (config or EinsteinPuzzleConfig.from_preset(preset)).replace(**overrides)
-        self.render_mode = render_mode
-        self._env = raw_env(config=self.config, render_mode=render_mode)
-        n = self.config.n
-        self.observation_space = spaces.Box(0.0, 1.0, (layout(n).size,), np.float32)
-        self.action_space = spaces.Discrete(n_actions(n))
+        self._setup(config, preset, render_mode, overrides)
         self._started = False
-        self._mask = np.zeros(n_actions(n), np.int8)
-
-    @property
-    def game(self) -> Any:
-        """The game in progress (:class:`~eq_env.einstein_puzzle.rules.State`)."""
-        return self._env.game
 
     @property
     def seat(self) -> str:
         """The seat to act now (whose observation the last step returned)."""
         return str(self._env.agent_selection)
 
-    def _observe(self) -> np.ndarray:
-        obs = self._env.observe(self._env.agent_selection)
-        self._mask = obs["action_mask"]
-        return np.asarray(obs["observation"], np.float32)
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        if options:
-            raise ValueError(
-                f"this view takes no reset options (game parameters go to gymnasium.make), got {options!r}"
-            )
+        self._no_options(options)
         super().reset(seed=seed)
         self._env.reset(seed=seed)
         self._started = True
-        return self._observe(), {}
-
-    def action_masks(self) -> np.ndarray:
-        """The legal actions of the seat to act (bool), for MaskablePPO."""
-        return self._mask.astype(bool)
+        return self._observe_seat(self.seat), {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         env = self._env
@@ -240,13 +226,5 @@ class EinsteinPuzzleSelfPlayEnv(gymnasium.Env):
         terminated, truncated = bool(env.terminations[seat]), bool(env.truncations[seat])
         info = dict(env.infos[seat]) if terminated or truncated else {}
         # (at the end the observation is the seat that just acted: the one whose episode ends)
-        observation = self._observe() if not (terminated or truncated) else self._final(seat)
+        observation = self._observe_seat(seat if terminated or truncated else self.seat)
         return observation, reward, terminated, truncated, info
-
-    def _final(self, seat: str) -> np.ndarray:
-        obs = self._env.observe(seat)
-        self._mask = obs["action_mask"]
-        return np.asarray(obs["observation"], np.float32)
-
-    def render(self) -> str | np.ndarray | None:
-        return self._env.render()
