@@ -603,6 +603,6 @@ def _write_selfplay(out: Path, history: list[dict[str, Any]], episodes: int) -> 
         out / "selfplay.png",
         panels,
         xlabel="round: role just trained",
-        title=f"trained policies greedy; {episodes} episodes on each of the held-out seeds {seeds}",
+        title=f"greedy; {episodes} episodes × held-out seeds {seeds}",
         xticklabels=labels,
     )
