@@ -68,6 +68,7 @@ __all__ = [
     "all_baselines",
     "bootstrap_interval",
     "iqm",
+    "means",
     "run_baselines",
     "train_seed",
 ]
@@ -123,6 +124,11 @@ class Bound:
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(self.name, *args)
+
+
+def means(summary: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    """A runner summary's (mean, std over seeds) as the means a run record keeps."""
+    return {k: float(mean) for k, (mean, _) in summary.items()}
 
 
 def train_seed(i: int) -> int:

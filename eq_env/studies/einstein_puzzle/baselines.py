@@ -21,7 +21,7 @@ from typing import Any
 
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.rules import COMM_MODES
-from eq_env.studies.baselines import Baseline, Bound, Budget
+from eq_env.studies.baselines import Baseline, Bound, Budget, means
 
 __all__ = ["BASELINES", "SELFPLAY_RECIPE"]
 
@@ -37,10 +37,6 @@ SHORT = {"provide_and_seek": "provide & seek", "provide_only": "provide only", "
 def _config(setting: str, n: int, comm_mode: str) -> EinsteinPuzzleConfig:
     extra = SELFPLAY_RECIPE if setting == "self-play" else {}
     return EinsteinPuzzleConfig(n=n, comm_mode=comm_mode, **extra)
-
-
-def _means(summary: dict[str, tuple[float, float]]) -> dict[str, float]:
-    return {k: float(mean) for k, (mean, _) in summary.items()}
 
 
 def _parse(name: str) -> tuple[str, int, str]:
@@ -63,7 +59,7 @@ def train_seat(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequ
         eval_episodes=budget.eval_episodes,
         progress=False,
     )
-    ev = {label: _means(summary) for label, summary in result.evaluations.items()}
+    ev = {label: means(summary) for label, summary in result.evaluations.items()}
     if setting == "seat":
         greedy, sampled = ev["greedy"], ev["sampled"]
     else:
@@ -80,7 +76,7 @@ def planner_reference(name: str, budget: Budget, eval_seeds: Sequence[int]) -> d
     setting, n, mode = _parse(name)
     policies = {"player_0": "planner", "player_1": "planner"}
     ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-    return {**_means(ev.summary), "with_planner": _means(ev.summary)["success_rate"]}
+    return {**means(ev.summary), "with_planner": means(ev.summary)["success_rate"]}
 
 
 def _baseline(setting: str, n: int, mode: str) -> Baseline:

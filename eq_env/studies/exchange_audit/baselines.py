@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.studies.baselines import Baseline, Bound, Budget
+from eq_env.studies.baselines import Baseline, Bound, Budget, means
 
 __all__ = ["BASELINES"]
 
@@ -41,10 +41,6 @@ SHOWN = ("approval_rate", "bad_approval_rate", "welfare")
 def _setting(name: str) -> tuple[str, str, ExchangeAuditConfig]:
     role, opponent, overrides = SETTINGS[name.split("/", 1)[1]]
     return role, opponent, ExchangeAuditConfig().replace(**overrides)
-
-
-def _means(summary: dict[str, tuple[float, float]]) -> dict[str, float]:
-    return {k: float(mean) for k, (mean, _) in summary.items()}
 
 
 def train_role(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
@@ -68,8 +64,8 @@ def train_role(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequ
     pair = (sampled_policy, opponent) if role == "proposer" else (opponent, sampled_policy)
     sampled = evaluate(config, *pair, episodes=budget.eval_episodes, seeds=list(eval_seeds)).summary
     return {
-        "greedy": _means(result.evaluation),
-        "sampled": _means(sampled),
+        "greedy": means(result.evaluation),
+        "sampled": means(sampled),
         "curve": result.curve,
         "steps_run": result.steps_run,
     }
