@@ -15,7 +15,8 @@ scores in the same setting (the best response, the planner), so that each result
 **run** trains a baseline on one training seed (seed ``i`` of ``--seeds k`` is ``10·i``: its environments play
 seeds ``10·i`` to ``10·i + 7``) and evaluates the model on held-out seeds (1000–1002, never trained on), once
 greedy (the most likely action) and once sampled (drawn from the policy's distribution); each of the two is
-one number per run, the mean over the evaluation's episodes and seeds.
+one number per run, the mean over the evaluation's episodes and seeds (a value-based learner, which has no
+distribution to sample, is scored greedy only).
 
 **What is written** into ``--out``, as runs finish:
 
@@ -24,7 +25,8 @@ one number per run, the mean over the evaluation's episodes and seeds.
 * ``baselines.csv`` and ``baselines.md``: per baseline and evaluation mode, the interquartile mean (IQM)
   over the seeds with its 95% percentile-bootstrap interval, the mean, the reference and the ratio
   IQM / reference;
-* ``curves.png``: the learning curves (training episodes' mean reward, sampled actions as PPO trains),
+* ``curves.png``: the learning curves (training episodes' mean reward, sampled actions as PPO trains; a
+  learner that measures its curve otherwise says what on its panel),
   mean over seeds with a 95% bootstrap interval, a panel per baseline;
 * ``ratios.png``: each baseline's IQM / reference with its interval, greedy and sampled;
 * ``summary.md``: what was run (the command's preset, seeds, budgets, the package version), the table,
@@ -76,6 +78,7 @@ __all__ = [
 GAME_MODULES = (
     "eq_env.studies.exchange_audit.baselines",
     "eq_env.studies.einstein_puzzle.baselines",
+    "eq_env.studies.belief_coordination.baselines",
 )
 PRESETS = ("full", "quick")
 EVAL_SEEDS = (1000, 1001, 1002)  # held out: training seed 10·i plays seeds 10·i … 10·i + 7 (i < 99)
@@ -113,6 +116,9 @@ class Baseline:
     budgets: Mapping[str, Budget]  # preset -> budget; a preset it lacks leaves it out (quick: a few rows)
     shown: tuple[str, ...] = ()  # other metrics the table shows beside the headline one
     fingerprint: str = ""  # what else decides its results (the game's configuration): part of a run's key
+    modes: tuple[str, ...] = ("greedy", "sampled")  # a value-based learner acts greedily only: ("greedy",)
+    unit: str = "steps"  # what ``Budget.timesteps`` counts (environment steps unless the learner says)
+    curve: str = "training episodes' mean reward"  # what its learning curve's y is
 
 
 class Bound:
@@ -359,7 +365,7 @@ def _rows(chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], pres
     for b in chosen:
         mine = sorted(runs.get(b.name, []), key=lambda r: r["index"])
         reference = _number(refs[b.name]["metrics"], b.metric) if b.name in refs else math.nan
-        for mode in MODES:
+        for mode in b.modes:
             values = [_number(r[mode], b.metric) for r in mine]
             center = iqm(values)
             low, high = bootstrap_interval([values])
@@ -468,7 +474,7 @@ def _curves(path: Path, chosen: Sequence[Baseline], records: Sequence[Mapping[st
         panels.append(
             {
                 "title": f"{b.setting} ({len(curves)} seeds)",
-                "ylabel": "training episodes' mean reward",
+                "ylabel": b.curve,
                 "series": [
                     {
                         "label": b.learner,
@@ -485,8 +491,8 @@ def _curves(path: Path, chosen: Sequence[Baseline], records: Sequence[Mapping[st
             path,
             panels,
             xlabel="environment steps",
-            title="learning curves: mean over seeds, 95% bootstrap interval (rewards as the learner gets them, "
-            "shaping included)",
+            title="learning curves: mean over seeds, 95% bootstrap interval (each panel's y as labelled; "
+            "training rewards as the learner gets them)",
         )
 
 
@@ -499,9 +505,10 @@ def _ratios(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         return
     fig = Figure(figsize=(8.0, 1.2 + 0.32 * len(names)), layout="constrained")
     ax = fig.subplots()
+    place = {name: len(names) - 1 - i for i, name in enumerate(names)}
     for k, mode in enumerate(MODES):
-        mine = [r for r in rows if r["mode"] == mode]
-        y = [len(names) - 1 - i + (0.5 - k) * 0.3 for i in range(len(mine))]
+        mine = [r for r in rows if r["mode"] == mode]  # (a greedy-only baseline has no sampled row)
+        y = [place[r["baseline"]] + (0.5 - k) * 0.3 for r in mine]
         x = [r["ratio"] for r in mine]
         low = [max(r["ratio"] - r["ratio_low"], 0) if not math.isnan(r["ratio"]) else 0 for r in mine]
         high = [max(r["ratio_high"] - r["ratio"], 0) if not math.isnan(r["ratio"]) else 0 for r in mine]
@@ -532,7 +539,7 @@ def write_report(
     _ratios(out / "ratios.png", rows)
     aggregate = {mode: _aggregate(rows, mode) for mode in MODES}
     budgets = "\n".join(
-        f"| {b.name} | {b.budgets[preset].timesteps} | {b.budgets[preset].eval_episodes} × {len(EVAL_SEEDS)} |"
+        f"| {b.name} | {b.budgets[preset].timesteps} {b.unit} | {b.budgets[preset].eval_episodes} × {len(EVAL_SEEDS)} |"
         for b in chosen
     )
     lines = [
@@ -558,7 +565,7 @@ def write_report(
         "",
         "![ratios to the references](ratios.png)",
         "",
-        "| baseline | timesteps per run | evaluation episodes (per seed × seeds) |",
+        "| baseline | training per run | evaluation episodes (per seed × seeds) |",
         "|---|---|---|",
         budgets,
         "",
@@ -597,7 +604,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.list:
         for b in chosen:
             budget = b.budgets[args.preset]
-            print(f"{b.name}  ({b.learner}; {budget.timesteps} steps × {seeds} seeds; reference: {b.reference_label})")
+            print(
+                f"{b.name}  ({b.learner}; {budget.timesteps} {b.unit} × {seeds} seeds; reference: {b.reference_label})"
+            )
         return 0
     if args.out is None:
         raise ValueError("--out is required (or --list)")

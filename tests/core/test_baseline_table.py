@@ -35,7 +35,7 @@ def toy_reference(name: str, budget: Budget, eval_seeds: Any) -> dict[str, float
     return {"score": 0.8, "steps": 2.0}
 
 
-def toy(name: str, presets: tuple[str, ...] = ("full", "quick")) -> Baseline:
+def toy(name: str, presets: tuple[str, ...] = ("full", "quick"), modes: tuple[str, ...] = bl.MODES) -> Baseline:
     return Baseline(
         name=name,
         game="toy",
@@ -47,6 +47,7 @@ def toy(name: str, presets: tuple[str, ...] = ("full", "quick")) -> Baseline:
         reference=bl.Bound(toy_reference, name),
         budgets={p: Budget(256, 2) for p in presets},
         shown=("steps",),
+        modes=modes,
     )
 
 
@@ -93,7 +94,7 @@ def test_runs_are_recorded_and_a_second_command_resumes(
         assert (out / name).stat().st_size > 0, name
     summary = (out / "summary.md").read_text()
     assert "greedy (the most likely action) and sampled" in summary and "1000, 1001, 1002" in summary
-    assert "| toy/a | 256 | 2 × 3 |" in summary  # each run's budget and its evaluation's episodes and seeds
+    assert "| toy/a | 256 steps | 2 × 3 |" in summary  # each run's budget and its evaluation's episodes and seeds
 
     for plot in ("_curves", "_ratios"):  # (drawn and checked once: seconds on a loaded machine)
         monkeypatch.setattr(bl, plot, lambda *args: None)
@@ -102,6 +103,22 @@ def test_runs_are_recorded_and_a_second_command_resumes(
     assert CALLS == [] and (out / "baselines.md").read_text() == bl._table(again["rows"]) + "\n"
     bl.run_baselines(out, preset="full", seeds=4)  # one more seed: only it runs
     assert sorted(CALLS) == [("toy/a", 30), ("toy/b", 30)]
+
+
+def test_a_greedy_only_learner_has_no_sampled_row_and_stays_out_of_the_sampled_aggregate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chosen = [toy("toy/a"), toy("toy/q", modes=("greedy",))]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    out = tmp_path / "bl"
+    result = bl.run_baselines(out, preset="full", seeds=2)
+    assert [(r["baseline"], r["mode"]) for r in result["rows"]] == [
+        ("toy/a", "greedy"),
+        ("toy/a", "sampled"),
+        ("toy/q", "greedy"),
+    ]
+    assert result["aggregate"]["greedy"][3] == 2 and result["aggregate"]["sampled"][3] == 1
+    assert (out / "ratios.png").stat().st_size > 0  # (its rows placed by name: one mark for toy/q)
 
 
 def test_a_failed_run_keeps_the_others_and_the_same_command_completes(
@@ -172,7 +189,7 @@ def test_bad_flags_are_refused_in_one_line(
 def test_every_game_lists_baselines_with_a_budget_for_each_preset_they_name() -> None:
     every = bl.all_baselines()
     games = {b.game for b in every}
-    assert {"exchange-audit", "einstein-puzzle"} <= games
+    assert games == {"exchange-audit", "einstein-puzzle", "belief-coordination"}
     assert all(set(b.budgets) <= set(bl.PRESETS) and "full" in b.budgets for b in every)
     quick = bl.select("quick")
     assert {b.game for b in quick} == games and len(quick) < len(every)  # CI's preset: a row or so per game
@@ -183,7 +200,7 @@ def test_every_game_lists_baselines_with_a_budget_for_each_preset_they_name() ->
 PAGE = Path(__file__).resolve().parents[2] / "docs/guide/baselines.md"  # its quick block is run here (run-by)
 
 
-@pytest.mark.slow  # (three short trainings and their evaluations: about a minute on two cores)
+@pytest.mark.slow  # (five short trainings and their evaluations: about a minute on two cores)
 def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -194,7 +211,11 @@ def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
     argv[argv.index("--out") + 1] = str(out)
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    for setting in ("exchange–audit proposer vs rule, V = 2, L = 1", "Einstein self-play, n = 4, provide & seek"):
+    for setting in (
+        "exchange–audit proposer vs rule, V = 2, L = 1",
+        "Einstein self-play, n = 4, provide & seek",
+        "belief coordination team (ECON), N = 3",
+    ):
         assert f"| {setting} | " in printed
     assert "| greedy |" in printed and "| sampled |" in printed and "aggregate ratio" in printed
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -202,4 +223,5 @@ def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
     assert len(runs) == 2 * len(bl.select("quick")) and all(r["eval_seeds"] == [1000, 1001, 1002] for r in runs)
     for r in runs:
         metric = bl._by_name()[r["baseline"]].metric
-        assert 0 <= r["greedy"][metric] <= 10 and (Path(r["model"]) / "model.zip").is_file()
+        assert 0 <= r["greedy"][metric] <= 10 and any(Path(r["model"]).iterdir())  # (SB3's zip, ECON's econ.pt)
+        assert (r["sampled"] == {}) == (bl._by_name()[r["baseline"]].modes == ("greedy",))

@@ -17,6 +17,7 @@ A module may import its own layer and those below it, and no modules import each
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -84,6 +85,7 @@ def layer(module: str) -> int:
     return STUDIES
 
 
+@functools.cache  # (three tests read it; the files do not change during a run)
 def import_graph() -> dict[str, set[str]]:
     sources = dict(_sources())
     known = set(sources)

@@ -204,14 +204,18 @@ class RepeatedProposerEnv(gymnasium.Env):
 
 class ViewPolicy(BasePolicy):
     """A model trained on :class:`RepeatedProposerEnv` as a proposer policy of the repeated environment: the
-    observation's features in, the model's (deterministic) action out, played as the view plays it.
+    observation's features in, the model's action out (the most likely one, or with ``deterministic=False``
+    one drawn from its distribution), played as the view plays it.
 
-    ``model`` is anything with SB3's ``predict(features, deterministic=True) -> (action, state)``."""
+    ``model`` is anything with SB3's ``predict(features, deterministic=...) -> (action, state)``."""
 
     role = "proposer"
 
-    def __init__(self, model: Any, config: RepeatedConfig, action_encoding: str = "strategy") -> None:
+    def __init__(
+        self, model: Any, config: RepeatedConfig, action_encoding: str = "strategy", deterministic: bool = True
+    ) -> None:
         super().__init__()
+        self.deterministic = deterministic
         if action_encoding not in ACTION_ENCODINGS:
             raise ValueError(f"action_encoding must be one of {ACTION_ENCODINGS}, got {action_encoding!r}")
         from eq_env.exchange_audit.repeated.spec import ID
@@ -229,16 +233,20 @@ class ViewPolicy(BasePolicy):
         super().reset(seed)
         for player in self._players:
             player.reset(seed=seed)
+        if not self.deterministic and seed is not None and hasattr(self.model, "set_random_seed"):
+            # (sampled play reproducible per episode; SB3 takes seeds below 2**32, the runner's are 64-bit)
+            self.model.set_random_seed(seed % 2**32)
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         view = decode_proposer_observation(observation)
         features = np.concatenate(
             [proposer_features(view), history_features(decode_history(observation), self.config.rounds)]
         )
-        action, _ = self.model.predict(features, deterministic=True)
+        action, _ = self.model.predict(features, deterministic=self.deterministic)
         if self.action_encoding == "strategy":
             return self._players[int(action)].act(observation)
         return encode_submission(artifact_submission(view, np.asarray(action)), view.public.claim_schema)
 
     def __repr__(self) -> str:
-        return f"ViewPolicy({type(self.model).__name__}, {self.action_encoding})"
+        how = "greedy" if self.deterministic else "sampled"
+        return f"ViewPolicy({type(self.model).__name__}, {self.action_encoding}, {how})"

@@ -109,6 +109,17 @@ KNOBS = {"fixed": "q", "decay": "q_min", "decay-reset": "q_min", "trigger": "q"}
 CHECK_CELLS = (("fixed", 0.2), ("fixed", 0.8), ("decay", 0.1), ("decay-reset", 0.1))
 TAIL = 1e-4  # a δ-horizon's cap T: the chance of reaching it is at most this
 FINE_STEP = 0.01
+# the history-aware PPO proposer's settings (here and in eq-env baselines' repeated row)
+PPO_HYPERPARAMETERS = {
+    "n_steps": 256,
+    "batch_size": 256,
+    "learning_rate": 1e-3,
+    "n_epochs": 5,
+    "ent_coef": 0.01,
+    "gamma": 0.8,
+    "gae_lambda": 0.95,
+}
+PPO_ENVS = 4
 
 
 @dataclass(frozen=True)
@@ -436,22 +447,13 @@ def _ppo(cfg: RepeatedConfig, path: Path, timesteps: int, seed: int) -> Any:
     wanted = {"config": cfg.to_dict(), "timesteps": timesteps, "seed": seed, "action_encoding": "strategy"}
     if meta.exists() and json.loads(meta.read_text()) == wanted and (path / "model.zip").exists():
         return ViewPolicy(sb3_class("ppo").load(path / "model.zip", device="cpu"), cfg)
-    hyperparameters = {
-        "n_steps": 256,
-        "batch_size": 256,
-        "learning_rate": 1e-3,
-        "n_epochs": 5,
-        "ent_coef": 0.01,
-        "gamma": 0.8,
-        "gae_lambda": 0.95,
-    }
     model, _, _ = learn(
         lambda: RepeatedProposerEnv(config=cfg, action_encoding="strategy"),
         algo="ppo",
         timesteps=timesteps,
         seed=seed,
-        hyperparameters=hyperparameters,
-        n_envs=4,
+        hyperparameters=PPO_HYPERPARAMETERS,
+        n_envs=PPO_ENVS,
         progress=False,
     )
     path.mkdir(parents=True, exist_ok=True)
