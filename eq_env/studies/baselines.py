@@ -16,12 +16,16 @@ scores in the same setting (the best response, the planner), so that each result
 seeds ``10·i`` to ``10·i + 7``) and evaluates the model on held-out seeds (1000–1002, never trained on), once
 greedy (the most likely action) and once sampled (drawn from the policy's distribution); each of the two is
 one number per run, the mean over the evaluation's episodes and seeds (a value-based learner, which has no
-distribution to sample, is scored greedy only).
+distribution to sample, is scored greedy only). A self-play baseline is also scored in **cross-play**: run
+``i``'s model in the first seat with run ``i + 1``'s in the second, greedy, on the same held-out seeds — a
+partner it never trained with, the zero-shot coordination question; the table's ``cross_play`` is the mean
+over the ``k − 1`` pairs.
 
 **What is written** into ``--out``, as runs finish:
 
-* ``results.jsonl``: a line per run (and per reference), flushed as each finishes: a killed command run
-  again skips what is recorded and trains only the rest; the models in ``runs/<baseline>/seed<i>/``;
+* ``results.jsonl``: a line per run (and per reference, and per cross-play pair), flushed as each finishes:
+  a killed command run again skips what is recorded and trains only the rest; the models in
+  ``runs/<baseline>/seed<i>/``;
 * ``baselines.csv`` and ``baselines.md``: per baseline and evaluation mode, the interquartile mean (IQM)
   over the seeds with its 95% percentile-bootstrap interval, the mean, the reference and the ratio
   IQM / reference;
@@ -119,6 +123,9 @@ class Baseline:
     modes: tuple[str, ...] = ("greedy", "sampled")  # a value-based learner acts greedily only: ("greedy",)
     unit: str = "steps"  # what ``Budget.timesteps`` counts (environment steps unless the learner says)
     curve: str = "training episodes' mean reward"  # what its learning curve's y is
+    # ``cross(model_a, model_b, budget, eval_seeds) -> {metric: value}``: run i's model in the first seat with
+    # run i + 1's in the second, greedy (a self-play learner's zero-shot partner: a copy trained apart)
+    cross: Callable[..., dict[str, float]] | None = None
 
 
 class Bound:
@@ -198,7 +205,7 @@ def bootstrap_interval(
 # ---------------------------------------------------------------------------
 # runs
 # ---------------------------------------------------------------------------
-def _key(kind: str, baseline: str, preset: str, seed: int | None) -> str:
+def _key(kind: str, baseline: str, preset: str, seed: int | list[int] | None) -> str:
     """A run's key: what decides its results (a baseline whose budget or configuration changed runs again)."""
     from eq_env.version import __version__
 
@@ -250,6 +257,28 @@ def reference_one(name: str, preset: str) -> dict[str, Any]:
     }
 
 
+def cross_one(name: str, preset: str, index: int, out: str) -> dict[str, Any]:
+    """Run ``index``'s model of baseline ``name`` in the first seat with run ``index + 1``'s in the second, on
+    the evaluation seeds, greedy: the record."""
+    baseline = _by_name()[name]
+    assert baseline.cross is not None
+    budget = baseline.budgets[preset]
+    models = [Path(out) / "runs" / name / f"seed{i}" for i in (index, index + 1)]
+    for model in models:
+        if not model.is_dir():
+            raise FileNotFoundError(f"{model}: the model of a recorded run is missing (cross-play needs it)")
+    return {
+        "key": _key("cross", name, preset, [index, index + 1]),
+        "kind": "cross",
+        "baseline": name,
+        "preset": preset,
+        "pair": [index, index + 1],
+        "eval_seeds": list(EVAL_SEEDS),
+        "eval_episodes": budget.eval_episodes,
+        "greedy": _numbers(baseline.cross(*models, budget, EVAL_SEEDS)),
+    }
+
+
 def _numbers(metrics: Mapping[str, float]) -> dict[str, Any]:
     """Metrics for JSON (NaN, e.g. the steps of games never won, as null)."""
     return {k: json_number(float(v)) for k, v in metrics.items()}
@@ -274,8 +303,11 @@ def _check_record(record: Mapping[str, Any]) -> None:
     elif kind == "reference":
         if not isinstance(record.get("metrics"), dict):
             raise ValueError("a reference record needs 'metrics' (dict)")
+    elif kind == "cross":
+        if not isinstance(record.get("greedy"), dict) or not isinstance(record.get("pair"), list):
+            raise ValueError("a cross record needs 'greedy' (dict) and 'pair' (list)")
     else:
-        raise ValueError(f"'kind' must be 'run' or 'reference', got {kind!r}")
+        raise ValueError(f"'kind' must be 'run', 'reference' or 'cross', got {kind!r}")
 
 
 def select(preset: str, only: Sequence[str] = ()) -> list[Baseline]:
@@ -306,7 +338,7 @@ def run_baselines(
     docstring). Returns the table's rows and the aggregate."""
     from tqdm.auto import tqdm
 
-    from eq_env.core.executors import Call, LocalExecutor
+    from eq_env.core.executors import LocalExecutor
     from eq_env.core.experiments import ResultsStore
 
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 99:
@@ -325,23 +357,43 @@ def run_baselines(
             for i in range(seeds):
                 if _key("run", b.name, preset, i) not in done:
                     todo.append((run_one, (b.name, preset, i, str(out)), f"{b.name} seed {i}"))
-        bar = tqdm(total=len(todo), desc="baselines", unit="run", disable=None if progress is None else not progress)
+        # (a cross-play pair needs its two runs' models: played after every run)
+        pairs = [
+            (cross_one, (b.name, preset, i, str(out)), f"{b.name} seeds {i} × {i + 1}")
+            for b in chosen
+            if b.cross is not None
+            for i in range(seeds - 1)
+            if _key("cross", b.name, preset, [i, i + 1]) not in done
+        ]
+        total = len(todo) + len(pairs)
+        bar = tqdm(total=total, desc="baselines", unit="run", disable=None if progress is None else not progress)
         try:
-            if executor.runs_inline(len(todo)):
-                for fn, args, _ in todo:
-                    record = fn(*args)
-                    store.append(record)
-                    bar.update(1)
-            else:
-                calls: list[Call] = [((fn, args), {}) for fn, args, _ in todo]
-                for record in executor.map_unordered(_call, calls, [name for *_, name in todo]):
-                    store.append(record)
-                    bar.update(1)
+            _execute(executor, todo, store, bar)
+            _execute(executor, pairs, store, bar)
         finally:
             bar.close()
         store.compact()
         records = list(store.load(_check_record).values())
     return write_report(out, chosen, records, preset=preset, seeds=seeds)
+
+
+def _execute(
+    executor: Any, todo: Sequence[tuple[Callable[..., dict[str, Any]], tuple[Any, ...], str]], store: Any, bar: Any
+) -> None:
+    """Run ``todo``'s calls on ``executor``, each record appended to ``store`` as it comes."""
+    from eq_env.core.executors import Call
+
+    if not todo:
+        return
+    if executor.runs_inline(len(todo)):
+        for fn, args, _ in todo:
+            store.append(fn(*args))
+            bar.update(1)
+    else:
+        calls: list[Call] = [((fn, args), {}) for fn, args, _ in todo]
+        for record in executor.map_unordered(_call, calls, [name for *_, name in todo]):
+            store.append(record)
+            bar.update(1)
 
 
 def _call(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> dict[str, Any]:
@@ -354,6 +406,7 @@ def _call(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> dict[str,
 def _rows(chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], preset: str, seeds: int) -> list[dict]:
     runs: dict[str, list[Mapping[str, Any]]] = {}
     refs: dict[str, Mapping[str, Any]] = {}
+    crosses: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
         if r.get("preset") != preset:
             continue
@@ -361,6 +414,8 @@ def _rows(chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], pres
             runs.setdefault(r["baseline"], []).append(r)
         elif r["kind"] == "reference":
             refs[r["baseline"]] = r
+        elif r["kind"] == "cross" and r["pair"][1] < seeds:
+            crosses.setdefault(r["baseline"], []).append(r)
     rows = []
     for b in chosen:
         mine = sorted(runs.get(b.name, []), key=lambda r: r["index"])
@@ -392,6 +447,9 @@ def _rows(chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], pres
             for m in b.shown:
                 row[m] = _nanmean([_number(r[mode], m) for r in mine])
                 row[f"reference_{m}"] = _number(refs[b.name]["metrics"], m) if b.name in refs else math.nan
+            if b.cross is not None and mode == "greedy":  # (the pairs' mean headline metric, over seeds−1 pairs)
+                row["cross_play"] = _nanmean([_number(r["greedy"], b.metric) for r in crosses.get(b.name, [])])
+                row["reference_cross_play"] = reference
             rows.append(row)
     return rows
 
@@ -531,7 +589,7 @@ def write_report(
     from eq_env.version import __version__
 
     rows = _rows(chosen, records, preset, seeds)
-    columns = [c for c in rows[0] if c != "values"] if rows else []
+    columns = list(dict.fromkeys(c for r in rows for c in r if c != "values"))  # (rows' metrics differ)
     write_csv(out / "baselines.csv", [{k: v for k, v in r.items() if k != "values"} for r in rows], columns)
     table = _table(rows)
     (out / "baselines.md").write_text(table + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,52 @@ def test_a_greedy_only_learner_has_no_sampled_row_and_stays_out_of_the_sampled_a
     assert (out / "ratios.png").stat().st_size > 0  # (its rows placed by name: one mark for toy/q)
 
 
+PAIRS: list[tuple[str, str]] = []
+
+
+def toy_cross(name: str, a: Path, b: Path, budget: Budget, eval_seeds: Any) -> dict[str, float]:
+    """Two runs' models together: a score known from which two they are."""
+    PAIRS.append((a.name, b.name))
+    return {"score": 0.1 * int(a.name.removeprefix("seed")) + 0.01 * int(b.name.removeprefix("seed"))}
+
+
+def test_a_self_play_baseline_plays_each_run_with_the_next_and_resumes_the_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for plot in ("_curves", "_ratios"):  # (the figures are checked above)
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    selfplay = dataclasses.replace(toy("toy/s"), cross=bl.Bound(toy_cross, "toy/s"))
+    chosen = [toy("toy/a"), selfplay]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    out = tmp_path / "bl"
+    PAIRS.clear()
+    rows = bl.run_baselines(out, preset="full", seeds=3)["rows"]
+    assert PAIRS == [("seed0", "seed1"), ("seed1", "seed2")]  # k − 1 pairs, each after its two runs
+    greedy = next(r for r in rows if r["baseline"] == "toy/s" and r["mode"] == "greedy")
+    assert greedy["cross_play"] == pytest.approx((0.01 + 0.12) / 2) and greedy["reference_cross_play"] == 0.8
+    assert all("cross_play" not in r for r in rows if r["baseline"] == "toy/a" or r["mode"] == "sampled")
+    assert "cross_play 0.07 (ref. 0.80)" in (out / "baselines.md").read_text()
+    header = (out / "baselines.csv").read_text().splitlines()[0].split(",")
+    assert "cross_play" in header and "steps" in header  # (every row's columns, not the first row's only)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["pair"] for r in records if r["kind"] == "cross") == [[0, 1], [1, 2]]
+
+    PAIRS.clear()
+    bl.run_baselines(out, preset="full", seeds=4)  # one more seed: its run, then only the new pair
+    assert PAIRS == [("seed2", "seed3")]
+    PAIRS.clear()
+    bl.run_baselines(out, preset="full", seeds=2)  # fewer seeds: the recorded pairs within them
+    assert PAIRS == [] and "cross_play 0.01 (ref. 0.80)" in (out / "baselines.md").read_text()
+
+
+def test_a_missing_model_stops_cross_play_with_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen = [dataclasses.replace(toy("toy/s"), cross=bl.Bound(toy_cross, "toy/s"))]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    (tmp_path / "runs" / "toy" / "s" / "seed0").mkdir(parents=True)  # run 1's model was moved away
+    with pytest.raises(FileNotFoundError, match=r"seed1: the model of a recorded run is missing"):
+        bl.cross_one("toy/s", "full", 0, str(tmp_path))
+
+
 def test_a_failed_run_keeps_the_others_and_the_same_command_completes(
     toys: list[Baseline], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -225,3 +272,6 @@ def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
         metric = bl._by_name()[r["baseline"]].metric
         assert 0 <= r["greedy"][metric] <= 10 and any(Path(r["model"]).iterdir())  # (SB3's zip, ECON's econ.pt)
         assert (r["sampled"] == {}) == (bl._by_name()[r["baseline"]].modes == ("greedy",))
+    (cross,) = [r for r in records if r["kind"] == "cross"]  # self-play's one pair of its two seeds
+    assert cross["baseline"] == "einstein-puzzle/self-play/n4/provide_and_seek" and cross["pair"] == [0, 1]
+    assert 0 <= cross["greedy"]["success_rate"] <= 1 and "cross_play" in printed

@@ -5,7 +5,7 @@
 * **self-play**: one MaskablePPO policy in both seats from scratch, with the self-play recipe
   (:data:`SELFPLAY_RECIPE`: the strict action mask, which changes no rule and no optimal policy, see
   ``eq_env.einstein_puzzle.env``), also scored with the planner as a partner it never trained with
-  (``with_planner``);
+  (``with_planner``) and with a copy trained on another seed (``cross_play``);
 
 each at n = 4, 6 and 8 objects in every comm mode (``none``, no communication, is the control). The
 headline metric is the success rate; the reference is the decentralised planner in both seats on the same
@@ -79,6 +79,18 @@ def planner_reference(name: str, budget: Budget, eval_seeds: Sequence[int]) -> d
     return {**means(ev.summary), "with_planner": means(ev.summary)["success_rate"]}
 
 
+def cross_play(name: str, model_a: Path, model_b: Path, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
+    """Self-play: ``model_a`` in ``player_0`` with ``model_b`` (trained apart) in ``player_1``, greedy."""
+    from eq_env.baselines.einstein_puzzle.rl import sb3_policy
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    policies = {"player_0": sb3_policy(str(model_a), "player_0"), "player_1": sb3_policy(str(model_b), "player_1")}
+    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return means(ev.summary)
+
+
 def _baseline(setting: str, n: int, mode: str) -> Baseline:
     name = f"einstein-puzzle/{setting}/n{n}/{mode}"
     steps = (SEAT_STEPS if setting == "seat" else SELF_STEPS)[n]
@@ -96,6 +108,7 @@ def _baseline(setting: str, n: int, mode: str) -> Baseline:
         budgets={"full": Budget(steps, 100), **({"quick": QUICK} if (n, mode) == (4, "provide_and_seek") else {})},
         shown=("steps", "shares", "asks") + (("with_planner",) if setting == "self-play" else ()),
         fingerprint=json.dumps(_config(setting, n, mode).to_dict(), sort_keys=True),
+        cross=Bound(cross_play, name) if setting == "self-play" else None,
     )
 
 
