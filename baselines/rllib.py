@@ -10,7 +10,8 @@ writes into a directory:
 * ``eval.json`` (the runner's metrics on held-out seeds, every role played by its trained module).
 
 A checkpoint is a policy like any other: the spec ``rllib:path=DIR`` for any of the game's roles
-(registered with the game's baselines), acting on the most likely action.
+(registered with the game's baselines), acting on the most likely action (``rllib:path=DIR,deterministic=false``
+draws from the module's distribution, seeded by the episode's seed).
 
 Ray is imported only when training or loading (``pip install 'eq-env[rllib]'``); RLlib's own logs go
 to ``DIR/ray_logs``, never ``~/ray_results``. Training runs on a Ray instance started for it on this
@@ -218,6 +219,7 @@ def _ppo_config(
     spec: Any,
     config: Any,
     agent_modules: dict[str, str],
+    role_modules: Mapping[str, str],
     *,
     seed: int,
     env_runners: int,
@@ -233,7 +235,7 @@ def _ppo_config(
 
     numeric = adapter(spec.id)
     specs = {}
-    for role, module in numeric.modules.items():
+    for role, module in role_modules.items():
         masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observation"}
         specs[module] = RLModuleSpec(
             module_class=ActionMaskingTorchRLModule if masked else None, model_config={"fcnet_hiddens": [64, 64]}
@@ -327,9 +329,12 @@ def train(
     eval_seeds: Sequence[int] = EVAL_SEEDS,
     eval_episodes: int = 500,
     progress: bool | None = None,
+    modules: Mapping[str, str] | None = None,
 ) -> RLlibResult:
     """Train every role of the game ``env`` for ``iterations`` PPO iterations (see the module docstring);
-    ``eval_seeds`` must lie outside :func:`training_seeds`."""
+    ``eval_seeds`` must lie outside :func:`training_seeds`. ``modules``: role → module, instead of the game's
+    (e.g. ``{"player_0": "player_0", "player_1": "player_1"}``: the Einstein seats as independent learners,
+    where the game shares one module between them)."""
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
     _check_held_out(seed, env_runners, envs_per_runner, eval_seeds)
@@ -341,9 +346,12 @@ def train(
 
     spec = env_spec(env)
     numeric = adapter(spec.id)
+    role_modules = dict(numeric.modules if modules is None else modules)
+    if sorted(role_modules) != sorted(numeric.modules):
+        raise ValueError(f"modules must map each of the roles {sorted(numeric.modules)}, got {sorted(role_modules)}")
     config = config if config is not None else spec.config()
-    agent_modules = {agent: numeric.modules[role] for agent, role in spec.agent_roles(config).items()}
-    modules = sorted(set(agent_modules.values()))
+    agent_modules = {agent: role_modules[role] for agent, role in spec.agent_roles(config).items()}
+    module_ids = sorted(set(agent_modules.values()))
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     curve: list[dict[str, float]] = []
@@ -356,6 +364,7 @@ def train(
             spec,
             config,
             agent_modules,
+            role_modules,
             seed=seed,
             env_runners=env_runners,
             envs_per_runner=envs_per_runner,
@@ -365,9 +374,9 @@ def train(
         started = time.perf_counter()
         try:
             for i in range(1, iterations + 1):
-                curve.append(_curve_row(i, algo.train(), time.perf_counter() - started, modules))
+                curve.append(_curve_row(i, algo.train(), time.perf_counter() - started, module_ids))
                 if progress is not False:
-                    shown = ", ".join(f"{m} {curve[-1][f'return_{m}']:.3f}" for m in modules)
+                    shown = ", ".join(f"{m} {curve[-1][f'return_{m}']:.3f}" for m in module_ids)
                     print(f"iteration {i}/{iterations}: {shown} ({curve[-1]['seconds']:.1f} s)", flush=True)
             seconds = time.perf_counter() - started
             algo.save_to_path(str(out / "checkpoint"))
@@ -376,7 +385,7 @@ def train(
     meta = {
         "env": spec.id,
         "config": config.to_dict(),
-        "modules": dict(numeric.modules),
+        "modules": role_modules,
         "seed": seed,
         "iterations": iterations,
         "seconds": seconds,
@@ -384,7 +393,7 @@ def train(
         "library": "rllib",
     }
     (out / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
-    _write_curve(out, curve, modules, f"{spec.name}: RLlib PPO, seed {seed}")
+    _write_curve(out, curve, module_ids, f"{spec.name}: RLlib PPO, seed {seed}")
     summary = evaluate(out, eval_seeds=eval_seeds, eval_episodes=eval_episodes, progress=progress)
     return RLlibResult(out, spec.id, iterations, seconds, curve, summary)
 
@@ -424,9 +433,16 @@ class RLlibPolicy:
     Args:
         path: the directory :func:`train` wrote (``checkpoint/`` and ``policy.json``).
         role: the role to play (its module: ``policy.json``'s ``modules``).
+        deterministic: the most likely action (default), else one drawn from the module's distribution
+            (masked actions excluded) with the policy's own generator, seeded by ``reset``: the same seed plays
+            the same games.
     """
 
-    def __init__(self, path: str | Path, role: str) -> None:
+    def __init__(self, path: str | Path, role: str, deterministic: bool = True) -> None:
+        if not isinstance(deterministic, bool):
+            raise ValueError(f"deterministic must be true or false, got {deterministic!r}")
+        self.deterministic = deterministic
+        self.rng = np.random.default_rng()
         self.path = Path(path)
         self.meta = _training_meta(self.path)
         if role not in self.meta["modules"]:
@@ -447,6 +463,9 @@ class RLlibPolicy:
 
         trained = env_spec(self.meta["env"]).config.from_dict(self.meta["config"])
         self._shapes = _shapes(self.adapter.observation_space(role, trained))
+        space: Any = self.adapter.action_space(role, trained)
+        # (the logits' split: one categorical per sub-action; sampled here, not by torch's global generator)
+        self._nvec = [int(space.n)] if hasattr(space, "n") else [int(k) for k in np.ravel(space.nvec)]
         import torch
         from ray.rllib.core.rl_module.rl_module import RLModule  # type: ignore[import-not-found]
 
@@ -456,10 +475,11 @@ class RLlibPolicy:
         self._dist = self.module.get_inference_action_dist_cls()
 
     def __repr__(self) -> str:
-        return f"RLlibPolicy({str(self.path)!r}, role={self.role!r}, greedy)"  # (the most likely action)
+        how = "greedy" if self.deterministic else "sampled"  # (what a score of it must say: eq-env play prints this)
+        return f"RLlibPolicy({str(self.path)!r}, role={self.role!r}, {how})"
 
     def reset(self, seed: int | None = None) -> None:
-        pass  # deterministic: the most likely action
+        self.rng = np.random.default_rng(seed)
 
     def act(self, observation: Mapping[str, Any]) -> Any:
         import torch
@@ -477,8 +497,19 @@ class RLlibPolicy:
             obs = torch.from_numpy(np.array(numeric, np.float32))[None]
         with torch.no_grad():
             logits = self.module.forward_inference({"obs": obs})["action_dist_inputs"]
-            action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
+            if self.deterministic:
+                action = self._dist.from_logits(logits).to_deterministic().sample()[0].numpy()
+            else:
+                action = self._sample(logits[0].numpy().astype(np.float64))
         return self.adapter.env_action(self.role, action, observation)
+
+    def _sample(self, logits: np.ndarray) -> Any:
+        """One draw per categorical of the logits (a masked action's logit is the float's lowest: never drawn)."""
+        drawn = []
+        for part in np.split(logits, np.cumsum(self._nvec)[:-1]):
+            p = np.exp(part - part.max())
+            drawn.append(int(self.rng.choice(part.size, p=p / p.sum())))
+        return np.int64(drawn[0]) if len(drawn) == 1 else np.array(drawn, np.int64)
 
 
 def _training_meta(path: Path) -> dict[str, Any]:
@@ -506,8 +537,8 @@ def _shapes(x: Any) -> Any:
 def rllib_policy_for(role: str) -> Any:
     """The policy factory ``rllib:path=DIR`` of ``role`` (registered by each game's baselines)."""
 
-    def factory(path: str) -> RLlibPolicy:
-        return RLlibPolicy(path, role)
+    def factory(path: str, deterministic: bool = True) -> RLlibPolicy:
+        return RLlibPolicy(path, role, deterministic)
 
     factory.__doc__ = f"The {role} of an RLlib training (eq-env train --backend rllib), loaded from its directory."
     return factory

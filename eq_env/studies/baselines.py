@@ -75,6 +75,8 @@ __all__ = [
     "bootstrap_interval",
     "iqm",
     "means",
+    "not_installed",
+    "rllib_run",
     "run_baselines",
     "train_seed",
 ]
@@ -126,6 +128,9 @@ class Baseline:
     # ``cross(model_a, model_b, budget, eval_seeds) -> {metric: value}``: run i's model in the first seat with
     # run i + 1's in the second, greedy (a self-play learner's zero-shot partner: a copy trained apart)
     cross: Callable[..., dict[str, float]] | None = None
+    # what it needs that is not installed (e.g. RLlib): a one-line message, or None; such a baseline is listed
+    # and reported as not run, never trained half-way
+    missing: Callable[[], str | None] | None = None
 
 
 class Bound:
@@ -142,6 +147,64 @@ class Bound:
 def means(summary: Mapping[str, tuple[float, float]]) -> dict[str, float]:
     """A runner summary's (mean, std over seeds) as the means a run record keeps."""
     return {k: float(mean) for k, (mean, _) in summary.items()}
+
+
+RLLIB_BATCH = 2000  # environment steps an RLlib iteration samples (eq_env.baselines.rllib's default)
+
+
+def rllib_run(
+    env: str,
+    config: Any,
+    out: Path,
+    seed: int,
+    budget: Budget,
+    eval_seeds: Sequence[int],
+    *,
+    modules: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """An RLlib row's run: every role of ``env`` trained at once with RLlib PPO for ``budget.timesteps``
+    iterations (:func:`eq_env.baselines.rllib.train`; ``modules``: role → module when not the game's), on 8
+    environments sampled in the driver (training seeds ``seed`` … ``seed + 7``, as the SB3 rows), then scored
+    greedy and sampled with every role played by its module. The curve: the training episodes' return summed
+    over the modules (a shared module's already sums its roles'), per iteration."""
+    from eq_env.baselines.rllib import RLlibPolicy, train
+    from eq_env.core.runner import evaluate
+    from eq_env.core.spec import env_spec
+
+    result = train(
+        env,
+        out,
+        iterations=budget.timesteps,
+        seed=seed,
+        config=config,
+        env_runners=0,
+        envs_per_runner=8,
+        batch=RLLIB_BATCH,
+        eval_seeds=eval_seeds,
+        eval_episodes=budget.eval_episodes,
+        progress=False,
+        modules=modules,
+    )
+    roles = env_spec(env).roles
+    sampled = {role: RLlibPolicy(out, role, deterministic=False) for role in roles}
+    played = evaluate(env, config, sampled, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return {
+        "greedy": means(result.evaluation),
+        "sampled": means(played.summary),
+        "curve": [
+            (int(row["iteration"]) * RLLIB_BATCH, float(sum(v for k, v in row.items() if k.startswith("return_"))))
+            for row in result.curve
+        ],
+        "steps_run": int(result.curve[-1]["env_steps"]) if result.curve else 0,
+    }
+
+
+def rllib_missing() -> str | None:
+    """Why RLlib rows cannot run here (one line), or None."""
+    from eq_env.baselines.rllib import rllib_missing as missing
+
+    why = missing()
+    return None if why is None else why.replace("--backend rllib needs", "needs")
 
 
 def train_seed(i: int) -> int:
@@ -343,7 +406,9 @@ def run_baselines(
 
     if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 99:
         raise ValueError(f"seeds must be an integer from 1 to 99, got {seeds!r}")
-    chosen = select(preset, only)
+    listed = select(preset, only)
+    not_run = not_installed(listed)
+    chosen = [b for b in listed if b.name not in not_run]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     store = ResultsStore(out / "results.jsonl")
@@ -374,7 +439,13 @@ def run_baselines(
             bar.close()
         store.compact()
         records = list(store.load(_check_record).values())
-    return write_report(out, chosen, records, preset=preset, seeds=seeds)
+    return write_report(out, chosen, records, preset=preset, seeds=seeds, not_run=not_run)
+
+
+def not_installed(chosen: Sequence[Baseline]) -> dict[str, str]:
+    """The baselines of ``chosen`` that need what is not installed here: name → the one-line reason."""
+    reasons = {b.name: b.missing() for b in chosen if b.missing is not None}
+    return {name: why for name, why in reasons.items() if why}
 
 
 def _execute(
@@ -582,9 +653,16 @@ def _ratios(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
 
 
 def write_report(
-    out: Path, chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], *, preset: str, seeds: int
+    out: Path,
+    chosen: Sequence[Baseline],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    preset: str,
+    seeds: int,
+    not_run: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``baselines.csv``, ``baselines.md``, ``curves.png``, ``ratios.png`` and ``summary.md`` from the records."""
+    """``baselines.csv``, ``baselines.md``, ``curves.png``, ``ratios.png`` and ``summary.md`` from the records
+    (``not_run``: the chosen baselines left out, name → why, said in the summary)."""
     from eq_env.core.report import write_csv
     from eq_env.version import __version__
 
@@ -628,8 +706,12 @@ def write_report(
         budgets,
         "",
     ]
+    if not_run:
+        lines += ["Not run here (each needs what is not installed):", ""]
+        lines += [f"* {name}: {why}" for name, why in not_run.items()]
+        lines.append("")
     (out / "summary.md").write_text("\n".join(lines))
-    return {"rows": rows, "aggregate": aggregate}
+    return {"rows": rows, "aggregate": aggregate, "not_run": dict(not_run or {})}
 
 
 # ---------------------------------------------------------------------------
@@ -660,10 +742,12 @@ def _run(args: argparse.Namespace) -> int:
     seeds = args.seeds or (2 if args.preset == "quick" else 5)
     chosen = select(args.preset, args.only)
     if args.list:
+        not_run = not_installed(chosen)
         for b in chosen:
             budget = b.budgets[args.preset]
             print(
                 f"{b.name}  ({b.learner}; {budget.timesteps} {b.unit} × {seeds} seeds; reference: {b.reference_label})"
+                + (f"  [not installed here: {not_run[b.name]}]" if b.name in not_run else "")
             )
         return 0
     if args.out is None:
@@ -673,6 +757,8 @@ def _run(args: argparse.Namespace) -> int:
     print((Path(args.out) / "baselines.md").read_text(), end="")
     for mode, (center, low, high, count) in result["aggregate"].items():
         print(f"aggregate ratio to the references, {mode}: IQM {_fmt(center)} [{_fmt(low)}, {_fmt(high)}] ({count})")
+    for name, why in result["not_run"].items():
+        print(f"not run: {name}: {why}")
     print(f"wrote results.jsonl, baselines.csv, baselines.md, curves.png, ratios.png and summary.md to {args.out}")
     return 0
 

@@ -122,6 +122,27 @@ def test_a_greedy_only_learner_has_no_sampled_row_and_stays_out_of_the_sampled_a
     assert (out / "ratios.png").stat().st_size > 0  # (its rows placed by name: one mark for toy/q)
 
 
+def test_a_baseline_that_needs_what_is_not_installed_is_listed_and_said_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for plot in ("_curves", "_ratios"):  # (the figures are checked above)
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    why = "needs Nothing, which is not installed: pip install nothing"
+    chosen = [toy("toy/a"), dataclasses.replace(toy("toy/n"), missing=lambda: why)]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    CALLS.clear()
+    out = tmp_path / "bl"
+    assert main(["baselines", "--out", str(out), "--seeds", "2"]) == 0
+    assert sorted(CALLS) == [("toy/a", 0), ("toy/a", 10)]  # toy/n: not trained, not even its reference
+    printed = capsys.readouterr().out
+    assert f"not run: toy/n: {why}" in printed and "toy toy/n" not in (out / "baselines.md").read_text()
+    assert f"* toy/n: {why}" in (out / "summary.md").read_text()
+    assert main(["baselines", "--list"]) == 0
+    assert f"toy/n  (none; 256 steps × 5 seeds; reference: oracle)  [not installed here: {why}]" in (
+        capsys.readouterr().out
+    )
+
+
 PAIRS: list[tuple[str, str]] = []
 
 
@@ -267,11 +288,16 @@ def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
     assert "| greedy |" in printed and "| sampled |" in printed and "aggregate ratio" in printed
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     runs = [r for r in records if r["kind"] == "run"]
-    assert len(runs) == 2 * len(bl.select("quick")) and all(r["eval_seeds"] == [1000, 1001, 1002] for r in runs)
+    not_run = bl.not_installed(bl.select("quick"))  # (RLlib's rows, without the rllib extra: said, not trained)
+    assert len(runs) == 2 * (len(bl.select("quick")) - len(not_run))
+    assert all(r["eval_seeds"] == [1000, 1001, 1002] for r in runs)
+    for name, why in not_run.items():
+        assert f"not run: {name}: {why}" in printed and f"* {name}: {why}" in (out / "summary.md").read_text()
     for r in runs:
         metric = bl._by_name()[r["baseline"]].metric
         assert 0 <= r["greedy"][metric] <= 10 and any(Path(r["model"]).iterdir())  # (SB3's zip, ECON's econ.pt)
         assert (r["sampled"] == {}) == (bl._by_name()[r["baseline"]].modes == ("greedy",))
-    (cross,) = [r for r in records if r["kind"] == "cross"]  # self-play's one pair of its two seeds
+    crosses = [r for r in records if r["kind"] == "cross" and r["baseline"] not in not_run]
+    (cross,) = crosses  # SB3 self-play's one pair of its two seeds
     assert cross["baseline"] == "einstein-puzzle/self-play/n4/provide_and_seek" and cross["pair"] == [0, 1]
     assert 0 <= cross["greedy"]["success_rate"] <= 1 and "cross_play" in printed

@@ -165,3 +165,50 @@ def test_more_env_runners_than_cpus_stop_in_one_line(cluster, tmp_path: Path) ->
     lines = done.stderr.strip().splitlines()
     assert "--env-runners 3 needs 3 CPUs" in lines[-1] and "has 2" in lines[-1], done.stderr[-2000:]
     print(f"\n--env-runners 3 on 2 CPUs refused in {seconds:.1f} s")
+
+
+def test_the_rllib_rows_of_the_baseline_table(tmp_path: Path) -> None:
+    """``eq-env baselines --preset quick`` with RLlib installed: its RLlib rows train (a Ray start each, on this
+    machine), are scored greedy and sampled (sampling reproducible from the evaluation seeds), and the self-play
+    row plays its two seeds' models together (cross-play); the independent row's modules are one per seat."""
+    from eq_env.baselines.rllib import RLlibPolicy, train
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+    from eq_env.studies import baselines as bl
+    from eq_env.studies.einstein_puzzle.baselines import RLLIB_MODULES
+
+    rows = ["einstein-puzzle/self-play-rllib", "exchange-audit/both-rllib"]
+    assert bl.not_installed(bl.select("quick", rows)) == {}
+    out = tmp_path / "table"
+    result = bl.run_baselines(out, preset="quick", seeds=2, only=rows, progress=False)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    runs = [r for r in records if r["kind"] == "run"]
+    assert len(runs) == 4 and all(r["greedy"] and r["sampled"] for r in runs)
+    assert all([x for x, _ in r["curve"]] == [2000, 4000] and r["steps_run"] >= 4000 for r in runs)
+    (cross,) = [r for r in records if r["kind"] == "cross"]
+    assert cross["baseline"] == "einstein-puzzle/self-play-rllib/n4/provide_and_seek" and cross["pair"] == [0, 1]
+    selfplay = next(r for r in result["rows"] if r["baseline"] == cross["baseline"] and r["mode"] == "greedy")
+    assert 0 <= selfplay["cross_play"] <= 1 and 0 <= selfplay["with_planner"] <= 1
+
+    model = next(Path(r["model"]) for r in runs if r["baseline"] == cross["baseline"])
+    config = bl._by_name()[cross["baseline"]]
+    trained = json.loads((model / "policy.json").read_text())["config"]
+    assert trained["strict_mask"] is True and config.modes == ("greedy", "sampled")
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+
+    def sampled() -> dict[str, tuple[float, float]]:
+        policies = {seat: RLlibPolicy(model, seat, deterministic=False) for seat in ("player_0", "player_1")}
+        return evaluate(ID, EinsteinPuzzleConfig.from_dict(trained), policies, episodes=5, seeds=[1000]).summary
+
+    assert sampled() == sampled()  # the same seeds: the same draws
+    assert repr(RLlibPolicy(model, "player_0", deterministic=False)).endswith(", sampled)")
+
+    independent = tmp_path / "independent"
+    train(ID, independent, iterations=1, seed=0, env_runners=0, envs_per_runner=2, eval_episodes=2,
+          progress=False, modules=RLLIB_MODULES["self-play-rllib-independent"])  # fmt: skip
+    meta = json.loads((independent / "policy.json").read_text())
+    assert meta["modules"] == {"player_0": "player_0", "player_1": "player_1"}
+    for module in ("player_0", "player_1"):
+        assert (independent / "checkpoint/learner_group/learner/rl_module" / module).is_dir()
+    with pytest.raises(ValueError, match=r"modules must map each of the roles \['player_0', 'player_1'\]"):
+        train(ID, tmp_path / "bad", iterations=1, modules={"player_0": "a"})

@@ -7,7 +7,9 @@
   ``eq_env.einstein_puzzle.env``), also scored with the planner as a partner it never trained with
   (``with_planner``) and with a copy trained on another seed (``cross_play``);
 
-each at n = 4, 6 and 8 objects in every comm mode (``none``, no communication, is the control). The
+each at n = 4, 6 and 8 objects in every comm mode (``none``, no communication, is the control); and
+self-play with RLlib PPO at n = 4, provide & seek, its two seats one shared module (``self-play-rllib``) or a
+module each (``self-play-rllib-independent``), needing the ``rllib`` extra. The
 headline metric is the success rate; the reference is the decentralised planner in both seats on the same
 configuration and evaluation (its plan length is shown beside as ``steps``).
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.rules import COMM_MODES
-from eq_env.studies.baselines import Baseline, Bound, Budget, means
+from eq_env.studies.baselines import Baseline, Bound, Budget, means, rllib_missing, rllib_run
 
 __all__ = ["BASELINES", "SELFPLAY_RECIPE"]
 
@@ -35,7 +37,7 @@ SHORT = {"provide_and_seek": "provide & seek", "provide_only": "provide only", "
 
 
 def _config(setting: str, n: int, comm_mode: str) -> EinsteinPuzzleConfig:
-    extra = SELFPLAY_RECIPE if setting == "self-play" else {}
+    extra = SELFPLAY_RECIPE if setting.startswith("self-play") else {}  # (RLlib's self-play rows too)
     return EinsteinPuzzleConfig(n=n, comm_mode=comm_mode, **extra)
 
 
@@ -91,6 +93,58 @@ def cross_play(name: str, model_a: Path, model_b: Path, budget: Budget, eval_see
     return means(ev.summary)
 
 
+def train_rllib(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """Self-play with RLlib PPO (one module shared by the seats, or a module per seat), scored greedy and sampled,
+    and with the planner as partner (``with_planner``) as the SB3 self-play rows."""
+    from eq_env.baselines.rllib import RLlibPolicy
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    config = _config(setting, n, mode)
+    result = rllib_run(ID, config, out, seed, budget, eval_seeds, modules=RLLIB_MODULES[setting])
+    for how, deterministic in (("greedy", True), ("sampled", False)):
+        policies = {"player_0": RLlibPolicy(out, "player_0", deterministic), "player_1": "planner"}
+        ev = evaluate(ID, config, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+        result[how]["with_planner"] = means(ev.summary)["success_rate"]
+    return result
+
+
+def cross_rllib(name: str, model_a: Path, model_b: Path, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
+    """RLlib self-play: ``model_a``'s player_0 module with ``model_b``'s player_1 module, greedy."""
+    from eq_env.baselines.rllib import RLlibPolicy
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    policies = {"player_0": RLlibPolicy(model_a, "player_0"), "player_1": RLlibPolicy(model_b, "player_1")}
+    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return means(ev.summary)
+
+
+def _rllib_baseline(setting: str) -> Baseline:
+    n, mode = 4, "provide_and_seek"
+    name = f"einstein-puzzle/{setting}/n{n}/{mode}"
+    shared = RLLIB_MODULES[setting] is None
+    return Baseline(
+        name=name,
+        game="einstein-puzzle",
+        setting=f"Einstein self-play, n = {n}, {SHORT[mode]}",
+        learner="RLlib PPO, " + ("one module shared by the seats" if shared else "a module per seat (independent)"),
+        metric="success_rate",
+        reference_label="planner",
+        train=Bound(train_rllib, name),
+        reference=Bound(planner_reference, name),
+        budgets={"full": Budget(30, 100), **({"quick": Budget(2, 10)} if shared else {})},
+        shown=("steps", "shares", "asks", "with_planner"),
+        fingerprint=json.dumps(["rllib", setting, _config(setting, n, mode).to_dict()], sort_keys=True),
+        unit="iterations of 2000 steps",
+        curve="training episodes' return, both seats summed",
+        cross=Bound(cross_rllib, name),
+        missing=rllib_missing,
+    )
+
+
 def _baseline(setting: str, n: int, mode: str) -> Baseline:
     name = f"einstein-puzzle/{setting}/n{n}/{mode}"
     steps = (SEAT_STEPS if setting == "seat" else SELF_STEPS)[n]
@@ -112,6 +166,13 @@ def _baseline(setting: str, n: int, mode: str) -> Baseline:
     )
 
 
-BASELINES = tuple(
-    _baseline(setting, n, mode) for setting in ("seat", "self-play") for n in SIZES for mode in COMM_MODES
+# RLlib's self-play rows (n = 4, provide & seek): the game's one module for both seats, and a module per seat
+RLLIB_MODULES: dict[str, dict[str, str] | None] = {
+    "self-play-rllib": None,
+    "self-play-rllib-independent": {"player_0": "player_0", "player_1": "player_1"},
+}
+
+BASELINES = (
+    *(_baseline(setting, n, mode) for setting in ("seat", "self-play") for n in SIZES for mode in COMM_MODES),
+    *(_rllib_baseline(setting) for setting in RLLIB_MODULES),
 )

@@ -19,6 +19,10 @@ One-shot game, SB3 PPO on a role's single-agent view (:func:`eq_env.baselines.ex
   reference is the paper's mechanism, the honest proposer with the rule validator. Its curve is the pair's
   greedy welfare on the held-out seeds after each training.
 
+* **both roles learning with RLlib** (``both-rllib``, V = 2, L = 1): RLlib PPO training a module per role at
+  once (independent learners, :func:`eq_env.studies.baselines.rllib_run`; needs the ``rllib`` extra), against
+  the same reference.
+
 * **the repeated game** (``repeated``): a PPO proposer with the history in its observation (choosing a
   stage strategy each round, :class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`) against the
   rule validator in one cell of ``eq-env repeated``'s check (decaying audits, q from 1 down to q_min = 0.1 by
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.studies.baselines import Baseline, Bound, Budget, means
+from eq_env.studies.baselines import Baseline, Bound, Budget, means, rllib_missing, rllib_run
 
 __all__ = ["BASELINES"]
 
@@ -143,11 +147,23 @@ def train_both(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequ
     }
 
 
+def _both_config(name: str) -> ExchangeAuditConfig:
+    return ExchangeAuditConfig().replace(**BOTH["both/" + name.rsplit("/", 1)[1]])  # (both/… and both-rllib/…)
+
+
+def train_rllib(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """Both roles trained at once with RLlib PPO, a module each (independent learners), scored greedy and
+    sampled."""
+    from eq_env.exchange_audit.spec import ID
+
+    return rllib_run(ID, _both_config(name), out, seed, budget, eval_seeds)
+
+
 def mechanism(name: str, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
     """The paper's mechanism on the same evaluation: the honest proposer and the rule validator."""
     from eq_env.exchange_audit.runner import evaluate
 
-    config = ExchangeAuditConfig().replace(**BOTH[name.split("/", 1)[1]])
+    config = _both_config(name)
     return means(evaluate(config, "honest", "rule", episodes=budget.eval_episodes, seeds=list(eval_seeds)).summary)
 
 
@@ -168,6 +184,27 @@ def _both(setting: str) -> Baseline:
         fingerprint=json.dumps(["both", ROUNDS, config.to_dict()], sort_keys=True),
         unit=f"steps a training × {2 * ROUNDS} trainings",
         curve="the pair's held-out welfare after each training (greedy)",
+    )
+
+
+def _both_rllib(setting: str) -> Baseline:
+    name = f"exchange-audit/both-rllib/{setting}"
+    config = _both_config(name)
+    return Baseline(
+        name=name,
+        game="exchange-audit",
+        setting=f"exchange–audit both roles learning, V = {config.V:g}, L = {config.L:g}",
+        learner="RLlib PPO, a module per role (independent)",
+        metric="welfare",
+        reference_label="honest + rule",
+        train=Bound(train_rllib, name),
+        reference=Bound(mechanism, name),
+        budgets={"full": Budget(20, 2000), "quick": Budget(2, 100)},
+        shown=("approval_rate", "bad_approval_rate", "proposer_payoff", "validator_payoff"),
+        fingerprint=json.dumps(["both-rllib", config.to_dict()], sort_keys=True),
+        unit="iterations of 2000 steps",
+        curve="training episodes' return, both roles summed",
+        missing=rllib_missing,
     )
 
 
@@ -267,5 +304,6 @@ def _baseline(setting: str) -> Baseline:
 BASELINES = (
     *(_baseline(setting) for setting in SETTINGS),
     *(_both(setting) for setting in BOTH),
+    _both_rllib("V2-L1"),
     _repeated(),
 )
