@@ -11,7 +11,7 @@ writes into a directory:
 
 A checkpoint is a policy like any other: the spec ``rllib:path=DIR`` for any of the game's roles
 (registered with the game's baselines), acting on the most likely action (``rllib:path=DIR,deterministic=false``
-draws from the module's distribution, seeded by the episode's seed).
+draws from the module's distribution with the policy's own generator, seeded by ``reset``).
 
 Ray is imported only when training or loading (``pip install 'eq-env[rllib]'``); RLlib's own logs go
 to ``DIR/ray_logs``, never ``~/ray_results``. Training runs on a Ray instance started for it on this

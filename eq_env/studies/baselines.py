@@ -68,6 +68,7 @@ __all__ = [
     "EVAL_SEEDS",
     "GAME_MODULES",
     "PRESETS",
+    "RLLIB_UNIT",
     "Baseline",
     "Bound",
     "Budget",
@@ -132,6 +133,10 @@ class Baseline:
     # and reported as not run, never trained half-way
     missing: Callable[[], str | None] | None = None
 
+    def __post_init__(self) -> None:
+        if not self.modes or self.modes[0] != "greedy" or not set(self.modes) <= set(MODES):
+            raise ValueError(f"{self.name}: modes must be ('greedy',) or ('greedy', 'sampled'), got {self.modes!r}")
+
 
 class Bound:
     """``fn`` with a baseline's name as its first argument: a game's one ``train`` (or ``reference``)
@@ -150,6 +155,7 @@ def means(summary: Mapping[str, tuple[float, float]]) -> dict[str, float]:
 
 
 RLLIB_BATCH = 2000  # environment steps an RLlib iteration samples (eq_env.baselines.rllib's default)
+RLLIB_UNIT = f"iterations of {RLLIB_BATCH} steps"  # an RLlib row's Budget.timesteps
 
 
 def rllib_run(
@@ -474,6 +480,30 @@ def _call(fn: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> dict[str,
 # ---------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------
+def _current(
+    chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], preset: str, seeds: int
+) -> list[Mapping[str, Any]]:
+    """The records the table is made of: of a chosen baseline at ``preset``, within the first ``seeds`` runs,
+    and under the baseline's key as it is now (a run recorded before its budget, configuration or the package
+    changed stays in results.jsonl, and out of the table)."""
+    names = {b.name for b in chosen}
+    kept = []
+    for r in records:
+        if r.get("preset") != preset or r.get("baseline") not in names:
+            continue
+        if r["kind"] == "run" and r["index"] < seeds:
+            seed: int | list[int] | None = r["index"]
+        elif r["kind"] == "cross" and r["pair"][1] < seeds:
+            seed = list(r["pair"])
+        elif r["kind"] == "reference":
+            seed = None
+        else:
+            continue
+        if r["key"] == _key(r["kind"], r["baseline"], preset, seed):
+            kept.append(r)
+    return kept
+
+
 def _rows(chosen: Sequence[Baseline], records: Sequence[Mapping[str, Any]], preset: str, seeds: int) -> list[dict]:
     runs: dict[str, list[Mapping[str, Any]]] = {}
     refs: dict[str, Mapping[str, Any]] = {}
@@ -666,6 +696,7 @@ def write_report(
     from eq_env.core.report import write_csv
     from eq_env.version import __version__
 
+    records = _current(chosen, records, preset, seeds)
     rows = _rows(chosen, records, preset, seeds)
     columns = list(dict.fromkeys(c for r in rows for c in r if c != "values"))  # (rows' metrics differ)
     write_csv(out / "baselines.csv", [{k: v for k, v in r.items() if k != "values"} for r in rows], columns)
@@ -747,7 +778,7 @@ def _run(args: argparse.Namespace) -> int:
             budget = b.budgets[args.preset]
             print(
                 f"{b.name}  ({b.learner}; {budget.timesteps} {b.unit} × {seeds} seeds; reference: {b.reference_label})"
-                + (f"  [not installed here: {not_run[b.name]}]" if b.name in not_run else "")
+                + (f"  [not run here: {not_run[b.name]}]" if b.name in not_run else "")
             )
         return 0
     if args.out is None:

@@ -138,9 +138,7 @@ def test_a_baseline_that_needs_what_is_not_installed_is_listed_and_said_not_run(
     assert f"not run: toy/n: {why}" in printed and "toy toy/n" not in (out / "baselines.md").read_text()
     assert f"* toy/n: {why}" in (out / "summary.md").read_text()
     assert main(["baselines", "--list"]) == 0
-    assert f"toy/n  (none; 256 steps × 5 seeds; reference: oracle)  [not installed here: {why}]" in (
-        capsys.readouterr().out
-    )
+    assert f"toy/n  (none; 256 steps × 5 seeds; reference: oracle)  [not run here: {why}]" in (capsys.readouterr().out)
 
 
 PAIRS: list[tuple[str, str]] = []
@@ -301,3 +299,26 @@ def test_the_quick_preset_trains_every_game_and_reports_greedy_and_sampled(
     (cross,) = crosses  # SB3 self-play's one pair of its two seeds
     assert cross["baseline"] == "einstein-puzzle/self-play/n4/provide_and_seek" and cross["pair"] == [0, 1]
     assert 0 <= cross["greedy"]["success_rate"] <= 1 and "cross_play" in printed
+
+
+def test_records_of_a_changed_baseline_stay_out_of_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget changed: the runs train again under the new key, and the table holds only those (the old
+    records stay in results.jsonl), curves and cross-play pairs included."""
+    for plot in ("_ratios",):
+        monkeypatch.setattr(bl, plot, lambda *args: None)
+    drawn: list[int] = []
+    monkeypatch.setattr(bl, "_curves", lambda path, chosen, records, preset: drawn.append(len(records)))
+    selfplay = dataclasses.replace(toy("toy/s"), cross=bl.Bound(toy_cross, "toy/s"))
+    chosen = [selfplay]
+    monkeypatch.setattr(bl, "all_baselines", lambda: list(chosen))
+    out = tmp_path / "bl"
+    bl.run_baselines(out, preset="full", seeds=2)
+    chosen[0] = dataclasses.replace(selfplay, budgets={"full": Budget(512, 2)})
+    CALLS.clear()
+    PAIRS.clear()
+    rows = bl.run_baselines(out, preset="full", seeds=2)["rows"]
+    assert sorted(CALLS) == [("toy/s", 0), ("toy/s", 10)] and PAIRS == [("seed0", "seed1")]
+    assert all(r["seeds"] == 2 for r in rows) and rows[0]["cross_play"] == pytest.approx(0.01)
+    assert drawn == [2 + 1 + 1, 2 + 1 + 1]  # the runs, the reference and the pair: now's only
+    kinds = [json.loads(line)["kind"] for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(kinds) == 2 * 4  # (the old ones kept)

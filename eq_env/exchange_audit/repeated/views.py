@@ -234,7 +234,8 @@ class ViewPolicy(BasePolicy):
         for player in self._players:
             player.reset(seed=seed)
         if not self.deterministic and seed is not None and hasattr(self.model, "set_random_seed"):
-            # (sampled play reproducible per episode; SB3 takes seeds below 2**32, the runner's are 64-bit)
+            # (sampled play reproducible per episode; SB3 takes seeds below 2**32, the runner's are 64-bit).
+            # SB3 seeds the process's random, NumPy and torch generators here: code sharing the process sees it
             self.model.set_random_seed(seed % 2**32)
 
     def act(self, observation: Mapping[str, Any]) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.rules import COMM_MODES
-from eq_env.studies.baselines import Baseline, Bound, Budget, means, rllib_missing, rllib_run
+from eq_env.studies.baselines import RLLIB_UNIT, Baseline, Bound, Budget, means, rllib_missing, rllib_run
 
 __all__ = ["BASELINES", "SELFPLAY_RECIPE"]
 
@@ -138,7 +138,7 @@ def _rllib_baseline(setting: str) -> Baseline:
         budgets={"full": Budget(30, 100), **({"quick": Budget(2, 10)} if shared else {})},
         shown=("steps", "shares", "asks", "with_planner"),
         fingerprint=json.dumps(["rllib", setting, _config(setting, n, mode).to_dict()], sort_keys=True),
-        unit="iterations of 2000 steps",
+        unit=RLLIB_UNIT,
         curve="training episodes' return, both seats summed",
         cross=Bound(cross_rllib, name),
         missing=rllib_missing,

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.studies.baselines import Baseline, Bound, Budget, means, rllib_missing, rllib_run
+from eq_env.studies.baselines import RLLIB_UNIT, Baseline, Bound, Budget, means, rllib_missing, rllib_run
 
 __all__ = ["BASELINES"]
 
@@ -202,7 +202,7 @@ def _both_rllib(setting: str) -> Baseline:
         budgets={"full": Budget(20, 2000), "quick": Budget(2, 100)},
         shown=("approval_rate", "bad_approval_rate", "proposer_payoff", "validator_payoff"),
         fingerprint=json.dumps(["both-rllib", config.to_dict()], sort_keys=True),
-        unit="iterations of 2000 steps",
+        unit=RLLIB_UNIT,
         curve="training episodes' return, both roles summed",
         missing=rllib_missing,
     )
