@@ -219,8 +219,8 @@ def _ppo_config(
     spec: Any,
     config: Any,
     agent_modules: dict[str, str],
-    role_modules: Mapping[str, str],
     *,
+    role_modules: Mapping[str, str] | None = None,
     seed: int,
     env_runners: int,
     envs_per_runner: int,
@@ -235,7 +235,7 @@ def _ppo_config(
 
     numeric = adapter(spec.id)
     specs = {}
-    for role, module in role_modules.items():
+    for role, module in (numeric.modules if role_modules is None else role_modules).items():
         masked = hasattr(numeric.observation_space(role, config), "spaces")  # {"action_mask", "observation"}
         specs[module] = RLModuleSpec(
             module_class=ActionMaskingTorchRLModule if masked else None, model_config={"fcnet_hiddens": [64, 64]}
@@ -364,7 +364,7 @@ def train(
             spec,
             config,
             agent_modules,
-            role_modules,
+            role_modules=role_modules,
             seed=seed,
             env_runners=env_runners,
             envs_per_runner=envs_per_runner,
