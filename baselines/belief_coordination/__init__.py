@@ -11,6 +11,8 @@ name           role          policy
 ``first``      coordinator   :class:`FirstCoordinator`: executor 0's answer (single-agent baseline)
 ``random``     coordinator   :class:`RandomCoordinator`: a random executor's number
 ``rllib``      both          an RLlib training's module (``rllib:path=DIR``; eq-env train --backend rllib)
+``torchrl``    both          a TorchRL MAPPO training's actor (``torchrl:path=DIR``; the ``compat`` extra,
+                             :class:`~eq_env.baselines.torchrl.TorchRLPolicy`)
 ``sb3``        executor      an executor trained on the single-agent view (``sb3:path=DIR``; eq-env train --backend
                              sb3, :mod:`~eq_env.baselines.belief_coordination.rl`)
 =============  ============  ===================================================================
@@ -27,6 +29,7 @@ from eq_env.baselines.belief_coordination.scripted import (
     ScheduleExecutors,
 )
 from eq_env.baselines.rllib import rllib_policy_for
+from eq_env.baselines.torchrl import torchrl_policy_for
 from eq_env.belief_coordination.spec import ID
 from eq_env.core.policy import REQUIRED, register_policy
 
@@ -67,3 +70,4 @@ for _name, _cls in (
     register_policy(_name, _cls.role, _cls, env=ID)
 for _role in ("executor", "coordinator"):
     register_policy("rllib", _role, rllib_policy_for(_role), env=ID)
+    register_policy("torchrl", _role, torchrl_policy_for(_role), env=ID)

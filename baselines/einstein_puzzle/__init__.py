@@ -14,6 +14,8 @@ name               policy
 ``sb3``            :class:`~eq_env.baselines.sb3.SB3ViewPolicy`: a seat trained with ``eq-env train --backend
                    sb3`` (``sb3:path=DIR``; :mod:`~eq_env.baselines.einstein_puzzle.rl`)
 ``rllib``          a seat of an RLlib checkpoint (``rllib:path=DIR``)
+``torchrl``        :class:`~eq_env.baselines.torchrl.TorchRLPolicy`: a seat of a TorchRL MAPPO training
+                   (``torchrl:path=DIR``; the ``compat`` extra)
 =================  ====================================================================
 
 Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
@@ -23,6 +25,7 @@ from eq_env.baselines.einstein_puzzle.noisy import Noisy
 from eq_env.baselines.einstein_puzzle.rl import SB3_SUMMARY, SB3Seat
 from eq_env.baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
 from eq_env.baselines.rllib import rllib_policy_for
+from eq_env.baselines.torchrl import torchrl_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.einstein_puzzle.spec import ID
 
@@ -51,4 +54,5 @@ for _name, _cls in (
 
 for _role in ("player_0", "player_1"):  # a seat of a checkpoint of eq-env train --env einstein-puzzle
     register_policy("rllib", _role, rllib_policy_for(_role), env=ID)
+    register_policy("torchrl", _role, torchrl_policy_for(_role), env=ID)
     register_policy("sb3", _role, SB3Seat(_role), SB3_SUMMARY, env=ID)  # eq-env train --backend sb3

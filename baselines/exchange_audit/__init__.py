@@ -15,6 +15,9 @@ name               role        policy
 ``block``          validator   :class:`~eq_env.baselines.exchange_audit.scripted.AlwaysBlock`
 ``sb3``            either      :class:`~eq_env.baselines.exchange_audit.rl.SB3Policy` (``sb3:path=DIR``, a model
                                ``eq-env train`` saved)
+``rllib``          either      a role of an RLlib checkpoint (``rllib:path=DIR``; eq-env train --backend rllib)
+``torchrl``        either      :class:`~eq_env.baselines.torchrl.TorchRLPolicy`: a role of a TorchRL MAPPO
+                               training (``torchrl:path=DIR``; the ``compat`` extra)
 =================  ==========  ====================================================
 """
 
@@ -30,6 +33,7 @@ from eq_env.baselines.exchange_audit.scripted import (
     TextReaderValidator,
 )
 from eq_env.baselines.rllib import rllib_policy_for
+from eq_env.baselines.torchrl import torchrl_policy_for
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.spec import ID
 
@@ -64,5 +68,7 @@ for _name, _role, _factory in (
     ("sb3", "validator", sb3_validator),
     ("rllib", "proposer", rllib_policy_for("proposer")),
     ("rllib", "validator", rllib_policy_for("validator")),
+    ("torchrl", "proposer", torchrl_policy_for("proposer")),
+    ("torchrl", "validator", torchrl_policy_for("validator")),
 ):
     register_policy(_name, _role, _factory, env=ID)

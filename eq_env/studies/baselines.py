@@ -69,6 +69,7 @@ __all__ = [
     "GAME_MODULES",
     "PRESETS",
     "RLLIB_UNIT",
+    "TORCHRL_UNIT",
     "Baseline",
     "Bound",
     "Budget",
@@ -79,6 +80,9 @@ __all__ = [
     "not_installed",
     "rllib_run",
     "run_baselines",
+    "torchrl_fingerprint",
+    "torchrl_missing",
+    "torchrl_run",
     "train_seed",
 ]
 
@@ -211,6 +215,49 @@ def rllib_missing() -> str | None:
 
     why = missing()
     return None if why is None else why.replace("--backend rllib needs", "needs")
+
+
+TORCHRL_UNIT = "environment steps (TorchRL frames)"  # a TorchRL row's Budget.timesteps
+
+
+def torchrl_run(
+    env: str, config: Any, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]
+) -> dict[str, Any]:
+    """A TorchRL row's run: every agent of ``env`` trained at once with MAPPO (:func:`eq_env.baselines.torchrl.
+    train`: a shared actor per TorchRL group, a centralised critic) for ``budget.timesteps`` frames of the
+    numeric observation mode, its environment seeded with ``seed``; then scored greedy and sampled with every
+    role played by its group's actor, on the game's text environment as the other rows are. The curve: the
+    training episodes' return summed over every agent, per collected batch."""
+    from eq_env.baselines.torchrl import TorchRLPolicy, train
+    from eq_env.core.runner import evaluate
+    from eq_env.core.spec import env_spec
+
+    result = train(env, out, config=config, frames=budget.timesteps, seed=seed, eval_seeds=eval_seeds, progress=False)
+    scored = {}
+    for how, deterministic in (("greedy", True), ("sampled", False)):
+        policies = {role: TorchRLPolicy(out, role, deterministic) for role in env_spec(env).roles}
+        played = evaluate(env, config, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+        scored[how] = means(played.summary)
+    return {
+        **scored,
+        "curve": [(int(row["frames"]), float(row["return"])) for row in result.curve if row["episodes"] > 0],
+        "steps_run": result.frames,
+    }
+
+
+def torchrl_missing() -> str | None:
+    """Why TorchRL rows cannot run here (one line), or None."""
+    from eq_env.baselines.torchrl import torchrl_missing as missing
+
+    return missing()
+
+
+def torchrl_fingerprint(setting: str, config: Any) -> str:
+    """A TorchRL row's fingerprint: its setting, MAPPO's hyperparameters and the game's configuration (a change
+    of any of them trains the row again)."""
+    from eq_env.baselines.torchrl import TorchRLHyper
+
+    return json.dumps(["torchrl", setting, dataclasses.asdict(TorchRLHyper()), config.to_dict()], sort_keys=True)
 
 
 def train_seed(i: int) -> int:

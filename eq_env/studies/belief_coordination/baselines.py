@@ -14,6 +14,11 @@ the sensitive simulated answerer, the majority coordinator. Two learners:
   played by every executor, scores best on 4,096 training questions (the ``tuned`` method of ``eq-env
   reproduce --env belief-coordination``), scored on the same held-out questions.
 
+* **the whole team** (``team-torchrl``): every executor (one actor they share) and the coordinator (its own,
+  choosing whose answer is committed) trained at once with TorchRL's MAPPO on the numeric observation mode
+  (needs the ``compat`` extra) — the coordinator's learner. The reference is the tuned fixed point with the
+  majority coordinator, played in the game's environment on the same held-out seeds.
+
 The headline metric is the shared reward per question; accuracy is shown beside it.
 """
 
@@ -28,7 +33,16 @@ from typing import Any
 import numpy as np
 
 from eq_env.belief_coordination.config import BeliefCoordinationConfig
-from eq_env.studies.baselines import Baseline, Bound, Budget, means
+from eq_env.studies.baselines import (
+    TORCHRL_UNIT,
+    Baseline,
+    Bound,
+    Budget,
+    means,
+    torchrl_fingerprint,
+    torchrl_missing,
+    torchrl_run,
+)
 
 __all__ = ["BASELINES", "CONFIG"]
 
@@ -131,6 +145,29 @@ def tuned_fixed_point(name: str, budget: Budget, eval_seeds: Sequence[int]) -> d
     return _score(CONFIG, _held_out(CONFIG, budget, eval_seeds), _fixed(t, p))
 
 
+def train_torchrl_team(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """Every executor (one shared actor) and the coordinator (its own) trained at once with TorchRL MAPPO on the
+    numeric observation mode, scored greedy and sampled in the game's environment."""
+    from eq_env.belief_coordination.spec import ID
+
+    return torchrl_run(ID, CONFIG, out, seed, budget, eval_seeds)
+
+
+def tuned_team(name: str, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
+    """The tuned fixed point (as :func:`tuned_fixed_point` finds it) played by every executor with the majority
+    coordinator, in the game's environment on the same held-out seeds as the learners."""
+    from eq_env.belief_coordination import batch as engine
+    from eq_env.belief_coordination.spec import ID
+    from eq_env.core.runner import evaluate
+    from eq_env.studies.belief_coordination.reproduce import _tuned
+
+    pool = engine.training_batch(CONFIG, np.random.default_rng(np.random.SeedSequence(0, spawn_key=(43,))), POOL)
+    t, p = (float(x) for x in CONFIG.grid_point(_tuned(CONFIG, pool)))
+    policies = {"executor": f"fixed:temperature={t!r},penalty={p!r}", "coordinator": "majority"}
+    ev = evaluate(ID, CONFIG, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return means(ev.summary)
+
+
 _FINGERPRINT = json.dumps([TEAM, CONFIG.to_dict()], sort_keys=True)
 
 BASELINES = (
@@ -162,5 +199,21 @@ BASELINES = (
         modes=("greedy",),
         unit="gradient steps of 256 questions",
         curve="held-out reward, greedy (ECON's own curve seed)",
+    ),
+    Baseline(
+        name="belief-coordination/team-torchrl",
+        game="belief-coordination",
+        setting="belief coordination team, executors and coordinator learning, N = 3",
+        learner="TorchRL MAPPO, one actor for the executors, one for the coordinator",
+        metric="reward",
+        reference_label="tuned fixed point, majority",
+        train=Bound(train_torchrl_team, "belief-coordination/team-torchrl"),
+        reference=Bound(tuned_team, "belief-coordination/team-torchrl"),
+        budgets={"full": Budget(40_000, 500)},
+        shown=("accuracy",),
+        fingerprint=torchrl_fingerprint("team-torchrl", CONFIG),
+        unit=TORCHRL_UNIT,
+        curve="training episodes' return, every agent summed",
+        missing=torchrl_missing,
     ),
 )

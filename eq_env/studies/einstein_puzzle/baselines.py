@@ -9,7 +9,9 @@
 
 each at n = 4, 6 and 8 objects in every comm mode (``none``, no communication, is the control); and
 self-play with RLlib PPO at n = 4, provide & seek, its two seats one shared module (``self-play-rllib``) or a
-module each (``self-play-rllib-independent``), needing the ``rllib`` extra. The
+module each (``self-play-rllib-independent``), needing the ``rllib`` extra; and self-play with TorchRL's
+MAPPO at n = 4 in provide & seek and, as the control, none (``self-play-torchrl``: one actor shared by the
+seats, a centralised critic), needing the ``compat`` extra. The
 headline metric is the success rate; the reference is the decentralised planner in both seats on the same
 configuration and evaluation (its plan length is shown beside as ``steps``).
 """
@@ -23,7 +25,19 @@ from typing import Any
 
 from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
 from eq_env.einstein_puzzle.rules import COMM_MODES
-from eq_env.studies.baselines import RLLIB_UNIT, Baseline, Bound, Budget, means, rllib_missing, rllib_run
+from eq_env.studies.baselines import (
+    RLLIB_UNIT,
+    TORCHRL_UNIT,
+    Baseline,
+    Bound,
+    Budget,
+    means,
+    rllib_missing,
+    rllib_run,
+    torchrl_fingerprint,
+    torchrl_missing,
+    torchrl_run,
+)
 
 __all__ = ["BASELINES", "SELFPLAY_RECIPE"]
 
@@ -145,6 +159,62 @@ def _rllib_baseline(setting: str) -> Baseline:
     )
 
 
+def train_torchrl(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """Self-play with TorchRL MAPPO (one actor shared by the seats, a centralised critic), scored greedy and
+    sampled, and with the planner as partner (``with_planner``) as the SB3 self-play rows."""
+    from eq_env.baselines.torchrl import TorchRLPolicy
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    config = _config(setting, n, mode)
+    result = torchrl_run(ID, config, out, seed, budget, eval_seeds)
+    for how, deterministic in (("greedy", True), ("sampled", False)):
+        policies = {"player_0": TorchRLPolicy(out, "player_0", deterministic), "player_1": "planner"}
+        ev = evaluate(ID, config, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+        result[how]["with_planner"] = means(ev.summary)["success_rate"]
+    return result
+
+
+def cross_torchrl(
+    name: str, model_a: Path, model_b: Path, budget: Budget, eval_seeds: Sequence[int]
+) -> dict[str, float]:
+    """TorchRL self-play: ``model_a``'s actor in ``player_0`` with ``model_b``'s in ``player_1``, greedy."""
+    from eq_env.baselines.torchrl import TorchRLPolicy
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.spec import ID
+
+    setting, n, mode = _parse(name)
+    policies = {"player_0": TorchRLPolicy(model_a, "player_0"), "player_1": TorchRLPolicy(model_b, "player_1")}
+    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
+    return means(ev.summary)
+
+
+def _torchrl_baseline(mode: str) -> Baseline:
+    n, setting = 4, "self-play-torchrl"
+    name = f"einstein-puzzle/{setting}/n{n}/{mode}"
+    return Baseline(
+        name=name,
+        game="einstein-puzzle",
+        setting=f"Einstein self-play, n = {n}, {SHORT[mode]}",
+        learner="TorchRL MAPPO, one actor shared by the seats",
+        metric="success_rate",
+        reference_label="planner",
+        train=Bound(train_torchrl, name),
+        reference=Bound(planner_reference, name),
+        budgets={
+            "full": Budget(TORCHRL_FRAMES, 100),
+            **({"quick": Budget(2000, 10)} if mode == "provide_and_seek" else {}),
+        },
+        shown=("steps", "shares", "asks", "with_planner"),
+        fingerprint=torchrl_fingerprint(setting, _config(setting, n, mode)),
+        unit=TORCHRL_UNIT,
+        curve="training episodes' return, both seats summed",
+        cross=Bound(cross_torchrl, name),
+        missing=torchrl_missing,
+    )
+
+
 def _baseline(setting: str, n: int, mode: str) -> Baseline:
     name = f"einstein-puzzle/{setting}/n{n}/{mode}"
     steps = (SEAT_STEPS if setting == "seat" else SELF_STEPS)[n]
@@ -172,7 +242,11 @@ RLLIB_MODULES: dict[str, dict[str, str] | None] = {
     "self-play-rllib-independent": {"player_0": "player_0", "player_1": "player_1"},
 }
 
+TORCHRL_FRAMES = 20_000  # a TorchRL self-play run's budget (frames of the parallel environment)
+TORCHRL_MODES = ("provide_and_seek", "none")  # (none: the control without communication)
+
 BASELINES = (
     *(_baseline(setting, n, mode) for setting in ("seat", "self-play") for n in SIZES for mode in COMM_MODES),
     *(_rllib_baseline(setting) for setting in RLLIB_MODULES),
+    *(_torchrl_baseline(mode) for mode in TORCHRL_MODES),
 )

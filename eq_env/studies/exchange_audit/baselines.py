@@ -23,6 +23,10 @@ One-shot game, SB3 PPO on a role's single-agent view (:func:`eq_env.baselines.ex
   once (independent learners, :func:`eq_env.studies.baselines.rllib_run`; needs the ``rllib`` extra), against
   the same reference.
 
+* **both roles learning with TorchRL** (``both-torchrl``, V = 2, L = 1): TorchRL's MAPPO training an actor
+  per role at once on the game's numeric observation mode (:func:`eq_env.studies.baselines.torchrl_run`;
+  needs the ``compat`` extra), against the same reference.
+
 * **the repeated game** (``repeated``): a PPO proposer with the history in its observation (choosing a
   stage strategy each round, :class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`) against the
   rule validator in one cell of ``eq-env repeated``'s check (decaying audits, q from 1 down to q_min = 0.1 by
@@ -44,7 +48,19 @@ from pathlib import Path
 from typing import Any
 
 from eq_env.exchange_audit.config import ExchangeAuditConfig
-from eq_env.studies.baselines import RLLIB_UNIT, Baseline, Bound, Budget, means, rllib_missing, rllib_run
+from eq_env.studies.baselines import (
+    RLLIB_UNIT,
+    TORCHRL_UNIT,
+    Baseline,
+    Bound,
+    Budget,
+    means,
+    rllib_missing,
+    rllib_run,
+    torchrl_fingerprint,
+    torchrl_missing,
+    torchrl_run,
+)
 
 __all__ = ["BASELINES"]
 
@@ -208,6 +224,35 @@ def _both_rllib(setting: str) -> Baseline:
     )
 
 
+def train_torchrl(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
+    """Both roles trained at once with TorchRL MAPPO, an actor each (TorchRL groups them apart), scored greedy
+    and sampled."""
+    from eq_env.exchange_audit.spec import ID
+
+    return torchrl_run(ID, _both_config(name), out, seed, budget, eval_seeds)
+
+
+def _both_torchrl(setting: str) -> Baseline:
+    name = f"exchange-audit/both-torchrl/{setting}"
+    config = _both_config(name)
+    return Baseline(
+        name=name,
+        game="exchange-audit",
+        setting=f"exchange–audit both roles learning, V = {config.V:g}, L = {config.L:g}",
+        learner="TorchRL MAPPO, an actor per role",
+        metric="welfare",
+        reference_label="honest + rule",
+        train=Bound(train_torchrl, name),
+        reference=Bound(mechanism, name),
+        budgets={"full": Budget(40_000, 2000), "quick": Budget(2000, 100)},
+        shown=("approval_rate", "bad_approval_rate", "proposer_payoff", "validator_payoff"),
+        fingerprint=torchrl_fingerprint("both-torchrl", config),
+        unit=TORCHRL_UNIT,
+        curve="training episodes' return, both roles summed",
+        missing=torchrl_missing,
+    )
+
+
 REPEATED = "exchange-audit/repeated/decay-0.1"
 
 
@@ -305,5 +350,6 @@ BASELINES = (
     *(_baseline(setting) for setting in SETTINGS),
     *(_both(setting) for setting in BOTH),
     _both_rllib("V2-L1"),
+    _both_torchrl("V2-L1"),
     _repeated(),
 )
