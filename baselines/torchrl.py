@@ -4,11 +4,15 @@
 (``parallel_env(observation_mode="numeric")``) through TorchRL's own ``PettingZooWrapper``, which groups
 the agents by name (the Einstein puzzle's ``player_0`` and ``player_1`` into one group, ``player``; the
 exchange–audit ``proposer`` and ``validator`` apart; belief coordination's executors together, its
-coordinator apart), and trains every group at once with MAPPO, the recipe of TorchRL's multi-agent PPO
-tutorial: per group, a ``MultiAgentMLP`` actor whose parameters the group's agents share, behind a
-``MaskedCategorical`` over the agent's action mask, a centralised ``MultiAgentMLP`` critic reading every
-agent of the group, ``ClipPPOLoss`` with GAE, and one ``Collector`` for all groups. It writes into a
-directory:
+coordinator apart), and trains every group at once with MAPPO built from the pieces of TorchRL's
+multi-agent PPO tutorial: per group, a ``MultiAgentMLP`` actor whose parameters the group's agents share,
+behind a ``MaskedCategorical`` over the agent's action mask, a ``MultiAgentMLP`` critic centralised over the
+group's agents (a group of one agent, as each exchange–audit role and the belief coordinator, has a critic of
+its own: independent PPO), ``ClipPPOLoss`` with GAE, and one ``Collector`` for all groups. The settings
+(:class:`TorchRLHyper`) are SB3's PPO defaults where the tutorial's differ: four epochs of minibatches per
+batch, advantages normalised per minibatch, λ = 0.95, an entropy bonus of 0.01. Every agent's every step is
+in the loss, the waiting ones' too (their only legal action is the no-op, which carries no gradient to the
+actor). It writes into a directory:
 
 * ``actors.pt`` (each group's actor weights) and ``policy.json`` (game, configuration, groups, the
   hyperparameters, seed, frames);
@@ -68,7 +72,7 @@ def torchrl_missing() -> str | None:
 
 @dataclass(frozen=True)
 class TorchRLHyper:
-    """MAPPO's settings (TorchRL's multi-agent PPO tutorial's, with SB3's minibatching)."""
+    """MAPPO's settings: SB3's PPO defaults (epochs, minibatches, λ, entropy), on TorchRL's pieces."""
 
     frames_per_batch: int = 2000  # environment steps per collection (every agent acts in each)
     epochs: int = 4  # passes over a batch
@@ -83,10 +87,17 @@ class TorchRLHyper:
     depth: int = 2  # hidden layers
 
     def __post_init__(self) -> None:
-        for name in ("frames_per_batch", "epochs", "minibatch", "width", "depth"):
+        # (upper bounds: a value past them is a typo, and would only fail later, inside torch's allocator)
+        for name, most in (
+            ("frames_per_batch", 10**6),
+            ("epochs", 1000),
+            ("minibatch", 10**6),
+            ("width", 4096),
+            ("depth", 32),
+        ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TorchRLHyper.{name} must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+                raise ValueError(f"TorchRLHyper.{name} must be an integer in [1, {most}], got {value!r}")
         if self.minibatch > self.frames_per_batch:
             raise ValueError(
                 f"TorchRLHyper.minibatch ({self.minibatch}) must not exceed frames_per_batch ({self.frames_per_batch})"
@@ -95,6 +106,9 @@ class TorchRLHyper:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
                 raise ValueError(f"TorchRLHyper.{name} must be a finite number >= 0, got {value!r}")
+        for name in ("gamma", "lmbda"):
+            if getattr(self, name) > 1:
+                raise ValueError(f"TorchRLHyper.{name} must be at most 1, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
@@ -144,8 +158,8 @@ def train(
     ``seed`` must not be one of ``eval_seeds``, the held-out seeds the model is scored on."""
     if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
         raise ValueError(f"frames must be a positive integer, got {frames!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63), got {seed!r}")
     if seed in set(eval_seeds):
         raise ValueError(f"seed {seed} is one of the held-out evaluation seeds {list(eval_seeds)}: choose another")
     missing = torchrl_missing()
@@ -162,6 +176,9 @@ def train(
 
     spec = env_spec(env)
     config = config if config is not None else spec.config()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out {out} is a file, not a directory: choose another")
     torch.set_num_threads(1)  # (PPO on 2 cores: oversubscribed threads were 100x slower here)
     torch.manual_seed(seed)
     with warnings.catch_warnings():
@@ -196,7 +213,7 @@ def train(
             critic_network=critic,
             clip_epsilon=hyper.clip,
             entropy_coeff=hyper.entropy,
-            normalize_advantage=True,  # (over the batch and the group's agents together: they share one policy)
+            normalize_advantage=True,  # (per minibatch, the group's agents together: they share one policy)
         )
         loss.set_keys(  # (each group's own keys: a group's advantage never overwrites another's)
             reward=(group, "reward"),
@@ -268,7 +285,6 @@ def train(
         collector.shutdown()
         penv.close()
     seconds = time.perf_counter() - started
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.save({g: actors[g].state_dict() for g in groups}, out / "actors.pt")
     meta = {
@@ -317,6 +333,12 @@ def _meta(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not a TorchRL training: no policy.json of one (eq_env.baselines.torchrl.train)")
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_path} has format {meta.get('format')!r}, this version reads {FORMAT}: train again")
+    for key, kind in (("env", str), ("config", dict), ("hyper", dict)):
+        if not isinstance(meta.get(key), kind):
+            raise ValueError(f"{meta_path}: {key!r} must be a {kind.__name__}, got {meta.get(key)!r}: train again")
+    groups = meta["groups"]
+    if not groups or not all(isinstance(m, list) and m and all(isinstance(a, str) for a in m) for m in groups.values()):
+        raise ValueError(f"{meta_path}: 'groups' must map each group to a list of its agents, got {groups!r}")
     if not (path / "actors.pt").is_file():
         raise ValueError(f"{path} has no actors.pt: train again into {path}")
     return meta
@@ -343,9 +365,19 @@ class TorchRLPolicy:
         self.path, self.role, self.deterministic = Path(path), role, deterministic
         self.rng = np.random.default_rng()
         self.meta = _meta(self.path)
-        spec = env_spec(self.meta["env"])
-        self.config = spec.config.from_dict(self.meta["config"])
+        try:
+            spec = env_spec(self.meta["env"])
+            self.config = spec.config.from_dict(self.meta["config"])
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(
+                f"{self.path}/policy.json: its env or config is not a game's ({err}): train again"
+            ) from None
         roles = spec.agent_roles(self.config)
+        trained = sorted(a for members in self.meta["groups"].values() for a in members)
+        if trained != sorted(roles):
+            raise ValueError(
+                f"{self.path}/policy.json: its groups hold {trained}, the game's agents are {sorted(roles)}"
+            )
         agents = [a for a, r in roles.items() if r == role]
         if not agents:
             raise ValueError(
@@ -371,12 +403,20 @@ class TorchRLPolicy:
         try:
             weights = torch.load(self.path / "actors.pt", map_location="cpu", weights_only=True)
         except Exception as err:  # (a truncated or foreign file: torch raises several kinds)
-            first = (str(err).splitlines() or [type(err).__name__])[0]
-            raise ValueError(f"{self.path}/actors.pt cannot be read ({first}): train again") from None
+            raise ValueError(
+                f"{self.path}/actors.pt is not a torch weights file ({type(err).__name__}): train again"
+            ) from None
         if not isinstance(weights, dict) or self.group not in weights:
             raise ValueError(f"{self.path}/actors.pt has no actor of group {self.group!r}: train again")
+        state = weights[self.group]
+        if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+            raise ValueError(f"{self.path}/actors.pt: group {self.group!r} holds no weights: train again")
+        if not all(bool(torch.isfinite(t).all()) for t in state.values()):
+            raise ValueError(
+                f"{self.path}/actors.pt: group {self.group!r} has weights that are not finite: train again"
+            )
         try:
-            self.net.load_state_dict(weights[self.group])
+            self.net.load_state_dict(state)
         except (RuntimeError, ValueError, KeyError, TypeError) as err:  # (tensordict raises ValueError)
             first = (str(err).splitlines() or [type(err).__name__])[0]
             raise ValueError(f"{self.path}/actors.pt does not fit its policy.json ({first}): train again") from None

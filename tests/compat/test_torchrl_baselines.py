@@ -99,8 +99,27 @@ def test_what_a_model_was_not_trained_for_is_refused_in_one_line(trained: Path, 
     with pytest.raises(ValueError, match=r"does not fit its policy\.json"):
         TorchRLPolicy(broken, "player_0")
     (broken / "actors.pt").write_bytes((trained / "actors.pt").read_bytes()[:100])  # (killed mid-write)
-    with pytest.raises(ValueError, match=r"actors\.pt cannot be read"):
+    with pytest.raises(ValueError, match=r"actors\.pt is not a torch weights file"):
         TorchRLPolicy(broken, "player_0")
+    weights = torch.load(trained / "actors.pt", weights_only=True)
+    weights["player"] = {k: torch.full_like(v, float("nan")) for k, v in weights["player"].items()}
+    torch.save(weights, broken / "actors.pt")
+    (broken / "policy.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="weights that are not finite"):
+        TorchRLPolicy(broken, "player_0")
+    for edited, match in (
+        ({k: v for k, v in meta.items() if k != "env"}, "'env' must be a str"),
+        ({**meta, "groups": {"player": 5}}, "'groups' must map each group to a list"),
+        ({**meta, "groups": {"player": ["player_0"]}}, "its groups hold"),
+        ({**meta, "config": {**meta["config"], "n": -3}}, "its env or config is not a game's"),
+        (
+            {**meta, "hyper": {**meta["hyper"], "width": 10**9}},
+            r"TorchRLHyper\.width must be an integer in \[1, 4096\]",
+        ),
+    ):
+        (broken / "policy.json").write_text(json.dumps(edited))
+        with pytest.raises(ValueError, match=match):
+            TorchRLPolicy(broken, "player_0")
     with pytest.raises(ValueError, match="deterministic must be true or false"):
         TorchRLPolicy(trained, "player_0", deterministic="yes")  # type: ignore[arg-type]
 
@@ -110,6 +129,10 @@ def test_training_refuses_bad_settings_in_one_line(tmp_path: Path) -> None:
         train(EINSTEIN, tmp_path, config=CONFIG, frames=500, seed=1000, progress=False)
     with pytest.raises(ValueError, match="frames must be a positive integer"):
         train(EINSTEIN, tmp_path, config=CONFIG, frames=0, progress=False)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63\)"):
+        train(EINSTEIN, tmp_path, config=CONFIG, frames=500, seed=2**64, progress=False)
+    with pytest.raises(ValueError, match=r"TorchRLHyper\.gamma must be at most 1"):
+        TorchRLHyper(gamma=1.5)
     with pytest.raises(ValueError, match=r"minibatch \(600\) must not exceed frames_per_batch \(500\)"):
         TorchRLHyper(frames_per_batch=500, minibatch=600)
     with pytest.raises(ValueError, match=r"TorchRLHyper\.lr must be a finite number"):
@@ -119,16 +142,18 @@ def test_training_refuses_bad_settings_in_one_line(tmp_path: Path) -> None:
 
 def test_the_quick_presets_torchrl_rows_run_through_the_command(tmp_path: Path) -> None:
     only = ["--only", "einstein-puzzle/self-play-torchrl", "--only", "exchange-audit/both-torchrl"]
+    only += ["--only", "belief-coordination/team-torchrl"]
     argv = [sys.executable, "-m", "eq_env.cli", "baselines", "--out", str(tmp_path), "--preset", "quick", *only]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     records = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     runs = [r for r in records if r["kind"] == "run"]
     assert sorted({r["baseline"] for r in runs}) == [
+        "belief-coordination/team-torchrl",
         "einstein-puzzle/self-play-torchrl/n4/provide_and_seek",
         "exchange-audit/both-torchrl/V2-L1",
     ]
-    assert len(runs) == 4 and all(r["greedy"] and r["sampled"] and r["curve"] for r in runs)
+    assert len(runs) == 6 and all(r["greedy"] and r["sampled"] and r["curve"] for r in runs)
     assert any(r["kind"] == "cross" for r in records)  # (self-play: run 0's seat with run 1's)
     table = (tmp_path / "baselines.md").read_text()
     assert "TorchRL MAPPO" in table and "cross_play" in table and "not run" not in done.stdout

@@ -197,7 +197,7 @@ def _torchrl_baseline(mode: str) -> Baseline:
         name=name,
         game="einstein-puzzle",
         setting=f"Einstein self-play, n = {n}, {SHORT[mode]}",
-        learner="TorchRL MAPPO, one actor shared by the seats",
+        learner="TorchRL MAPPO, one actor shared by the seats, a centralised critic",
         metric="success_rate",
         reference_label="planner",
         train=Bound(train_torchrl, name),

@@ -23,9 +23,10 @@ One-shot game, SB3 PPO on a role's single-agent view (:func:`eq_env.baselines.ex
   once (independent learners, :func:`eq_env.studies.baselines.rllib_run`; needs the ``rllib`` extra), against
   the same reference.
 
-* **both roles learning with TorchRL** (``both-torchrl``, V = 2, L = 1): TorchRL's MAPPO training an actor
-  per role at once on the game's numeric observation mode (:func:`eq_env.studies.baselines.torchrl_run`;
-  needs the ``compat`` extra), against the same reference.
+* **both roles learning with TorchRL** (``both-torchrl``, V = 2, L = 1): TorchRL's MAPPO recipe training an
+  actor per role at once (each role a TorchRL group of one agent, so its critic is its own: independent
+  PPO) on the game's numeric observation mode (:func:`eq_env.studies.baselines.torchrl_run`; needs the
+  ``compat`` extra), against the same reference.
 
 * **the repeated game** (``repeated``): a PPO proposer with the history in its observation (choosing a
   stage strategy each round, :class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`) against the
@@ -239,7 +240,7 @@ def _both_torchrl(setting: str) -> Baseline:
         name=name,
         game="exchange-audit",
         setting=f"exchange–audit both roles learning, V = {config.V:g}, L = {config.L:g}",
-        learner="TorchRL MAPPO, an actor per role",
+        learner="TorchRL PPO, an actor and a critic per role (independent)",
         metric="welfare",
         reference_label="honest + rule",
         train=Bound(train_torchrl, name),
