@@ -280,7 +280,8 @@ def train(
                 )
                 if progress is not False:
                     shown = f"{curve[-1]['return']:.3f}" if finished else "no episode ended"
-                    print(f"batch {len(curve)}/{batches}: return {shown} ({seconds:.1f} s)", flush=True)
+                    # (the training episodes' return, every agent summed, as the policy sampled them)
+                    print(f"batch {len(curve)}/{batches}: return {shown}, sampled ({seconds:.1f} s)", flush=True)
     finally:
         collector.shutdown()
         penv.close()

@@ -26,7 +26,9 @@ One-shot game, SB3 PPO on a role's single-agent view (:func:`eq_env.baselines.ex
 * **both roles learning with TorchRL** (``both-torchrl``, V = 2, L = 1): TorchRL's MAPPO recipe training an
   actor per role at once (each role a TorchRL group of one agent, so its critic is its own: independent
   PPO) on the game's numeric observation mode (:func:`eq_env.studies.baselines.torchrl_run`; needs the
-  ``compat`` extra), against the same reference.
+  ``compat`` extra), against the same reference. The numeric mode pays the game's default reward, the
+  welfare, to both roles (the RLlib and SB3 rows pay each role its own payoff): two separate learners of
+  one shared objective.
 
 * **the repeated game** (``repeated``): a PPO proposer with the history in its observation (choosing a
   stage strategy each round, :class:`~eq_env.exchange_audit.repeated.views.RepeatedProposerEnv`) against the
@@ -239,8 +241,8 @@ def _both_torchrl(setting: str) -> Baseline:
     return Baseline(
         name=name,
         game="exchange-audit",
-        setting=f"exchange–audit both roles learning, V = {config.V:g}, L = {config.L:g}",
-        learner="TorchRL PPO, an actor and a critic per role (independent)",
+        setting=f"exchange–audit both roles learning the welfare, V = {config.V:g}, L = {config.L:g}",
+        learner="TorchRL PPO, an actor and a critic per role",
         metric="welfare",
         reference_label="honest + rule",
         train=Bound(train_torchrl, name),
