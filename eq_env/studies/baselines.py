@@ -756,11 +756,13 @@ def write_report(
         f"| {b.name} | {b.budgets[preset].timesteps} {b.unit} | {b.budgets[preset].eval_episodes} × {len(EVAL_SEEDS)} |"
         for b in chosen
     )
+    # (a TorchRL row trains on one environment, seeded 10·i once: it continues its own generator)
+    one_env = "; a TorchRL row on one environment seeded 10·i" if any(b.unit == TORCHRL_UNIT for b in chosen) else ""
     lines = [
         f"# RL baselines (eq_env {__version__}, preset {preset})",
         "",
-        f"{seeds} training seed(s) per baseline (seed i trains on seeds 10·i … 10·i + 7), each model evaluated "
-        f"on held-out seeds {', '.join(map(str, EVAL_SEEDS))}: greedy (the most likely action) and sampled "
+        f"{seeds} training seed(s) per baseline (seed i trains on seeds 10·i … 10·i + 7{one_env}), each model "
+        f"evaluated on held-out seeds {', '.join(map(str, EVAL_SEEDS))}: greedy (the most likely action) and sampled "
         "(drawn from the policy's distribution), each one number per run. IQM: interquartile mean over the "
         "seeds; [95% CI]: percentile bootstrap over the seeds (2,000 resamples); ratio: IQM / the reference's "
         "score on the same evaluation.",
