@@ -86,54 +86,56 @@ def train_seat(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequ
 
 def planner_reference(name: str, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
     """The decentralised planner in both seats on the baseline's configuration and evaluation."""
+    played = _play(name, {"player_0": "planner", "player_1": "planner"}, budget, eval_seeds)
+    return {**played, "with_planner": played["success_rate"]}
+
+
+def _play(name: str, policies: dict[str, Any], budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
+    """The baseline's configuration played by ``policies`` on the evaluation: the runner's means."""
     from eq_env.core.runner import evaluate
     from eq_env.einstein_puzzle.spec import ID
 
     setting, n, mode = _parse(name)
-    policies = {"player_0": "planner", "player_1": "planner"}
     ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-    return {**means(ev.summary), "with_planner": means(ev.summary)["success_rate"]}
+    return means(ev.summary)
+
+
+def _with_planner(
+    name: str, result: dict[str, Any], seat: Any, budget: Budget, eval_seeds: Sequence[int]
+) -> dict[str, Any]:
+    """``result`` with ``with_planner`` in its greedy and sampled metrics: ``seat(deterministic)`` in ``player_0``
+    with the planner, a partner it never trained with, in ``player_1``."""
+    for how, deterministic in (("greedy", True), ("sampled", False)):
+        played = _play(name, {"player_0": seat(deterministic), "player_1": "planner"}, budget, eval_seeds)
+        result[how]["with_planner"] = played["success_rate"]
+    return result
 
 
 def cross_play(name: str, model_a: Path, model_b: Path, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
     """Self-play: ``model_a`` in ``player_0`` with ``model_b`` (trained apart) in ``player_1``, greedy."""
     from eq_env.baselines.einstein_puzzle.rl import sb3_policy
-    from eq_env.core.runner import evaluate
-    from eq_env.einstein_puzzle.spec import ID
 
-    setting, n, mode = _parse(name)
     policies = {"player_0": sb3_policy(str(model_a), "player_0"), "player_1": sb3_policy(str(model_b), "player_1")}
-    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-    return means(ev.summary)
+    return _play(name, policies, budget, eval_seeds)
 
 
 def train_rllib(name: str, out: Path, seed: int, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, Any]:
     """Self-play with RLlib PPO (one module shared by the seats, or a module per seat), scored greedy and sampled,
     and with the planner as partner (``with_planner``) as the SB3 self-play rows."""
     from eq_env.baselines.rllib import RLlibPolicy
-    from eq_env.core.runner import evaluate
     from eq_env.einstein_puzzle.spec import ID
 
     setting, n, mode = _parse(name)
-    config = _config(setting, n, mode)
-    result = rllib_run(ID, config, out, seed, budget, eval_seeds, modules=RLLIB_MODULES[setting])
-    for how, deterministic in (("greedy", True), ("sampled", False)):
-        policies = {"player_0": RLlibPolicy(out, "player_0", deterministic), "player_1": "planner"}
-        ev = evaluate(ID, config, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-        result[how]["with_planner"] = means(ev.summary)["success_rate"]
-    return result
+    result = rllib_run(ID, _config(setting, n, mode), out, seed, budget, eval_seeds, modules=RLLIB_MODULES[setting])
+    return _with_planner(name, result, lambda d: RLlibPolicy(out, "player_0", d), budget, eval_seeds)
 
 
 def cross_rllib(name: str, model_a: Path, model_b: Path, budget: Budget, eval_seeds: Sequence[int]) -> dict[str, float]:
     """RLlib self-play: ``model_a``'s player_0 module with ``model_b``'s player_1 module, greedy."""
     from eq_env.baselines.rllib import RLlibPolicy
-    from eq_env.core.runner import evaluate
-    from eq_env.einstein_puzzle.spec import ID
 
-    setting, n, mode = _parse(name)
     policies = {"player_0": RLlibPolicy(model_a, "player_0"), "player_1": RLlibPolicy(model_b, "player_1")}
-    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-    return means(ev.summary)
+    return _play(name, policies, budget, eval_seeds)
 
 
 def _rllib_baseline(setting: str) -> Baseline:
@@ -163,17 +165,11 @@ def train_torchrl(name: str, out: Path, seed: int, budget: Budget, eval_seeds: S
     """Self-play with TorchRL MAPPO (one actor shared by the seats, a centralised critic), scored greedy and
     sampled, and with the planner as partner (``with_planner``) as the SB3 self-play rows."""
     from eq_env.baselines.torchrl import TorchRLPolicy
-    from eq_env.core.runner import evaluate
     from eq_env.einstein_puzzle.spec import ID
 
     setting, n, mode = _parse(name)
-    config = _config(setting, n, mode)
-    result = torchrl_run(ID, config, out, seed, budget, eval_seeds)
-    for how, deterministic in (("greedy", True), ("sampled", False)):
-        policies = {"player_0": TorchRLPolicy(out, "player_0", deterministic), "player_1": "planner"}
-        ev = evaluate(ID, config, policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-        result[how]["with_planner"] = means(ev.summary)["success_rate"]
-    return result
+    result = torchrl_run(ID, _config(setting, n, mode), out, seed, budget, eval_seeds)
+    return _with_planner(name, result, lambda d: TorchRLPolicy(out, "player_0", d), budget, eval_seeds)
 
 
 def cross_torchrl(
@@ -181,13 +177,9 @@ def cross_torchrl(
 ) -> dict[str, float]:
     """TorchRL self-play: ``model_a``'s actor in ``player_0`` with ``model_b``'s in ``player_1``, greedy."""
     from eq_env.baselines.torchrl import TorchRLPolicy
-    from eq_env.core.runner import evaluate
-    from eq_env.einstein_puzzle.spec import ID
 
-    setting, n, mode = _parse(name)
     policies = {"player_0": TorchRLPolicy(model_a, "player_0"), "player_1": TorchRLPolicy(model_b, "player_1")}
-    ev = evaluate(ID, _config(setting, n, mode), policies, episodes=budget.eval_episodes, seeds=list(eval_seeds))
-    return means(ev.summary)
+    return _play(name, policies, budget, eval_seeds)
 
 
 def _torchrl_baseline(mode: str) -> Baseline:
