@@ -57,9 +57,12 @@ def url_arg(text: str) -> str:
     """An argparse type: an endpoint URL (an empty one, from an unset shell variable, must not quietly mean
     $OPENAI_BASE_URL or OpenAI's)."""
     from eq_env.agents.client import check_base_url
+    from eq_env.agents.local import is_local
 
     if not text.strip():
         raise argparse.ArgumentTypeError("expected an endpoint URL such as http://localhost:8000/v1, got ''")
+    if is_local(text):  # hf:DIR, a checkpoint played in this process
+        return text
     try:
         check_base_url(text)
     except ValueError as err:
@@ -231,6 +234,16 @@ class LLMFlags:
         from eq_env.core.policy import format_policy_spec, parse_policy_spec
 
         name, kwargs = parse_policy_spec(spec)
+        if name == "hf":  # a checkpoint in this process: the sampling flags, never another model or endpoint
+            for key, value in (
+                ("temperature", args.temperature),
+                ("max_tokens", args.max_tokens),
+                ("seed", args.llm_seed),
+                ("max_reasks", args.max_reasks),
+            ):
+                if value is not None and key not in kwargs:
+                    kwargs[key] = value
+            return format_policy_spec(name, kwargs)
         if name != "llm":
             return spec
         model = args.model if args.model is not None else os.environ.get("EQ_ENV_MODEL") or "gpt-4.1"

@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+from eq_env.agents.local import LocalModel, is_local, local_model
 from eq_env.core.policy import PolicySetupError
 from eq_env.core.redact import public_url, redact, redact_reply, register_secret, split_query
 
@@ -611,13 +612,22 @@ class LLMClient:
         if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
             raise ValueError(f"base_url must be a URL or None (for $OPENAI_BASE_URL, else OpenAI's), got {base_url!r}")
         full = resolve_base_url(base_url)
-        check_base_url(full)
+        self.local = is_local(full)  # a model in this process (eq_env.agents.local), not an endpoint
+        if not self.local:
+            check_base_url(full)
         self.model = model
-        self.base_url = register_endpoint(full)
+        self.base_url = full if self.local else register_endpoint(full)
         self._url = _ENDPOINTS.get(self.base_url, self.base_url)
         self._mode_index = 0
         self._n_supported: bool | None = None  # does the endpoint take n > 1? (None: not asked yet)
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, _Pools]] = {}
+
+    def _local(self) -> LocalModel:
+        """The local model ``base_url`` names (an LLMSetupError, one line, when it cannot be had)."""
+        try:
+            return local_model(self.base_url)
+        except (ValueError, ImportError, OSError) as err:
+            raise LLMSetupError(str(err)) from None
 
     def _client(self) -> Any:
         """The SDK client for the next request of the running event loop: the least busy of its pools."""
@@ -688,6 +698,12 @@ class LLMClient:
             "schema": None if schema is None else schema_digest(schema),
             "prompt_version": prompt_version,
         }
+        if self.local:
+            local = self._local()
+            if not local.cacheable:  # a model being trained, a remote player: every request is a new sample
+                await self.check()
+                return await self._request(messages, schema_name, schema, temperature, max_tokens, seed, n, extra)
+            identity["weights"] = local.fingerprint  # another checkpoint in the same directory: other answers
         if n != 1:
             identity["n"] = n
         if sample:
@@ -924,7 +940,14 @@ class LLMClient:
                 lambda: cache.check_holds(self.model, self.base_url),
             )
             return
-        if s.check_endpoint:  # first: a run that cannot be served leaves nothing behind, not even a directory
+        if self.local:
+            local_key: tuple[str, ...] = ("local", self.base_url)
+            if local_key not in self._checked:
+                self._checked[local_key] = self._local().problem()
+            problem = self._checked[local_key]
+            if problem is not None:
+                raise LLMSetupError(problem)
+        elif s.check_endpoint:  # first: a run that cannot be served leaves nothing behind, not even a directory
             what = ("endpoint", self.base_url, self.model, hashlib.sha256((s.key() or "").encode()).hexdigest())
             if what not in self._checked:
                 loop = asyncio.get_running_loop()
@@ -990,6 +1013,8 @@ class LLMClient:
         n: int = 1,
         extra: dict[str, Any] | None = None,
     ) -> Completion:
+        if self.local:
+            return await self._local_request(messages, temperature, max_tokens, seed, n, extra)
         import openai
 
         s = settings()
@@ -1115,6 +1140,37 @@ class LLMClient:
                 choices=[redact_reply(c) for c in choices] if n != 1 and not oversize else [],
                 oversize=oversize,
             )
+
+    async def _local_request(
+        self,
+        messages: list[dict[str, str]],
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        n: int,
+        extra: dict[str, Any] | None,
+    ) -> Completion:
+        """An answer from the local model: plain text (no structured-output mode: the policies read JSON
+        out of text), one sample per ``n``."""
+        if extra:
+            raise LLMUnavailableError(
+                f"the local model {self.base_url} takes no further sampling parameters ({', '.join(extra)})",
+                requests=1,
+            )
+        started = time.perf_counter()
+        reply = await self._local().generate(messages, temperature=temperature, max_tokens=max_tokens, seed=seed, n=n)
+        texts = [redact_reply(t) for t in reply.texts]
+        if len(texts) != n:
+            raise LLMUnavailableError(f"the local model {self.base_url} gave {len(texts)} samples, not {n}", requests=1)
+        return Completion(
+            content=texts[0],
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            latency=time.perf_counter() - started,
+            requests=1,
+            mode="text",
+            choices=texts if n != 1 else [],
+        )
 
 
 # what the client sets in a request body itself: ``extra`` may not override it

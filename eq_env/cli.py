@@ -26,12 +26,14 @@ INCOMPLETE = core.INCOMPLETE
 def _setup() -> None:
     import eq_env  # noqa: F401 - registers the games
     from eq_env.agents.cli import LLM_FLAGS
+    from eq_env.finetune.cli import COMMAND as FINETUNE
     from eq_env.studies.baselines import COMMAND as BASELINES
     from eq_env.studies.bench import COMMAND as BENCH
 
     core.register_flag_group(LLM_FLAGS)
     core.register_command(BENCH)
     core.register_command(BASELINES)
+    core.register_command(FINETUNE)
 
 
 def build_parser(env: Any = None) -> argparse.ArgumentParser:

@@ -7,6 +7,8 @@ name        role          policy
                           executor's answer (majority vote when the model's reply is of no use)
 ``llm``     executor      :class:`~eq_env.agents.belief_coordination.executor.LLMExecutor`: samples at a fixed
                           (T, p), its answers from a model (``eq-env bench``)
+``hf``      both          the ``llm`` policy, its model a ``transformers`` checkpoint in this process
+                          (``hf:path=DIR``; :mod:`eq_env.agents.hf`)
 ==========  ============  ======================================================================
 
 The executors' answers come from an *answerer*, not a policy (the executors' policies choose
@@ -18,6 +20,7 @@ server and the game's offline stand-in (:mod:`.scripts`, ``STAND_IN``) live here
 from eq_env.agents.belief_coordination.answerer import LLMAnswerer
 from eq_env.agents.belief_coordination.coordinator import ID, LLMCoordinator
 from eq_env.agents.belief_coordination.executor import LLMExecutor
+from eq_env.agents.hf import hf_policy
 from eq_env.agents.stand_in import register_stand_in
 from eq_env.core.policy import register_policy
 from eq_env.core.spec import registered_envs
@@ -29,6 +32,8 @@ register_stand_in("belief-coordination", "eq_env.agents.belief_coordination.scri
 try:
     register_policy("llm", "coordinator", LLMCoordinator, env=ID)
     register_policy("llm", "executor", LLMExecutor, env=ID)
+    register_policy("hf", "coordinator", hf_policy(LLMCoordinator), env=ID)
+    register_policy("hf", "executor", hf_policy(LLMExecutor), env=ID)
 except ValueError:
     if any(spec.id == ID for spec in registered_envs()):
         raise  # the game is there: a real error (its roles, say)

@@ -6,6 +6,8 @@ name                      role        policy
 ``llm``                   proposer    :class:`~eq_env.agents.exchange_audit.policies.LLMProposer`
 ``llm``                   validator   :class:`~eq_env.agents.exchange_audit.policies.LLMValidator` (gated by the
                                       rule engine)
+``hf``                    both        the ``llm`` policy, its model a ``transformers`` checkpoint in this
+                                      process (``hf:path=DIR``; :mod:`eq_env.agents.hf`)
 ========================  ==========  ====================================================
 
 Both play the repeated game too (``--env exchange-audit-repeated``): each round is prompted as a one-shot
@@ -18,6 +20,7 @@ test server and the game's offline stand-in (:mod:`.scripts`, ``STAND_IN``), and
 """
 
 from eq_env.agents.exchange_audit.policies import LLMProposer, LLMValidator
+from eq_env.agents.hf import hf_policy
 from eq_env.agents.stand_in import register_stand_in
 from eq_env.core.policy import register_policy
 from eq_env.exchange_audit.repeated.spec import ID as REPEATED_ID
@@ -29,5 +32,7 @@ __all__ = ["LLMProposer", "LLMValidator"]
 for _game in (ID, REPEATED_ID):
     register_policy("llm", "proposer", LLMProposer, env=_game)
     register_policy("llm", "validator", LLMValidator, env=_game)
+    register_policy("hf", "proposer", hf_policy(LLMProposer), env=_game)
+    register_policy("hf", "validator", hf_policy(LLMValidator), env=_game)
 for _name in ("exchange-audit", "exchange-audit-repeated"):
     register_stand_in(_name, "eq_env.agents.exchange_audit.scripts:STAND_IN")
