@@ -8,7 +8,7 @@ name        role          policy
 ``llm``     executor      :class:`~eq_env.agents.belief_coordination.executor.LLMExecutor`: samples at a fixed
                           (T, p), its answers from a model (``eq-env bench``)
 ``hf``      both          the ``llm`` policy, its model a ``transformers`` checkpoint in this process
-                          (``hf:path=DIR``; :mod:`eq_env.agents.hf`)
+                          (``hf:path=DIR``; ``eq_env.agents.hf``)
 ==========  ============  ======================================================================
 
 The executors' answers come from an *answerer*, not a policy (the executors' policies choose

@@ -6,7 +6,7 @@ name        roles                   policy
 ``llm``     player_0, player_1      :class:`~eq_env.agents.einstein_puzzle.policies.LLMPlayer`; with ``verifier``
                                     or ``k``, :class:`~eq_env.agents.einstein_puzzle.policies.VerifiedLLMPlayer`
 ``hf``      player_0, player_1      the ``llm`` player, its model a ``transformers`` checkpoint in this process
-                                    (``hf:path=DIR``; :mod:`eq_env.agents.hf`)
+                                    (``hf:path=DIR``; ``eq_env.agents.hf``)
 ==========  ======================  =====================================================================
 
 Scripted participants for the local test server, and the game's offline stand-in (``STAND_IN``,

@@ -7,7 +7,7 @@ name                      role        policy
 ``llm``                   validator   :class:`~eq_env.agents.exchange_audit.policies.LLMValidator` (gated by the
                                       rule engine)
 ``hf``                    both        the ``llm`` policy, its model a ``transformers`` checkpoint in this
-                                      process (``hf:path=DIR``; :mod:`eq_env.agents.hf`)
+                                      process (``hf:path=DIR``; ``eq_env.agents.hf``)
 ========================  ==========  ====================================================
 
 Both play the repeated game too (``--env exchange-audit-repeated``): each round is prompted as a one-shot

@@ -1,11 +1,12 @@
-"""``eq-env finetune``: train LLMs in the games — demonstrations, a model from scratch, SFT, GRPO.
+"""``eq-env finetune``: train LLMs in the games — demonstrations, a model from scratch, SFT, GRPO, servers.
 
 =========  ===================================================================================================
-``demos``  a game's demonstrations for its LLM roles, as chat JSONL (:mod:`eq_env.finetune.demos`)
+``demos``  a game's demonstrations for its LLM roles, as chat JSONL (``eq_env.finetune.demos``)
 ``tiny``   a tokenizer trained on a demonstration file and a randomly initialised small model
-           (:mod:`eq_env.finetune.tiny`): a model to train from scratch, with nothing downloaded
-``sft``    supervised fine-tuning on a demonstration file with TRL's SFTTrainer (:mod:`eq_env.finetune.sft`)
-``grpo``   multi-turn RL with TRL's GRPOTrainer, whole episodes of the game (:mod:`eq_env.finetune.grpo`)
+           (``eq_env.finetune.tiny``): a model to train from scratch, with nothing downloaded
+``sft``    supervised fine-tuning on a demonstration file with TRL's SFTTrainer (``eq_env.finetune.sft``)
+``grpo``   multi-turn RL with TRL's GRPOTrainer, whole episodes of the game (``eq_env.finetune.grpo``)
+``serve``  a game as an OpenEnv environment server on 127.0.0.1 (``eq_env.finetune.openenv``)
 =========  ===================================================================================================
 
 The trained model plays every LLM role in-process: ``hf:path=OUT/model`` (``eq-env play``), ``--base-url
@@ -69,13 +70,14 @@ def _add_demos(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _add_tiny(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from eq_env.finetune import tiny
     from eq_env.finetune.tiny import TinySpec
 
     d = TinySpec()
     p = sub.add_parser(
         "tiny",
         help="a small model from scratch: a tokenizer trained on the demonstrations, random weights",
-        description=__doc__,
+        description=(tiny.__doc__ or "").split("\n\n")[0],
     )
     p.add_argument("--data", type=_data_file, required=True, help="a demonstration file: the tokenizer's text")
     p.add_argument("--out", type=out_dir, required=True, help="the checkpoint directory to write")
@@ -114,14 +116,43 @@ def _add_sft(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--seed", type=seed_arg, default=0)
 
 
+def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from eq_env.finetune.grpo import _config_arg
+
+    p = sub.add_parser(
+        "serve",
+        help="a game as an OpenEnv environment server on 127.0.0.1",
+        description="Serve a game over OpenEnv (openenv-core) on 127.0.0.1: one seat is the remote player's, "
+        "the others the partner's; see eq_env.finetune.openenv.",
+    )
+    p.add_argument("--env", required=True, dest="game", help="the game")
+    p.add_argument("--role", required=True, help="the remote player's role (player_0, proposer, coordinator...)")
+    p.add_argument("--partner", default="default", help="the other roles' policy spec (default: eq-env play's)")
+    p.add_argument("--config", type=_config_arg, default={}, help="the game's parameters: n=4,comm_mode=none")
+    p.add_argument("--port", type=int_in(1, 65535), default=8000)
+    p.add_argument("--max-reasks", type=int_in(0, 20), default=2)
+    p.add_argument("--max-sessions", type=int_in(1, 4096), default=8, help="episodes at once (default 8)")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("openenv") is None:
+        raise ValueError(f"openenv-core not installed: {_EXTRA}")
+    from eq_env.finetune import openenv
+
+    return openenv.run(args)
+
+
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="finetune_command", required=True, metavar="{demos,tiny,sft,grpo}")
+    sub = parser.add_subparsers(dest="finetune_command", required=True, metavar="{demos,tiny,sft,grpo,serve}")
     _add_demos(sub)
     _add_tiny(sub)
     _add_sft(sub)
     from eq_env.finetune import grpo
 
     grpo.add_arguments(sub)
+    _add_serve(sub)
 
 
 def _need_extra() -> None:
@@ -196,13 +227,13 @@ def _sft(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from eq_env.finetune import grpo
 
-    run = {"demos": _demos, "tiny": _tiny, "sft": _sft, "grpo": grpo.run}
+    run = {"demos": _demos, "tiny": _tiny, "sft": _sft, "grpo": grpo.run, "serve": _serve}
     return run[args.finetune_command](args)
 
 
 COMMAND = Command(
     "finetune",
-    "train LLMs in the games: demos, tiny, sft, grpo",
+    "train LLMs in the games: demos, tiny, sft, grpo, serve",
     _arguments,
     _run,
     (__doc__ or "").split("\n\n")[0],
