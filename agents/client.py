@@ -1152,13 +1152,22 @@ class LLMClient:
     ) -> Completion:
         """An answer from the local model: plain text (no structured-output mode: the policies read JSON
         out of text), one sample per ``n``."""
-        if extra:
-            raise LLMUnavailableError(
-                f"the local model {self.base_url} takes no further sampling parameters ({', '.join(extra)})",
-                requests=1,
+        local = self._local()
+        unknown = sorted(set(extra or ()) - set(local.parameters))
+        if unknown:  # (every request would be refused alike: stop the run, as for an endpoint's 400 on it)
+            takes = ", ".join(sorted(local.parameters)) or "none"
+            raise LLMSetupError(
+                f"the local model {self.base_url} does not take the sampling parameter {', '.join(unknown)} "
+                f"(it takes: {takes})"
             )
         started = time.perf_counter()
-        reply = await self._local().generate(messages, temperature=temperature, max_tokens=max_tokens, seed=seed, n=n)
+        try:
+            reply = await local.generate(
+                messages, temperature=temperature, max_tokens=max_tokens, seed=seed, n=n, extra=dict(extra or {})
+            )
+        except (ValueError, RuntimeError) as err:  # (a refused request, as an endpoint's 400: recorded, replayed)
+            first = (str(err).splitlines() or [type(err).__name__])[0][:300]
+            raise LLMUnavailableError(f"the local model {self.base_url} refused: {first}", requests=1) from None
         texts = [redact_reply(t) for t in reply.texts]
         if len(texts) != n:
             raise LLMUnavailableError(f"the local model {self.base_url} gave {len(texts)} samples, not {n}", requests=1)

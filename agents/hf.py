@@ -15,9 +15,17 @@ directory's): the same prompts, reply parsing, re-asks, fallbacks, cache and rep
 seeded by the request itself (its messages, temperature, seed and sample count), so the same request gets the
 same sample in every run, as it would from the cache; ``n > 1`` draws ``n`` samples at once.
 
+**Penalties.** ``frequency_penalty`` and ``presence_penalty`` (each in [−2, 2]) lower a token's logit by
+``count·frequency + (count > 0)·presence``, ``count`` its occurrences in the reply so far — OpenAI's and vLLM's
+definition; ``repetition_penalty`` (> 0, 1 none) is transformers' (and vLLM's) multiplicative one over the
+prompt and the reply. So the belief answerers' ``--penalty frequency`` and ``repetition`` both work here.
+
+**Context.** A prompt longer than the model's context (``max_position_embeddings``) is refused, like an
+endpoint's 400 (a failed request, recorded); a reply stops at the end of the context.
+
 **Keys.** Answers are keyed by a digest of the checkpoint's files (weights, configuration, tokenizer), not by
 its path: a checkpoint moved elsewhere replays its recordings; another checkpoint saved in the same directory
-does not. A replay (``--cache read``) needs the checkpoint (for its digest) but never loads the model.
+does not; an adapter's digest takes in its base model's (a local directory's files, or a hub id). A replay (``--cache read``) needs the checkpoint (for its digest) but never loads the model.
 
 Needs the ``finetune`` extra (``pip install "eq_env[finetune]"``: transformers, and peft for adapters).
 For speed on a GPU, serve the checkpoint with vLLM and point ``--base-url`` at it
@@ -36,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from eq_env.agents.local import LocalReply, register_scheme
+from eq_env.agents.local import PENALTIES, LocalReply, register_scheme
 
 __all__ = ["HFModel", "checkpoint_digest", "hf_policy"]
 
@@ -45,8 +53,20 @@ _WEIGHTS = (".safetensors", ".bin", ".pt", ".json", ".jinja", ".model", ".txt") 
 
 def checkpoint_digest(path: Path) -> str:
     """The first 16 hex digits of a SHA-256 over a checkpoint's files (names and contents, sorted by name):
-    weights, configuration, tokenizer. Files a trainer writes beside them (its state, logs) are left out."""
+    weights, configuration, tokenizer. Files a trainer writes beside them (its state, logs) are left out. For a
+    PEFT adapter, its base model's digest (a local directory) or its id (a hub model) too."""
     h = hashlib.sha256()
+    adapter = path / "adapter_config.json"
+    if adapter.is_file():  # a PEFT adapter's answers depend on its base model too: a local one's files, or its id
+        try:
+            base = str(json.loads(adapter.read_text()).get("base_model_name_or_path") or "")
+        except (ValueError, OSError, AttributeError):
+            base = ""
+        where = Path(base).expanduser() if base else None
+        if where is not None and where.is_dir() and where.resolve() != path.resolve() and _is_checkpoint(where):
+            h.update(b"base\0" + checkpoint_digest(where).encode() + b"\0")
+        else:
+            h.update(b"base\0" + base.encode() + b"\0")
     for f in sorted(path.iterdir()):
         if f.is_file() and f.suffix in _WEIGHTS and not f.name.startswith(("trainer_state", "training_args")):
             h.update(f.name.encode() + b"\0")
@@ -64,6 +84,7 @@ class HFModel:
     """A causal LM and its tokenizer (with a chat template) from a directory, loaded on first use."""
 
     cacheable = True
+    parameters = PENALTIES
 
     def __init__(self, path: str) -> None:
         where = Path(path).expanduser()
@@ -105,17 +126,30 @@ class HFModel:
             return self._loaded
 
     async def generate(
-        self, messages: list[dict[str, str]], *, temperature: float, max_tokens: int, seed: int | None, n: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        n: int,
+        extra: dict[str, Any],
     ) -> LocalReply:
-        return await asyncio.to_thread(self._generate, messages, temperature, max_tokens, seed, n)
+        def run() -> LocalReply:  # (in a thread, loading included: the event loop keeps serving)
+            model, tokenizer = self._load()
+            return generate_chat(
+                model,
+                tokenizer,
+                messages,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=seed,
+                n=n,
+                lock=self._lock,
+                extra=extra,
+            )
 
-    def _generate(
-        self, messages: list[dict[str, str]], temperature: float, max_tokens: int, seed: int | None, n: int
-    ) -> LocalReply:
-        model, tokenizer = self._load()
-        return generate_chat(
-            model, tokenizer, messages, temperature=temperature, max_tokens=max_tokens, seed=seed, n=n, lock=self._lock
-        )
+        return await asyncio.to_thread(run)
 
 
 def request_seed(messages: list[dict[str, str]], temperature: float, seed: int | None, n: int) -> int:
@@ -135,10 +169,13 @@ def generate_chat(
     n: int,
     lock: threading.Lock | None = None,
     generator_seed: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> LocalReply:
-    """``n`` replies of ``model`` to a chat (see the module docstring for how they are sampled); the token
-    ids of the prompt and of each reply are in ``extra`` (``prompt_ids``, ``completion_ids``). ``generator_seed``
-    seeds the sampling instead of the request (a trainer's rollouts: the same prompt, new samples)."""
+    """``n`` replies of ``model`` to a chat (see the module docstring for how they are sampled and what
+    ``extra``'s penalties do); the token ids of the prompt and of each reply are in the reply's ``extra``
+    (``prompt_ids``, ``completion_ids``). ``generator_seed`` seeds the sampling instead of the request (a
+    trainer's rollouts: the same prompt, new samples). A ValueError (one line) for a prompt longer than the
+    model's context or a penalty out of range."""
     import contextlib
 
     import torch
@@ -147,16 +184,20 @@ def generate_chat(
     if isinstance(prompt, dict) or hasattr(prompt, "keys"):
         prompt = prompt["input_ids"]
     prompt = list(prompt)
+    context = getattr(model.config, "max_position_embeddings", None)
+    if isinstance(context, int) and len(prompt) >= context:
+        raise ValueError(f"the prompt is {len(prompt)} tokens; the model's context is {context}")
     ids = torch.tensor([prompt])
     sample = temperature > 0
     kwargs: dict[str, Any] = {
-        "max_new_tokens": max_tokens,
+        "max_new_tokens": max_tokens if not isinstance(context, int) else min(max_tokens, context - len(prompt)),
         "do_sample": sample,
         "num_return_sequences": n,
         "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
     }
     if sample:
         kwargs.update(temperature=float(temperature), top_k=0, top_p=1.0)
+    kwargs.update(_penalties(extra or {}, len(prompt)))
     guard = lock if lock is not None else contextlib.nullcontext()
     with guard, torch.no_grad(), torch.random.fork_rng(devices=[]):
         if sample:
@@ -181,6 +222,53 @@ def generate_chat(
         completion_tokens=sum(len(c) for c in completions),
         extra={"prompt_ids": prompt, "completion_ids": completions},
     )
+
+
+def _number(extra: dict[str, Any], name: str, low: float, high: float, *, open_low: bool = False) -> float | None:
+    value = extra.get(name)
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value <= high
+    ok = ok and (value > low if open_low else value >= low)
+    if not ok:
+        bound = f"({low:g}, {high:g}]" if open_low else f"[{low:g}, {high:g}]"
+        raise ValueError(f"{name} must be a number in {bound}, got {value!r}")
+    return float(value)
+
+
+def _penalties(extra: dict[str, Any], prompt_length: int) -> dict[str, Any]:
+    """generate()'s arguments for ``extra``'s penalties (the module docstring)."""
+    unknown = sorted(set(extra) - PENALTIES)
+    if unknown:
+        raise ValueError(f"the hf backend does not take {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    repetition = _number(extra, "repetition_penalty", 0.0, 100.0, open_low=True)
+    if repetition is not None and repetition != 1.0:
+        kwargs["repetition_penalty"] = repetition
+    frequency = _number(extra, "frequency_penalty", -2.0, 2.0) or 0.0
+    presence = _number(extra, "presence_penalty", -2.0, 2.0) or 0.0
+    if frequency or presence:
+        from transformers import LogitsProcessorList
+
+        kwargs["logits_processor"] = LogitsProcessorList([_CountPenalty(frequency, presence, prompt_length)])
+    return kwargs
+
+
+class _CountPenalty:
+    """OpenAI's frequency and presence penalties: a token's logit minus ``count·frequency + (count > 0)·presence``
+    over the reply's tokens so far (not the prompt's)."""
+
+    def __init__(self, frequency: float, presence: float, prompt_length: int) -> None:
+        self.frequency, self.presence, self.prompt_length = frequency, presence, prompt_length
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        reply = input_ids[:, self.prompt_length :]
+        if reply.shape[1] == 0:
+            return scores
+        counts = torch.zeros_like(scores).scatter_add_(1, reply, torch.ones_like(reply, dtype=scores.dtype))
+        return scores - counts * self.frequency - (counts > 0).to(scores.dtype) * self.presence
 
 
 register_scheme("hf", HFModel)

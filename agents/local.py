@@ -15,6 +15,11 @@ A local model's :attr:`LocalModel.fingerprint` (a digest of its weights, for a c
 request key, so answers recorded with one checkpoint are never replayed for another one saved in the same
 directory. A model with ``cacheable = False`` (one being trained, one played by a remote client) is never
 cached in memory or on disk: each request is a new sample.
+
+Sampling parameters beyond temperature, seed and ``n`` (the belief answerers' ``frequency_penalty`` or
+``repetition_penalty``) reach :meth:`LocalModel.generate` as ``extra``; a model lists those it honours in
+:attr:`LocalModel.parameters`, and a request with any other stops the run with one line naming it, as an
+endpoint's 400 would (:data:`PENALTIES` are the ones the ``hf`` backend honours).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "LOCAL_SCHEMES",
+    "PENALTIES",
     "LocalModel",
     "LocalReply",
     "forget_local",
@@ -36,6 +42,8 @@ __all__ = [
 ]
 
 LOCAL_SCHEMES = ("hf", "local")
+# the further sampling parameters the hf backend honours, with OpenAI's / vLLM's meaning
+PENALTIES = frozenset({"frequency_penalty", "presence_penalty", "repetition_penalty"})
 
 
 @dataclass
@@ -54,6 +62,7 @@ class LocalModel(Protocol):
 
     fingerprint: str  # keys its answers: a digest of its weights, or a name for one that is not cached
     cacheable: bool  # False: every request is a new sample, never cached
+    parameters: frozenset[str]  # the further sampling parameters (``extra``) it honours
 
     def problem(self) -> str | None:
         """Why this model cannot serve a run (one line), or None; called before a run's first request."""
@@ -67,8 +76,10 @@ class LocalModel(Protocol):
         max_tokens: int,
         seed: int | None,
         n: int,
+        extra: dict[str, Any],
     ) -> LocalReply:
-        """``n`` samples of the assistant's next turn after ``messages``."""
+        """``n`` samples of the assistant's next turn after ``messages``; ``extra`` holds only names of
+        :attr:`parameters`."""
         ...
 
 
@@ -98,7 +109,7 @@ def register_local(name: str, model: LocalModel) -> str:
     if not isinstance(name, str) or not name or any(c in name for c in "/:, \n"):
         raise ValueError(f"a local model's name must be a non-empty word (no '/', ':', ',' or space), got {name!r}")
     if not isinstance(model, LocalModel):
-        raise TypeError(f"{model!r} is not a LocalModel (fingerprint, cacheable, problem(), generate())")
+        raise TypeError(f"{model!r} is not a LocalModel (fingerprint, cacheable, parameters, problem(), generate())")
     url = f"local:{name}"
     _MODELS[url] = model
     return url

@@ -64,3 +64,31 @@ def test_a_bad_demonstration_file_names_its_line(text: str, said: str, tmp_path:
 def test_einstein_only_flags_are_refused_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["finetune", "demos", "--env", "exchange-audit", "--out", str(tmp_path / "x"), "--n", "4"]) == 2
     assert "Einstein" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        ("sft", {"batch_size": 0}),
+        ("sft", {"learning_rate": 0.0}),
+        ("sft", {"seed": True}),
+        ("sft", {"max_steps": 0, "epochs": 0}),
+        ("grpo", {"num_generations": 1, "batch_size": 2}),
+        ("grpo", {"batch_size": 3, "num_generations": 2}),
+        ("grpo", {"max_reasks": 21}),
+        ("grpo", {"temperature": 0}),
+        ("tiny", {"hidden_size": 100, "heads": 3}),
+        ("tiny", {"vocab_size": 10}),
+    ],
+)
+def test_training_settings_out_of_range_are_one_line(make: str, said: dict) -> None:
+    # (the Python API's checks; the command line's flags are range-checked by argparse before these)
+    from eq_env.finetune.grpo import GRPOHyper
+    from eq_env.finetune.sft import SFTHyper
+    from eq_env.finetune.tiny import TinySpec
+
+    kind = {"sft": SFTHyper, "grpo": GRPOHyper, "tiny": TinySpec}[make]
+    with pytest.raises(ValueError) as err:
+        kind(**said)
+    line = str(err.value)
+    assert "\n" not in line and any(name in line for name in said), line

@@ -202,11 +202,30 @@ class Battery:
     tasks: tuple[BenchTask, ...]
     quick: bool = False
     description: str = ""
+    whole: tuple[str, ...] = ()  # a selection (:meth:`select`): every task name of the battery it is part of
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tasks]
         if len(set(names)) != len(names):
             raise ValueError(f"battery {self.name}: task names repeat: {names}")
+
+    def select(self, wanted: Sequence[str]) -> Battery:
+        """The part of this battery named by ``wanted``: task names (``einstein-puzzle/with-planner``) or games
+        (``einstein-puzzle``: its every task), in the battery's order; the same runs, seeds and sizes, so a
+        later run of the whole battery in the same directory plays only the rest. A ValueError (one line)
+        for a name that is neither."""
+        names = [t.name for t in self.tasks]
+        games = list(dict.fromkeys(t.env for t in self.tasks))
+        for w in wanted:
+            if w not in names and w not in games:
+                raise ValueError(
+                    f"--tasks {w!r}: {self.name} has no such task or game; its tasks: {', '.join(names)} "
+                    f"(or a game: {', '.join(games)})"
+                )
+        chosen = tuple(t for t in self.tasks if t.name in wanted or t.env in wanted)
+        if len(chosen) == len(self.tasks):
+            return self
+        return Battery(self.name, chosen, self.quick, self.description, whole=tuple(names))
 
     def task(self, name: str) -> BenchTask:
         for t in self.tasks:
@@ -606,6 +625,8 @@ def make_card(
         "params": {k: json_number(v) if isinstance(v, float) else v for k, v in sorted(model.params.items())},
         "prices": list(prices),
         "tasks": tasks,
+        # (only for a part of the battery: a whole battery's card is as it was)
+        **({"part_of": len(battery.whole)} if battery.whole else {}),
     }
 
 

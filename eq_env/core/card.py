@@ -111,10 +111,15 @@ def _header(card: Mapping[str, Any]) -> list[list[Any]]:
         if _priced(card)
         else "not given: costs shown as —"
     )
+    part = []
+    if "part_of" in card:  # (eq-env bench --tasks: never to be read as the battery's score)
+        names = ", ".join(t["name"] for t in card["tasks"])
+        part = [["tasks", (Outside(names), f" only: {len(card['tasks'])} of the battery's {_int(card['part_of'])}")]]
     return [
         ["model", Outside(card["model"])],
         ["endpoint", Outside(card["endpoint"]) if card["endpoint"] else "$OPENAI_BASE_URL, else OpenAI's"],
         ["battery", (Outside(card["battery"]), quick)],
+        *part,
         ["eq_env", Outside(card["eq_env"])],
         ["prompts", "; ".join(prompts)],
         ["sampling", (Outside(given + "; ") if given else "", sampling)],
@@ -213,10 +218,14 @@ def _llm_line(card: Mapping[str, Any], t: Mapping[str, Any]) -> str:
     )
 
 
+def _part(card: Mapping[str, Any]) -> str:
+    return f" ({len(card['tasks'])} of its tasks)" if "part_of" in card else ""
+
+
 def card_blocks(card: Mapping[str, Any]) -> list[Block]:
     """The card's content, in order."""
     blocks: list[Block] = [
-        ("h1", ("Model card: ", Outside(card["model"]), " on ", Outside(card["battery"]))),
+        ("h1", ("Model card: ", Outside(card["model"]), " on ", Outside(card["battery"]), _part(card))),
         ("table", ["", ""], _header(card), {"meta": True}),
         *_summary(card),
     ]
@@ -497,6 +506,7 @@ def render_leaderboard(cards: Sequence[Mapping[str, Any]], names: Sequence[str],
             (
                 f"{len(cards)} models on ",
                 Outside(cards[0]["battery"]),
+                _part(cards[0]),
                 f" (eq_env {', '.join(versions)}): each "
                 "task's main metric, mean over seeds [95% interval]; the best in bold, among the scores without a "
                 "caveat (†).",

@@ -117,7 +117,7 @@ def _add_sft(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from eq_env.finetune.grpo import _config_arg
+    from eq_env.finetune.grpo import config_arg
 
     p = sub.add_parser(
         "serve",
@@ -128,7 +128,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--env", required=True, dest="game", help="the game")
     p.add_argument("--role", required=True, help="the remote player's role (player_0, proposer, coordinator...)")
     p.add_argument("--partner", default="default", help="the other roles' policy spec (default: eq-env play's)")
-    p.add_argument("--config", type=_config_arg, default={}, help="the game's parameters: n=4,comm_mode=none")
+    p.add_argument("--config", type=config_arg, default={}, help="the game's parameters: n=4,comm_mode=none")
     p.add_argument("--port", type=int_in(1, 65535), default=8000)
     p.add_argument("--max-reasks", type=int_in(0, 20), default=2)
     p.add_argument("--max-sessions", type=int_in(1, 4096), default=8, help="episodes at once (default 8)")
@@ -216,9 +216,10 @@ def _sft(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     card = sft(args.data, args.model, args.out, hyper)
+    loss = card["final_loss"]
+    logged = f"final logged loss {loss:.4f}" if loss is not None else "no loss logged: --logging-steps > steps"
     print(
-        f"wrote {args.out}/model ({card['steps']} steps, final loss {card['final_loss']}); "
-        f"play it with hf:path={args.out}/model",
+        f"wrote {args.out}/model ({card['steps']} steps, {logged}); play it with hf:path={args.out}/model",
         file=sys.stderr,
     )
     return 0

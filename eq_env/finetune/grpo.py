@@ -43,7 +43,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eq_env.agents.local import LocalReply, forget_local, register_local
+from eq_env.agents.local import PENALTIES, LocalReply, forget_local, register_local
+from eq_env.finetune.runs import (
+    chat_tokenizer,
+    check_integers,
+    check_numbers,
+    last_checkpoint,
+    library_versions,
+    trainer_arguments,
+    write_card,
+    write_curve,
+)
 
 __all__ = ["GRPOHyper", "Rollout", "TrainerModel", "add_arguments", "grpo", "play_rollout", "run"]
 
@@ -69,35 +79,16 @@ class GRPOHyper:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_steps",
-            "episodes",
-            "num_generations",
-            "batch_size",
-            "max_tokens",
-            "logging_steps",
-            "save_steps",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 24:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        counts = ("max_steps", "episodes", "num_generations", "batch_size", "max_tokens", "logging_steps", "save_steps")
+        check_integers(self, dict.fromkeys(counts, (1, 1 << 24)))
+        check_integers(self, {"max_reasks": (0, 20), "seed": (0, 2**32 - 1)})
+        check_numbers(self, {"learning_rate": (1e-12, 1.0), "temperature": (1e-3, 2.0), "beta": (0.0, 100.0)})
         if self.num_generations < 2:
             raise ValueError(f"num_generations must be at least 2 (GRPO compares rollouts), got {self.num_generations}")
         if self.batch_size % self.num_generations:
             raise ValueError(
                 f"batch_size ({self.batch_size}) must be a multiple of num_generations ({self.num_generations})"
             )
-        if isinstance(self.max_reasks, bool) or not isinstance(self.max_reasks, int) or not 0 <= self.max_reasks <= 20:
-            raise ValueError(f"max_reasks must be an integer in [0, 20], got {self.max_reasks!r}")
-        for name, value, low, high in (
-            ("learning_rate", self.learning_rate, 1e-12, 1.0),
-            ("temperature", self.temperature, 1e-3, 2.0),
-            ("beta", self.beta, 0.0, 100.0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-                raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 2**32:
-            raise ValueError(f"seed must be an integer in [0, 2^32), got {self.seed!r}")
 
 
 class TrainerModel:
@@ -106,6 +97,7 @@ class TrainerModel:
 
     cacheable = False
     fingerprint = LEARNER
+    parameters = PENALTIES
 
     def __init__(self, model: Any, tokenizer: Any, seed: int) -> None:
         self.model = model
@@ -118,7 +110,14 @@ class TrainerModel:
         return None
 
     async def generate(
-        self, messages: list[dict[str, str]], *, temperature: float, max_tokens: int, seed: int | None, n: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        n: int,
+        extra: dict[str, Any],
     ) -> LocalReply:
         from eq_env.agents.hf import generate_chat
 
@@ -135,6 +134,7 @@ class TrainerModel:
                 seed=None,
                 n=n,
                 generator_seed=(self.seed << 32) + self.calls,
+                extra=extra,
             )
         finally:
             self.model.train(was_training)
@@ -172,32 +172,28 @@ class Rollout:
         return prompt, completion, mask
 
 
-def _learning_specs(game: str, role: str, partner: str, url: str, hyper: GRPOHyper) -> dict[str, str]:
+def learning_specs(game: str, role: str, partner: str, url: str, hyper: GRPOHyper) -> dict[str, str]:
     """role -> policy spec for a rollout: the model in ``role`` (and every LLM role when ``partner='self'``);
-    ``"__learner__"``: the model's own spec."""
+    ``"__learners__"``: the roles the model plays, comma-separated (their agents' rewards are the rollout's)."""
     from eq_env.core.policy import available_policies, format_policy_spec
     from eq_env.core.spec import env_spec
 
     spec = env_spec(game)
-    learner = format_policy_spec(
-        "llm",
-        {
-            "model": LEARNER,
-            "base_url": url,
-            "temperature": hyper.temperature,
-            "max_tokens": hyper.max_tokens,
-            "max_reasks": hyper.max_reasks,
-        },
-    )
-    llm_roles = {e.role for e in available_policies(None, game) if e.name == "llm"}
-    if role not in llm_roles:
-        raise ValueError(f"--role: {spec.name}'s LLM roles are {', '.join(sorted(llm_roles))}, not {role!r}")
+    entries = {e.role: e for e in available_policies(None, game) if e.name == "llm"}
+    if role not in entries:
+        raise ValueError(f"--role: {spec.name}'s LLM roles are {', '.join(sorted(entries))}, not {role!r}")
+    wanted = {"temperature": hyper.temperature, "max_tokens": hyper.max_tokens, "max_reasks": hyper.max_reasks}
+
+    def learner_of(seat: str) -> str:  # (a role's llm policy takes what it has: belief's executors never re-ask)
+        takes = entries[seat].parameters()
+        return format_policy_spec(
+            "llm", {"model": LEARNER, "base_url": url, **{k: v for k, v in wanted.items() if k in takes}}
+        )
+
     specs = {}
     for other in spec.roles:
-        if other == role:
-            specs[other] = learner
-        elif partner == "self" and other in llm_roles:
-            specs[other] = learner
+        if other == role or (partner == "self" and other in entries):
+            specs[other] = learner_of(other)
         elif partner == "default":
             specs[other] = spec.default_policies.get(other, "random")
         elif partner != "self":
@@ -205,7 +201,8 @@ def _learning_specs(game: str, role: str, partner: str, url: str, hyper: GRPOHyp
     missing = [r for r in spec.roles if r not in specs]
     if missing:
         raise ValueError(f"--partner self: {', '.join(missing)} has no LLM policy; give a partner policy spec")
-    return {**specs, "__learner__": learner}
+    learners = [r for r in spec.roles if r == role or (partner == "self" and r in entries)]
+    return {**specs, "__learners__": ",".join(learners)}
 
 
 async def _play(
@@ -223,7 +220,7 @@ async def _play(
         stream = spec.roles[role]
         policy.reset(policy_seed(seed, (stream, list(roles).index(agent))))
         policies[agent] = policy
-    learners = [a for a, r in roles.items() if specs[r] == specs["__learner__"]]
+    learners = [a for a, r in roles.items() if r in specs["__learners__"].split(",")]
     env = spec.raw_env(config)
     env.reset(seed=seed, options={"episode": episode})
     model.turns = []
@@ -296,30 +293,21 @@ def grpo(
     and ``reward_seen`` the rewards the trainer's reward function returned for them (the tests compare the two).
     """
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     from eq_env.agents.client import configure, settings
     from eq_env.core.spec import env_spec
-    from eq_env.finetune.sft import _has_accelerator, _last_checkpoint, _versions, _write_card, write_curve
 
     spec = env_spec(game)
     config = config if config is not None else spec.config()
     seed = seed_base + hyper.seed
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"--model {model}: cannot load its tokenizer ({str(err).splitlines()[0][:200]})") from None
-    if not getattr(tokenizer, "chat_template", None):
-        raise ValueError(f"--model {model}: its tokenizer has no chat template (the players' prompts are chats)")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer = chat_tokenizer(model, "the players' prompts are chats")
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "grpo_log.jsonl"
     dataset = Dataset.from_list([{"prompt": episode_prompt(game, seed, i)} for i in range(hyper.episodes)])
     learner: dict[str, Any] = {}
     url = f"local:{LEARNER}-{id(learner)}"
-    specs = _learning_specs(game, role, partner, url, hyper)
+    specs = learning_specs(game, role, partner, url, hyper)
     step_log: list[dict[str, Any]] = []
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
@@ -370,24 +358,20 @@ def grpo(
     game_reward.__name__ = f"{spec.name}_reward"
     checkpoints = out / "checkpoints"
     args = GRPOConfig(
-        output_dir=str(checkpoints),
         max_steps=hyper.max_steps,
         per_device_train_batch_size=hyper.batch_size,
         num_generations=hyper.num_generations,
         learning_rate=hyper.learning_rate,
         temperature=hyper.temperature,
         beta=hyper.beta,
-        logging_steps=hyper.logging_steps,
-        save_steps=hyper.save_steps,
-        save_total_limit=2,
-        seed=hyper.seed,
-        data_seed=hyper.seed,
-        report_to=[],
-        use_cpu=not _has_accelerator(),
-        bf16=_has_accelerator(),
-        gradient_checkpointing=False,
-        disable_tqdm=not progress,
         max_completion_length=hyper.max_tokens,
+        **trainer_arguments(
+            checkpoints,
+            seed=hyper.seed,
+            logging_steps=hyper.logging_steps,
+            save_steps=hyper.save_steps,
+            progress=progress,
+        ),
     )
     previous = settings()
     configure(cache="off")  # (the model changes every step: nothing it says may be replayed)
@@ -400,7 +384,7 @@ def grpo(
             processing_class=tokenizer,
             rollout_func=rollout_func,
         )
-        resume = _last_checkpoint(checkpoints)
+        resume = last_checkpoint(checkpoints)
         started = time.perf_counter()
         trainer.train(resume_from_checkpoint=str(resume) if resume else None)
         seconds = time.perf_counter() - started
@@ -410,8 +394,8 @@ def grpo(
     trainer.save_model(str(out / "model"))
     tokenizer.save_pretrained(str(out / "model"))
     history = [{"step": e["step"] + 1, "loss": e["reward_mean"]} for e in step_log]
-    write_curve(history, out, f"GRPO of {Path(model).name} in {spec.name} (mean episode reward)")
-    _relabel_curve(out)
+    title = f"GRPO of {Path(model).name} in {spec.name} (mean episode reward)"
+    write_curve(history, out, title, value="reward_mean", ylabel="mean episode reward")
     card = {
         "format": 1,
         "kind": "grpo",
@@ -430,22 +414,13 @@ def grpo(
         "malformed_rate": sum(e["malformed_rate"] for e in step_log) / max(len(step_log), 1),
         "resumed_from": resume.name if resume else None,
         "seconds_this_run": round(seconds, 1),
-        "versions": _versions(),
+        "versions": library_versions(),
     }
-    _write_card(out, card)
+    write_card(out, card)
     return card
 
 
-def _relabel_curve(out: Path) -> None:
-    """curve.csv's loss column is the mean episode reward here: say so in the header."""
-    path = out / "curve.csv"
-    lines = path.read_text().splitlines()
-    if lines:
-        lines[0] = lines[0].replace("loss", "reward_mean")
-        path.write_text("\n".join(lines) + "\n")
-
-
-def _config_arg(text: str) -> dict[str, Any]:
+def config_arg(text: str) -> dict[str, Any]:
     from eq_env.core.policy import parse_scalar
 
     out = {}
@@ -475,7 +450,7 @@ def add_arguments(sub: Any) -> None:
         help="default (each other role's eq-env play default: the planner, the rule engine...), self, or a policy "
         "spec for the other roles (random, planner, llm:model=...,base_url=..., hf:path=DIR)",
     )
-    p.add_argument("--config", type=_config_arg, default={}, help="the game's parameters: n=4,comm_mode=none")
+    p.add_argument("--config", type=config_arg, default={}, help="the game's parameters: n=4,comm_mode=none")
     p.add_argument("--max-steps", type=int_in(1, 1 << 24), default=d.max_steps)
     p.add_argument("--episodes", type=int_in(1, 1 << 24), default=d.episodes, help="distinct training episodes")
     p.add_argument("--num-generations", type=int_in(2, 1024), default=d.num_generations)

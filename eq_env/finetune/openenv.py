@@ -43,7 +43,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-from eq_env.agents.local import LocalReply, forget_local, register_local
+from eq_env.agents.local import PENALTIES, LocalReply, forget_local, register_local
 
 __all__ = ["GameAction", "GameClient", "GameEnvironment", "GameObservation", "run", "serve_app"]
 
@@ -61,6 +61,7 @@ class GameObservation(Observation):
     role: str = ""
     agent: str = ""
     decision: int = 0
+    sampling: dict[str, float] = Field(default_factory=dict)  # what the game asks: temperature, penalties
 
 
 class _Remote:
@@ -68,6 +69,7 @@ class _Remote:
 
     cacheable = False
     fingerprint = "openenv-remote"
+    parameters = PENALTIES  # (the client samples; it is shown what was asked, in the observation's sampling)
 
     def __init__(self) -> None:
         self.asked: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -77,9 +79,16 @@ class _Remote:
         return None
 
     async def generate(
-        self, messages: list[dict[str, str]], *, temperature: float, max_tokens: int, seed: int | None, n: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        n: int,
+        extra: dict[str, Any],
     ) -> LocalReply:
-        self.asked.put(("ask", messages))
+        self.asked.put(("ask", (messages, {"temperature": float(temperature), **extra})))
         text = await asyncio.to_thread(self.replies.get)
         return LocalReply([text] * n, prompt_tokens=0, completion_tokens=0)
 
@@ -92,7 +101,7 @@ class GameEnvironment(Environment[GameAction, GameObservation, State]):
     def __init__(self, game: str, role: str, partner: str = "default", config: Any = None, max_reasks: int = 2):
         super().__init__()
         from eq_env.core.spec import env_spec
-        from eq_env.finetune.grpo import GRPOHyper, _learning_specs
+        from eq_env.finetune.grpo import GRPOHyper, learning_specs
 
         self.spec = env_spec(game)
         self.game = self.spec.name
@@ -103,7 +112,7 @@ class GameEnvironment(Environment[GameAction, GameObservation, State]):
         self.name = f"openenv-{uuid.uuid4().hex[:12]}"
         self.url = f"local:{self.name}"
         hyper = GRPOHyper(temperature=1.0, max_reasks=max_reasks)
-        self.specs = _learning_specs(self.game, role, partner, self.url, hyper)
+        self.specs = learning_specs(self.game, role, partner, self.url, hyper)
         self.remote = _Remote()
         register_local(self.name, self.remote)
         self._state = State(episode_id=None, step_count=0)
@@ -115,7 +124,10 @@ class GameEnvironment(Environment[GameAction, GameObservation, State]):
         agent = next(a for a, r in self.spec.agent_roles(self.config).items() if r == self.role)
         if kind == "ask":
             self._decision += 1
-            return GameObservation(messages=value, role=self.role, agent=agent, decision=self._decision)
+            messages, sampling = value
+            return GameObservation(
+                messages=messages, role=self.role, agent=agent, decision=self._decision, sampling=sampling
+            )
         if kind == "error":
             raise RuntimeError(f"the episode failed: {value}")
         return GameObservation(
@@ -128,7 +140,7 @@ class GameEnvironment(Environment[GameAction, GameObservation, State]):
         )
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GameObservation:
-        from eq_env.finetune.grpo import TrainerModel, _play
+        from eq_env.finetune.grpo import TrainerModel, play_rollout
 
         self._abandon()
         seed = 0 if seed is None else int(seed)
@@ -140,7 +152,7 @@ class GameEnvironment(Environment[GameAction, GameObservation, State]):
 
         def play() -> None:
             try:
-                rollout = asyncio.run(_play(self.game, self.config, self.specs, seed, episode, recorder))
+                rollout = play_rollout(self.game, self.config, self.specs, seed, episode, recorder)
             except BaseException as err:  # (a partner's bug, say): the client hears of it
                 remote.asked.put(("error", f"{type(err).__name__}: {err}"))
                 return

@@ -43,17 +43,19 @@ class TinySpec:
     max_positions: int = 2048
 
     def __post_init__(self) -> None:
-        for name, low, high in (
-            ("vocab_size", 300, 1 << 17),
-            ("hidden_size", 8, 1 << 14),
-            ("layers", 1, 256),
-            ("heads", 1, 256),
-            ("intermediate_size", 8, 1 << 16),
-            ("max_positions", 64, 1 << 17),
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+        from eq_env.finetune.runs import check_integers
+
+        check_integers(
+            self,
+            {
+                "vocab_size": (300, 1 << 17),
+                "hidden_size": (8, 1 << 14),
+                "layers": (1, 256),
+                "heads": (1, 256),
+                "intermediate_size": (8, 1 << 16),
+                "max_positions": (64, 1 << 17),
+            },
+        )
         if self.hidden_size % self.heads:
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of heads ({self.heads})")
 

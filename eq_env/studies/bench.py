@@ -6,6 +6,7 @@
     eq-env bench --model gpt-4.1 --out runs/bench/gpt-4.1                  # the full battery
     eq-env bench --model M --out DIR --dry-run --price-prompt 2 --price-completion 8   # requests, tokens, $
     eq-env bench --model M --out DIR --max-usd 5                           # stop before $5; run again to go on
+    eq-env bench --model M --out DIR --quick --tasks einstein-puzzle          # one game's tasks (a part)
     eq-env bench --compare runs/bench/a runs/bench/b --out runs/leaderboard
     eq-env bench --demo --quick --out runs/bench-demo                      # offline: scripted models, no key
 
@@ -23,7 +24,9 @@ modules' docstrings):
 
 ``bench-v1-quick`` (``--quick``) is the same tasks at small sizes: a few minutes against a real endpoint.
 A battery's conditions, seeds and sizes are frozen under its name, so a published score can cite it;
-changing any of them makes a new version.
+changing any of them makes a new version. ``--tasks`` plays a part of a battery (task names, or a game for
+all its tasks) — the same runs, so the card's rows are the whole battery's for those tasks, and the card says
+it is a part (``part_of`` in ``card.json``); a part is compared only with cards of the same tasks.
 
 **Recorded and resumable.** Every run goes through :func:`eq_env.core.experiments.run_all`: recorded in
 ``OUT/results.jsonl`` as it finishes, every answer in ``OUT/llm_cache`` (``--cache-dir``); the same command
@@ -112,6 +115,14 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         choices=BATTERIES,
         default=DEFAULT_BATTERY,
         help=f"the battery's version (default {DEFAULT_BATTERY})",
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        metavar="TASK",
+        help="play only these tasks of the battery (names as the card's, e.g. einstein-puzzle/with-planner, or "
+        "a game: all its tasks); the card says it is a part. The same runs as the whole battery's: running "
+        "the whole later in the same --out plays only the rest",
     )
     parser.add_argument(
         "--max-usd",
@@ -217,7 +228,7 @@ def _compare(args: argparse.Namespace) -> int:
     from eq_env.core.card import load_card, render_leaderboard
 
     # (a --dry-run would write the leaderboard all the same; --max-usd and --quick would mean nothing)
-    given = [a for a in ("model", "base_url", "demo", "dry_run", "max_usd", "quick") if getattr(args, a)]
+    given = [a for a in ("model", "base_url", "demo", "dry_run", "max_usd", "quick", "tasks") if getattr(args, a)]
     if given:
         raise ValueError(f"--compare reads finished runs: drop --{given[0].replace('_', '-')}")
     seen: dict[Path, Path] = {}
@@ -240,6 +251,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.compare:
         return _compare(args)
     bat = battery(args.battery, quick=args.quick)
+    if args.tasks:
+        bat = bat.select(args.tasks)
     prices = (args.price_prompt, args.price_completion)
     if args.max_usd is not None and prices == (0.0, 0.0):
         raise ValueError(

@@ -366,3 +366,30 @@ def test_a_hand_cut_run_record_is_refused_in_one_line(server, tmp_path):
     for call in (lambda: plan(BATTERY, _model(server), out), lambda: run_battery(BATTERY, _model(server), out)):
         with pytest.raises(ValueError, match=r"results\.jsonl:2: run record .*expected 'condition' of type str"):
             call()
+
+
+@pytest.mark.slow
+def test_a_part_of_a_battery_is_carded_as_a_part_and_the_whole_plays_only_the_rest(server, tmp_path):
+    other = BenchTask(
+        name="exchange-audit/another", title="Another", env="exchange-audit", main=WELFARE,
+        prompts=TASK.prompts, conditions=lambda m, quick: _conditions(m, quick)[:1], seeds=lambda quick: (2, 3),
+        report=_report, estimate=TASK.estimate,
+    )  # fmt: skip
+    whole = Battery("test-v2", (TASK, other), quick=True)
+    assert whole.select(["exchange-audit"]) is whole  # a game: all its tasks
+    with pytest.raises(ValueError, match=r"--tasks 'chess': test-v2 has no such task or game; its tasks: "):
+        whole.select(["chess"])
+    part = whole.select([other.name])
+    out = tmp_path / "a"
+    outcome = run_battery(part, _model(server), out, progress=False)
+    assert outcome.runs_played == 2 and [t["name"] for t in outcome.card["tasks"]] == [other.name]
+    write_card(outcome.card, out)
+    card = load_card(out)
+    assert card["part_of"] == 2
+    md = (out / "card.md").read_text()
+    assert "on test-v2 (1 of its tasks)" in md and "exchange-audit/another only: 1 of the battery's 2" in md
+    rest = run_battery(whole, _model(server), out, progress=False)  # the same runs: only TASK's are played
+    assert rest.runs_played == 4 and "part_of" not in rest.card
+    assert rest.card["tasks"][1] == outcome.card["tasks"][0]
+    with pytest.raises(ValueError, match="different tasks"):
+        compare_cards([rest.card, card], ["whole", "part"])

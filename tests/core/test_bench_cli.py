@@ -160,6 +160,8 @@ def test_the_dry_run_prices_every_task_and_calls_nothing(tmp_path, capsys, monke
         (["--model", "m", "--model", "m"], "expected distinct models"),
         (["--model", "a/b", "--model", "a_b"], "--model 'a_b': its directory"),
         (["--model", "llm_cache", "--model", "m"], "is the answer cache's too"),
+        (["--tasks", "chess"], "--tasks 'chess': bench-v1 has no such task or game; its tasks: exchange-audit/"),
+        (["--compare", "a", "b", "--tasks", "exchange-audit"], "--compare reads finished runs: drop --tasks"),
     ],
 )
 def test_bad_flags_get_one_line(argv, message, tmp_path, capsys):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eq_env.agents.client import LLMClient, LLMSetupError, configure, settings
+from eq_env.agents.client import LLMClient, LLMSetupError, LLMUnavailableError, configure, settings
 from eq_env.agents.local import LocalReply, forget_local, is_local, local_model, register_local
 from eq_env.core.policy import make_policy
 from eq_env.core.runner import evaluate
@@ -25,19 +25,36 @@ N4 = EinsteinPuzzleConfig(n=4, comm_mode="provide_and_seek")
 class Scripted:
     """Answers each request with the next reply of a script; counts what it was asked."""
 
-    def __init__(self, replies: list[str], *, cacheable: bool = True, fingerprint: str = "scripted-1") -> None:
+    def __init__(
+        self,
+        replies: list[str],
+        *,
+        cacheable: bool = True,
+        fingerprint: str = "scripted-1",
+        parameters: frozenset[str] = frozenset(),
+    ) -> None:
         self.replies = list(replies)
         self.cacheable = cacheable
         self.fingerprint = fingerprint
+        self.parameters = parameters
+        self.extras: list[dict[str, Any]] = []
         self.asked: list[list[dict[str, str]]] = []
 
     def problem(self) -> str | None:
         return None
 
     async def generate(
-        self, messages: list[dict[str, str]], *, temperature: float, max_tokens: int, seed: int | None, n: int
+        self,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float,
+        max_tokens: int,
+        seed: int | None,
+        n: int,
+        extra: dict[str, Any],
     ) -> LocalReply:
         self.asked.append(messages)
+        self.extras.append(extra)
         text = self.replies[min(len(self.asked) - 1, len(self.replies) - 1)]
         return LocalReply([text] * n, prompt_tokens=10, completion_tokens=2)
 
@@ -158,3 +175,59 @@ def test_every_llm_role_has_an_hf_policy(game: str, role: str, tmp_path: Path) -
     assert client is not None and client.base_url == f"hf:{tmp_path}" and client.local
     with pytest.raises(ValueError, match="base_url"):
         make_policy(f"hf:path={tmp_path},base_url=http://x", role=role, env=game)
+
+
+ASK = {"schema_name": "x", "schema": None, "prompt_version": "v1", "temperature": 0.0, "max_tokens": 8, "seed": None}
+
+
+def test_penalties_reach_a_model_that_takes_them_and_stop_one_that_does_not(cache: Path) -> None:
+    takes = Scripted(["7"], parameters=frozenset({"frequency_penalty"}))
+    url = register_local("penalised", takes)
+    try:
+        chat = [{"role": "user", "content": "q"}]
+        asyncio.run(LLMClient("m", url).complete(chat, **ASK, extra={"frequency_penalty": 0.4}))
+        assert takes.extras == [{"frequency_penalty": 0.4}]
+        LLMClient.forget()
+        register_local("penalised", Scripted(["7"]))  # takes nothing further: every such request would fail
+        refused = r"does not take the sampling parameter frequency_penalty \(it takes: none"
+        with pytest.raises(LLMSetupError, match=refused):
+            asyncio.run(LLMClient("m", url).complete(chat, **ASK, extra={"frequency_penalty": 0.4}))
+    finally:
+        forget_local(url)
+
+
+def test_a_request_the_model_refuses_is_a_recorded_failure(cache: Path) -> None:
+    class Refusing(Scripted):
+        async def generate(self, messages: list[dict[str, str]], **kwargs: Any) -> LocalReply:
+            self.asked.append(messages)
+            raise ValueError("the prompt is 5000 tokens; the model's context is 2048\nmore detail")
+
+    model = Refusing(["unused"])
+    url = register_local("short", model)
+    try:
+        chat = [{"role": "user", "content": "a long question"}]
+        first_line = r"refused: the prompt is 5000 tokens; the model's context is 2048$"
+        with pytest.raises(LLMUnavailableError, match=first_line):
+            asyncio.run(LLMClient("m", url).complete(chat, **ASK))
+        configure(cache="read")
+        LLMClient.forget()
+        with pytest.raises(LLMUnavailableError, match="context is 2048"):  # a replay fails the same way
+            asyncio.run(LLMClient("m", url).complete(chat, **ASK))
+        assert len(model.asked) == 1
+    finally:
+        forget_local(url)
+
+
+def test_the_hf_backends_count_penalties_are_openais() -> None:
+    torch = pytest.importorskip("torch", reason="torch comes with stable-baselines3; a bare install may lack it")
+    from eq_env.agents.hf import _CountPenalty, _penalties
+
+    prompt = [5, 5, 1]  # the prompt's tokens are not counted
+    ids = torch.tensor([[*prompt, 2, 2, 3]])  # the reply so far: token 2 twice, 3 once
+    scores = torch.zeros(1, 6)
+    got = _CountPenalty(frequency=0.5, presence=0.25, prompt_length=len(prompt))(ids, scores)
+    assert got.tolist() == [[0.0, 0.0, -(2 * 0.5 + 0.25), -(0.5 + 0.25), 0.0, 0.0]]
+    assert _penalties({"repetition_penalty": 1.0}, 3) == {}  # 1 is none
+    for bad in ({"frequency_penalty": 2.5}, {"presence_penalty": True}, {"repetition_penalty": 0}, {"top_k": 3}):
+        with pytest.raises(ValueError, match=r"must be a number in|does not take"):
+            _penalties(bad, 3)

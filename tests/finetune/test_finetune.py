@@ -33,26 +33,18 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
+def _sft(tiny: Path, out: Path, *flags: str) -> list[str]:
+    """``eq-env finetune sft`` of the tiny model on its demonstrations into ``out`` (4 steps unless ``flags`` say)."""
+    data, model = str(tiny / "demos.jsonl"), str(tiny / "tiny")
+    return ["finetune", "sft", "--data", data, "--model", model, "--out", str(out), *(flags or FOUR_STEPS)]
+
+
+FOUR_STEPS = ("--max-steps", "4", "--batch-size", "2", "--logging-steps", "1", "--save-steps", "2")
+
+
 @pytest.fixture(scope="module")
 def trained(tiny: Path) -> Path:
-    args = ["finetune", "sft", "--data", str(tiny / "demos.jsonl"), "--model", str(tiny / "tiny"), "--out"]
-    assert (
-        main(
-            [
-                *args,
-                str(tiny / "sft"),
-                "--max-steps",
-                "4",
-                "--batch-size",
-                "2",
-                "--logging-steps",
-                "1",
-                "--save-steps",
-                "2",
-            ]
-        )
-        == 0
-    )
+    assert main(_sft(tiny, tiny / "sft")) == 0
     return tiny / "sft"
 
 
@@ -64,44 +56,16 @@ def test_sft_writes_model_curve_and_card(trained: Path, tiny: Path) -> None:
     assert rows[0] == "step,epoch,loss,learning_rate" and len(rows) == 5  # a row per logged step
     assert (trained / "curve.png").stat().st_size > 0 and (trained / "model" / "config.json").is_file()
     # finished: the same command does nothing more; other settings in the same directory are refused
-    args = [
-        "finetune",
-        "sft",
-        "--data",
-        str(tiny / "demos.jsonl"),
-        "--model",
-        str(tiny / "tiny"),
-        "--out",
-        str(trained),
-    ]
-    assert main([*args, "--max-steps", "4", "--batch-size", "2", "--logging-steps", "1", "--save-steps", "2"]) == 0
+    assert main(_sft(tiny, trained)) == 0
     assert json.loads((trained / "card.json").read_text()) == card
-    assert main([*args, "--max-steps", "5", "--batch-size", "2"]) == 2
+    assert main(_sft(tiny, trained, "--max-steps", "5", "--batch-size", "2")) == 2
 
 
 def test_sft_resumes_from_its_last_checkpoint(tiny: Path) -> None:
     out = tiny / "resumed"
-    args = [
-        "finetune",
-        "sft",
-        "--data",
-        str(tiny / "demos.jsonl"),
-        "--model",
-        str(tiny / "tiny"),
-        "--out",
-        str(out),
-        "--max-steps",
-        "4",
-        "--batch-size",
-        "2",
-        "--logging-steps",
-        "1",
-        "--save-steps",
-        "2",
-    ]
-    assert main(args) == 0
+    assert main(_sft(tiny, out)) == 0
     (out / "card.json").unlink()  # as if killed after the checkpoint of step 4 was written
-    assert main(args) == 0
+    assert main(_sft(tiny, out)) == 0
     assert json.loads((out / "card.json").read_text())["resumed_from"] == "checkpoint-4"
 
 
@@ -170,6 +134,88 @@ def test_sampling_is_a_function_of_the_request(trained: Path) -> None:
     assert first.texts == again.texts and len(first.texts) == 2
     other = generate_chat(model, tokenizer, chat, **ask, generator_seed=12345)
     assert other.extra["completion_ids"] != first.extra["completion_ids"]
+
+
+def test_a_lora_adapter_trains_plays_and_is_keyed_by_its_base_model_too(
+    tiny: Path, trained: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from eq_env.agents.hf import checkpoint_digest
+
+    out = tmp_path / "lora"
+    assert main(_sft(tiny, out, "--max-steps", "2", "--batch-size", "2", "--logging-steps", "1", "--lora")) == 0
+    adapter = out / "model"
+    assert (adapter / "adapter_config.json").is_file() and json.loads((out / "card.json").read_text())["hyper"]["lora"]
+    play = ["play", "--proposer", f"hf:path={adapter},max_tokens=24,max_reasks=1", "--episodes", "1"]
+    assert main([*play, "--records", str(tmp_path / "a.jsonl"), "--cache-dir", str(tmp_path / "cache")]) == 0
+    (record,) = _records(tmp_path / "a.jsonl")
+    assert record["proposer_info"]["transport"]["requests"] >= 1  # the adapter on its base answered
+    # the same adapter on other base weights is another model: its answers are keyed apart
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    moved = tmp_path / "adapter"
+    shutil.copytree(adapter, moved)
+    assert checkpoint_digest(moved) == checkpoint_digest(adapter)
+    config["base_model_name_or_path"] = str(trained / "model")
+    (moved / "adapter_config.json").write_text(json.dumps(config))
+    other = checkpoint_digest(moved)
+    config["base_model_name_or_path"] = str(tiny / "tiny")
+    (moved / "adapter_config.json").write_text(json.dumps(config))
+    assert checkpoint_digest(moved) != other
+
+
+def test_penalties_are_applied_as_openai_defines_them(trained: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from eq_env.agents.hf import generate_chat
+
+    model = AutoModelForCausalLM.from_pretrained(trained / "model").eval()
+    tokenizer = AutoTokenizer.from_pretrained(trained / "model")
+    chat = [{"role": "user", "content": "Reply with one JSON object."}]
+    ask = {"temperature": 0.0, "max_tokens": 12, "seed": None, "n": 1}
+    penalties = {"frequency_penalty": 1.5, "presence_penalty": 0.5}
+    got = generate_chat(model, tokenizer, chat, **ask, extra=penalties)
+    prompt = got.extra["prompt_ids"]
+    ids, reply = list(prompt), []
+    with torch.no_grad():  # greedy by hand: logit - count * frequency - (count > 0) * presence, counted in the reply
+        for _ in range(12):
+            logits = model(torch.tensor([ids])).logits[0, -1]
+            for t in set(reply):
+                logits[t] -= reply.count(t) * 1.5 + 0.5
+            token = int(logits.argmax())
+            reply.append(token)
+            ids.append(token)
+            if token == tokenizer.eos_token_id:
+                break
+    assert got.extra["completion_ids"] == [reply]
+    plain = generate_chat(model, tokenizer, chat, **ask)
+    assert plain.extra["prompt_ids"] == prompt and plain.extra["completion_ids"] != [reply]  # they did act
+    with pytest.raises(ValueError, match="frequency_penalty must be a number in"):
+        generate_chat(model, tokenizer, chat, **ask, extra={"frequency_penalty": 9})
+
+
+def test_bench_scores_a_checkpoint_in_process_and_replays_it_exactly(
+    trained: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import eq_env.agents.hf as hf
+
+    bench = ["bench", "--quick", "--tasks", "exchange-audit/validator", "--model", "tiny"]
+    bench += ["--base-url", f"hf:{trained / 'model'}", "--max-tokens", "24", "--max-reasks", "1"]
+    assert main([*bench, "--out", str(tmp_path / "a")]) == 0
+    card = json.loads((tmp_path / "a" / "card.json").read_text())
+    (task,) = card["tasks"]
+    assert card["part_of"] == 5 and task["name"] == "exchange-audit/validator" and task["llm"]["calls"] > 0
+    assert task["llm"]["prompt_tokens"] > 0 and task["llm"]["failed_episodes"] == 0
+
+    def asked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a replay generated a reply")
+
+    monkeypatch.setattr(hf, "generate_chat", asked)
+    replay = [*bench, "--out", str(tmp_path / "b"), "--cache", "read", "--cache-dir", str(tmp_path / "a" / "llm_cache")]
+    assert main(replay) == 0
+    for name in ("card.json", "card.md", "card.html"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes(), name
 
 
 def test_grpo_trainer_receives_each_episodes_own_game_reward(trained: Path, tmp_path: Path) -> None:

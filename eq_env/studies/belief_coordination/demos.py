@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from eq_env.core.cli import MAX_SEED
+from eq_env.core.demos import SPLITS, RoleDemoStats, check_request
 
 __all__ = [
     "DEFAULT_EPISODES",
@@ -92,7 +92,6 @@ __all__ = [
 
 GAME = "belief-coordination"
 ROLES = ("answerer", "coordinator")
-SPLITS = ("train", "test")
 TRAIN_SEED = 1000  # the train split's default seed: none of the bench's (0-4) or reproduce's
 DEFAULT_EPISODES = 100  # questions per seed (the full battery asks 100 per seed)
 MAX_EPISODES = 1_000_000
@@ -101,37 +100,16 @@ _DEMO_MODEL = "demo"  # the model name the bench's conditions are written for (o
 _SYMBOLS = {"+": "+", "-": "-", "*": "x", "/": "/"}
 
 
-class DemoStats:
+class DemoStats(RoleDemoStats):
     """What a :func:`demonstrations` run did: lines per role, lines not verified (per role), train questions
     skipped as bench or held-out questions (``bench_collisions``), coordinator decisions not asked (no executor
     gave a number), requests merged into one line (the same prompt), whether the test split was clipped."""
 
-    def __init__(self) -> None:
-        self.lines: dict[str, int] = dict.fromkeys(ROLES, 0)
-        self.unverified: dict[str, int] = dict.fromkeys(ROLES, 0)
-        self.bench_collisions = 0
-        self.not_asked = 0
-        self.merged = 0
-        self.test_clipped = False
-
-    @property
-    def total(self) -> int:
-        return sum(self.lines.values())
-
-    def summary(self) -> str:
-        parts = [
-            f"{role} {self.lines[role]} ({self.unverified[role]} not verified)" for role in ROLES if self.lines[role]
-        ]
-        text = f"{self.total} lines: " + (", ".join(parts) or "none")
-        if self.merged:
-            text += f"; {self.merged} request(s) with the same prompt merged"
-        if self.not_asked:
-            text += f"; {self.not_asked} coordinator decision(s) not asked (no executor gave a number)"
-        if self.bench_collisions:
-            text += f"; {self.bench_collisions} train question(s) skipped: bench or held-out questions"
-        if self.test_clipped:
-            text += "; test split clipped to the bench's questions per seed"
-        return text
+    ROLES = ROLES
+    NOT_ASKED = "coordinator decision(s) not asked (no executor gave a number)"
+    MERGED = "request(s) with the same prompt merged"
+    COLLISIONS = "train question(s) skipped: bench or held-out questions"
+    CLIPPED = "test split clipped to the bench's questions per seed"
 
 
 # ---------------------------------------------------------------------------
@@ -495,18 +473,7 @@ def _checked(roles: Sequence[str] | None, episodes: int, seed: int, split: str, 
     from eq_env.agents.belief_coordination.answerer import PROMPT_DIR
     from eq_env.agents.llm import template_versions
 
-    if split not in SPLITS:
-        raise ValueError(f"split must be 'train' or 'test' (write both with two calls), got {split!r}")
-    if isinstance(roles, str):
-        raise ValueError(f"roles must be a sequence of role names (e.g. ['answerer']), got the string {roles!r}")
-    wanted = list(ROLES if roles is None else roles)
-    bad = [r for r in wanted if r not in ROLES]
-    if bad or not wanted:
-        raise ValueError(f"roles must be among {', '.join(ROLES)} (at least one), got {wanted!r}")
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or not 1 <= episodes <= MAX_EPISODES:
-        raise ValueError(f"episodes must be an integer in [1, {MAX_EPISODES}], got {episodes!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
+    wanted = check_request(roles, ROLES, episodes, MAX_EPISODES, seed, split)
     for role in wanted:
         template = "executor" if role == "answerer" else "coordinator"
         versions = template_versions(PROMPT_DIR, template)
@@ -514,7 +481,7 @@ def _checked(roles: Sequence[str] | None, episodes: int, seed: int, split: str, 
             raise ValueError(
                 f"prompt_version {prompt_version!r} has no {template} template (its versions: {', '.join(versions)})"
             )
-    return tuple(r for r in ROLES if r in wanted)
+    return wanted
 
 
 def demonstrations(

@@ -81,7 +81,7 @@ from typing import Any
 
 import numpy as np
 
-from eq_env.core.cli import MAX_SEED
+from eq_env.core.demos import SPLITS, RoleDemoStats, check_request
 
 __all__ = [
     "DEFAULT_EPISODES",
@@ -103,7 +103,6 @@ __all__ = [
 
 GAME = "exchange-audit"
 ROLES = ("proposer", "validator")
-SPLITS = ("train", "test")
 TRAIN_SEED = 1000  # the train split's default seed: none of the bench's (0-4)
 DEFAULT_EPISODES = 200  # states per seed (the full battery plays 200 per seed)
 SEARCH_SEED = 9917  # the best-response search's seed: neither split's, nor the bench's
@@ -113,38 +112,17 @@ PROPOSER_AGENT, VALIDATOR_AGENT = "proposer_0", "validator_0"
 _DEMO_MODEL = "demo"  # the model name the bench's conditions are written for (only their configurations are read)
 
 
-class DemoStats:
+class DemoStats(RoleDemoStats):
     """What a :func:`demonstrations` run did: lines per role, lines the game's checks flag (``unverified``,
     per role), train episodes skipped as bench states (``bench_collisions``), validator decisions not asked
     (a NO_TRADE), prompts merged (the same prompt from two proposers of one state), and whether the test
     split was clipped to the bench's episodes."""
 
-    def __init__(self) -> None:
-        self.lines: dict[str, int] = dict.fromkeys(ROLES, 0)
-        self.unverified: dict[str, int] = dict.fromkeys(ROLES, 0)
-        self.bench_collisions = 0
-        self.not_asked = 0
-        self.merged = 0
-        self.test_clipped = False
-
-    @property
-    def total(self) -> int:
-        return sum(self.lines.values())
-
-    def summary(self) -> str:
-        parts = [
-            f"{role} {self.lines[role]} ({self.unverified[role]} not verified)" for role in ROLES if self.lines[role]
-        ]
-        text = f"{self.total} lines: " + (", ".join(parts) or "none")
-        if self.not_asked:
-            text += f"; {self.not_asked} validator decision(s) not asked (NO_TRADE)"
-        if self.merged:
-            text += f"; {self.merged} repeated validator prompt(s) merged"
-        if self.bench_collisions:
-            text += f"; {self.bench_collisions} train episode(s) skipped: bench states"
-        if self.test_clipped:
-            text += "; test split clipped to the bench's episodes per seed"
-        return text
+    ROLES = ROLES
+    NOT_ASKED = "validator decision(s) not asked (NO_TRADE)"
+    MERGED = "repeated validator prompt(s) merged"
+    COLLISIONS = "train episode(s) skipped: bench states"
+    CLIPPED = "test split clipped to the bench's episodes per seed"
 
 
 # ---------------------------------------------------------------------------
@@ -625,18 +603,7 @@ def _checked(
     """The roles asked for, once each in :data:`ROLES` order; a ValueError naming a bad argument."""
     from eq_env.agents.exchange_audit.policies import prompt_variants
 
-    if split not in SPLITS:
-        raise ValueError(f"split must be 'train' or 'test' (write both with two calls), got {split!r}")
-    if isinstance(roles, str):
-        raise ValueError(f"roles must be a sequence of role names (e.g. ['proposer']), got the string {roles!r}")
-    wanted = list(ROLES if roles is None else roles)
-    bad = [r for r in wanted if r not in ROLES]
-    if bad or not wanted:
-        raise ValueError(f"roles must be among {', '.join(ROLES)} (at least one), got {wanted!r}")
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or not 1 <= episodes <= MAX_EPISODES:
-        raise ValueError(f"episodes must be an integer in [1, {MAX_EPISODES}], got {episodes!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
+    wanted = check_request(roles, ROLES, episodes, MAX_EPISODES, seed, split)
     if isinstance(search_episodes, bool) or not isinstance(search_episodes, int) or not 100 <= search_episodes:
         raise ValueError(f"search_episodes must be an integer of at least 100, got {search_episodes!r}")
     for role in wanted:
@@ -645,7 +612,7 @@ def _checked(
             raise ValueError(
                 f"prompt_version {prompt_version!r} has no {role} template (the {role}'s: {', '.join(versions)})"
             )
-    return tuple(r for r in ROLES if r in wanted)
+    return wanted
 
 
 def demonstrations(
