@@ -244,6 +244,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from eq_env.agents.local import is_local
     from eq_env.core.bench import run_battery, score_caveats
     from eq_env.core.card import render_leaderboard, write_card
     from eq_env.core.cli import configure_flag_groups, failures
@@ -292,8 +293,13 @@ def _run(args: argparse.Namespace) -> int:
             if outcome.status == "failing":
                 print(
                     f"eq-env bench: stopped: every episode of the last chunk failed ({printable(outcome.error)}); "
-                    f"{outcome.runs_left} run(s) of {name} left. Is the endpoint up, the key and model "
-                    "right? Everything played is saved in --out: fix it and run the same command again.",
+                    f"{outcome.runs_left} run(s) of {name} left. "
+                    + (
+                        "Does the checkpoint take these prompts (its context, its chat template)? "
+                        if is_local(model.base_url)
+                        else "Is the endpoint up, the key and model right? "
+                    )
+                    + "Everything played is saved in --out: fix it and run the same command again.",
                     file=sys.stderr,
                 )
                 return STOPPED
