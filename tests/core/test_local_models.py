@@ -219,7 +219,8 @@ def test_a_request_the_model_refuses_is_a_recorded_failure(cache: Path) -> None:
 
 
 def test_the_hf_backends_count_penalties_are_openais() -> None:
-    torch = pytest.importorskip("torch", reason="torch comes with stable-baselines3; a bare install may lack it")
+    import torch  # (a core dependency, through stable-baselines3)
+
     from eq_env.agents.hf import _CountPenalty, _penalties
 
     prompt = [5, 5, 1]  # the prompt's tokens are not counted
