@@ -11,9 +11,10 @@ directory's): the same prompts, reply parsing, re-asks, fallbacks, cache and rep
 (:mod:`eq_env.agents.local`). Its other parameters are the ``llm`` policy's (``temperature``, ``seed``,
 ``max_tokens``, ``max_reasks``, ``prompt_version``, the Einstein player's ``reasoning``, ``verifier``, ``k``...).
 
-**Sampling.** ``temperature=0`` decodes greedily. Above 0, a request's sample is drawn from a generator
-seeded by the request itself (its messages, temperature, seed and sample count), so the same request gets the
-same sample in every run, as it would from the cache; ``n > 1`` draws ``n`` samples at once.
+**Sampling.** ``temperature=0`` decodes greedily (``n > 1`` samples are that one reply ``n`` times, as an
+endpoint at temperature 0 gives them; each is counted in the tokens). Above 0, a request's sample is drawn
+from a generator seeded by the request itself (its messages, temperature, seed and sample count), so the same
+request gets the same sample in every run, as it would from the cache; ``n > 1`` draws ``n`` samples at once.
 
 **Penalties.** ``frequency_penalty`` and ``presence_penalty`` (each in [−2, 2]) lower a token's logit by
 ``count·frequency + (count > 0)·presence``, ``count`` its occurrences in the reply so far — OpenAI's and vLLM's
@@ -25,7 +26,8 @@ endpoint's 400 (a failed request, recorded); a reply stops at the end of the con
 
 **Keys.** Answers are keyed by a digest of the checkpoint's files (weights, configuration, tokenizer), not by
 its path: a checkpoint moved elsewhere replays its recordings; another checkpoint saved in the same directory
-does not; an adapter's digest takes in its base model's (a local directory's files, or a hub id). A replay (``--cache read``) needs the checkpoint (for its digest) but never loads the model.
+does not; an adapter's digest takes in its base model's (a local directory's files, or a hub id). A replay
+(``--cache read``) needs the checkpoint (for its digest) but never loads the model.
 
 Needs the ``finetune`` extra (``pip install "eq_env[finetune]"``: transformers, and peft for adapters).
 For speed on a GPU, serve the checkpoint with vLLM and point ``--base-url`` at it
@@ -192,7 +194,8 @@ def generate_chat(
     kwargs: dict[str, Any] = {
         "max_new_tokens": max_tokens if not isinstance(context, int) else min(max_tokens, context - len(prompt)),
         "do_sample": sample,
-        "num_return_sequences": n,
+        # (greedy decoding has one answer: asked for n at temperature 0, it is decoded once and given n times)
+        "num_return_sequences": n if sample else 1,
         "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
     }
     if sample:
@@ -215,6 +218,8 @@ def generate_chat(
                 break
             kept.append(t)
         completions.append(kept)
+    if not sample:
+        completions = [list(completions[0]) for _ in range(n)]
     texts = [tokenizer.decode(c, skip_special_tokens=True).strip() for c in completions]
     return LocalReply(
         texts,

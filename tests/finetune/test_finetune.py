@@ -134,6 +134,13 @@ def test_sampling_is_a_function_of_the_request(trained: Path) -> None:
     assert first.texts == again.texts and len(first.texts) == 2
     other = generate_chat(model, tokenizer, chat, **ask, generator_seed=12345)
     assert other.extra["completion_ids"] != first.extra["completion_ids"]
+    # greedy has one answer: n of them at temperature 0 (the verified player's k samples) are that one, n times
+    greedy = {"temperature": 0.0, "max_tokens": 24, "seed": None}
+    one, three = (
+        generate_chat(model, tokenizer, chat, **greedy, n=1),
+        generate_chat(model, tokenizer, chat, **greedy, n=3),
+    )
+    assert three.texts == one.texts * 3 and three.completion_tokens == 3 * one.completion_tokens
 
 
 def test_a_lora_adapter_trains_plays_and_is_keyed_by_its_base_model_too(
