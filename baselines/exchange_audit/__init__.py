@@ -21,6 +21,7 @@ name               role        policy
 =================  ==========  ====================================================
 """
 
+from eq_env.baselines.exchange_audit.jax_rl import ExchangeAuditJaxPolicy
 from eq_env.baselines.exchange_audit.rl import sb3_proposer, sb3_validator
 from eq_env.baselines.exchange_audit.scripted import (
     AlwaysApprove,
@@ -32,6 +33,7 @@ from eq_env.baselines.exchange_audit.scripted import (
     StrategicProposer,
     TextReaderValidator,
 )
+from eq_env.baselines.jax_policy import jax_policy_for
 from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.baselines.torchrl import torchrl_policy_for
 from eq_env.core.policy import register_policy
@@ -70,5 +72,7 @@ for _name, _role, _factory in (
     ("rllib", "validator", rllib_policy_for("validator")),
     ("torchrl", "proposer", torchrl_policy_for("proposer")),
     ("torchrl", "validator", torchrl_policy_for("validator")),
+    ("jax", "proposer", jax_policy_for("proposer", ExchangeAuditJaxPolicy)),
+    ("jax", "validator", jax_policy_for("validator", ExchangeAuditJaxPolicy)),
 ):
     register_policy(_name, _role, _factory, env=ID)

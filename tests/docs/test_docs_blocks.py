@@ -3,7 +3,8 @@
 * ``python`` blocks: each page's blocks in order, in one namespace (as a reader pastes them into one session),
   from a fresh directory; the blocks of the games' manuals (the docstrings the game pages are generated from)
   likewise. The ``<!-- needs:compat -->`` … ``<!-- /needs:compat -->`` regions need the compat extra's
-  libraries and run in ``tests/compat/test_readme.py`` (``.ci/compat``) instead.
+  libraries and run in ``tests/compat/test_readme.py`` (``.ci/compat``) instead; the ``<!-- needs:jax -->``
+  regions need the jax extra and run in ``tests/jax_engines/test_docs_jax.py`` (``.ci/jax``).
 * ``bash`` / ``console`` blocks: every ``eq-env`` command line is parsed by the real parser of the game its
   ``--env`` names (a flag that no longer exists fails here), every ``python -m MODULE`` names a module that
   exists. The commands are run in full, with their printed numbers compared, by the tests named beside each
@@ -74,8 +75,8 @@ class Block:
 
 
 def blocks(text: str, *langs: str) -> list[Block]:
-    """The blocks of the given languages, the needs:compat regions left out."""
-    text = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", text, flags=re.S)
+    """The blocks of the given languages, the needs:compat and needs:jax regions left out."""
+    text = re.sub(r"<!-- needs:(compat|jax) -->.*?<!-- /needs:\1 -->", "", text, flags=re.S)
     found = []
     for m in BLOCK.finditer(text):
         if m["lang"] in langs:
