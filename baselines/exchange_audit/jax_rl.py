@@ -10,8 +10,9 @@ hyperparameters, the seed, the per-update returns, the seconds spent compiling a
 The result plays as ``jax:path=DIR`` (registered for both roles; :class:`ExchangeAuditJaxPolicy`), which also
 acts in bulk (``act_batch``), so the numpy batch engine and the best-response search score it::
 
-    from eq_env.exchange_audit.equilibrium import proposer_best_response, proposer_payoff
-    run = train("proposer", "runs/jax-proposer", config=ExchangeAuditConfig(q=0.3, V=2.0, L=1.0))
+    from eq_env.exchange_audit.equilibrium import proposer_payoff
+    config = ExchangeAuditConfig(q=0.3, V=2.0, L=1.0)
+    run = train("proposer", "runs/jax-proposer", config=config)
     proposer_payoff(config, f"jax:path={run.path}", "rule", episodes=40_000, seed=3)  # greedy
 
 Needs the ``jax`` extra to train (JAX is imported by :func:`train` only); playing needs numpy alone.

@@ -39,8 +39,9 @@ distribution, not the numpy stream.
 
 What it plays: the paper's claim schema, every audit intensity and budget, noisy and delayed audits, the
 free-text regimes, both cost models, ``reveal_compliance``. Refused with a ValueError naming the field: other
-claim schemas (their artifact spaces are larger; the PettingZoo environment plays them). An action outside its
-space is clipped into it (a jitted function cannot raise); the PettingZoo environment raises instead.
+claim schemas (their artifact spaces are larger; the PettingZoo environment plays them). A jitted function cannot
+raise: a proposer action outside ``[0, 648)`` is clipped into it and a validator action other than 1 blocks, where
+the PettingZoo environment raises.
 """
 
 from __future__ import annotations

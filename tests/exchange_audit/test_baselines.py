@@ -240,9 +240,10 @@ class TestRegistry:
         assert {("honest", "proposer"), ("silent", "proposer"), ("strategic", "proposer"), ("rule", "validator"),
                 ("approve", "validator"), ("block", "validator")} <= {(e.name, e.role) for e in entries}  # fmt: skip
         for entry in entries:
-            if entry.name in ("sb3", "rllib", "torchrl", "hf"):
+            if entry.name in ("sb3", "rllib", "torchrl", "hf", "jax"):
                 # needs a trained model's directory: tests/test_rl.py, tests/ray/test_rllib.py,
-                # tests/compat/test_torchrl_baselines.py, tests/core/test_local_models.py (hf)
+                # tests/compat/test_torchrl_baselines.py, tests/core/test_local_models.py (hf),
+                # tests/core/test_jax_policy.py (jax)
                 continue
             policy = make_policy(entry.name, entry.role)
             assert isinstance(policy, Policy) and policy.role == entry.role

@@ -197,8 +197,12 @@ def test_readme_blocks_that_need_the_compat_extra_are_marked_and_both_runners_sk
     texts = [README, *(p.read_text() for p in DOCS.rglob("*.md") if "_build" not in p.parts)]
     for text in texts:
         main = re.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", text, flags=re.S)
+        main = re.sub(r"<!-- needs:jax -->.*?<!-- /needs:jax -->", "", main, flags=re.S)
         for block in re.findall(r"```python\n(.*?)```", main, re.S):
             assert not COMPAT_LIBRARIES.search(block), f"a docs block needs the compat extra, unmarked:\n{block}"
+            assert not re.search(r"\b(jax|jaxmarl|optax)\b|jax_engine|jax_rl", block), (
+                f"a docs block needs the jax extra, unmarked (<!-- needs:jax -->):\n{block}"
+            )
     skip = 're.sub(r"<!-- needs:compat -->.*?<!-- /needs:compat -->", "", '
     runners = [
         Path(__file__),

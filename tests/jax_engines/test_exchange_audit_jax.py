@@ -252,3 +252,20 @@ def test_same_key_same_episodes_and_vmap_over_configurations() -> None:
     together = jax.vmap(audited)(stacked)
     alone = [audited(jax_engine.params_from_config(ExchangeAuditConfig(q=q))) for q in qs]
     assert np.array_equal(np.asarray(together), np.asarray(alone))
+
+
+def test_actions_outside_their_spaces() -> None:
+    """A jitted step cannot raise: a proposer action beyond the artifact space plays its last artifact (clipped),
+    one below plays the first; a validator action other than 1 blocks."""
+    params = jax_engine.params_from_config(ExchangeAuditConfig(q=0.0))
+    _, start = jax_engine.reset(jax.random.PRNGKey(5), params)
+
+    def submitted(artifact: int) -> jax_engine.State:
+        return jax_engine.step_env(None, start, jnp.array([artifact, 0]), params)[1]
+
+    for outside, inside in ((10_000, 647), (-3, 0)):
+        assert all(np.array_equal(a, b) for a, b in zip(submitted(outside), submitted(inside), strict=True))
+    proposed = submitted(647)  # a REQUEST_APPROVAL
+    for decision, approved in ((7, False), (-1, False), (1, True)):
+        state = jax_engine.step_env(None, proposed, jnp.array([0, decision]), params)[1]
+        assert bool(state.approved) is approved and not bool(state.illegal)
