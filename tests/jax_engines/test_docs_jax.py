@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.jax_engines.jax_support import need
+from jax_need import need
 
 need("jax", "jaxmarl", "optax")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tests.jax_engines.jax_support import need
+from jax_need import need
 
 need("jax", "jaxmarl", "optax")
 

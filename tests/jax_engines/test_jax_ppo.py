@@ -9,8 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-
-from tests.jax_engines.jax_support import need
+from jax_need import need
 
 need("jax", "jaxmarl", "optax")
 
