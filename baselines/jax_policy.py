@@ -110,19 +110,12 @@ class JaxPPOPolicy:
     def __init__(self, path: str | Path, role: str, deterministic: bool = True) -> None:
         if not isinstance(deterministic, bool):
             raise ValueError(f"deterministic must be true or false, got {deterministic!r}")
-        from eq_env.core.numeric import NumericSpaces, numeric_adapter
-        from eq_env.core.spec import env_spec
+        from eq_env.core.numeric import NumericSpaces, numeric_adapter, trained_game
 
         self.path, self.role, self.deterministic = Path(path), role, deterministic
         self.rng = np.random.default_rng()
         params, self.meta = load(self.path)
-        try:
-            spec = env_spec(self.meta["env"])
-            self.config = spec.config.from_dict(self.meta["config"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(
-                f"{self.path}/policy.json: its env or config is not a game's ({err}): train again"
-            ) from None
+        spec, self.config = trained_game(self.meta, self.path / "policy.json")
         roles = spec.agent_roles(self.config)
         learned = [a for a in self.meta["agents"] if roles.get(a) == role]
         if not learned:

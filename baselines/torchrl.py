@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from eq_env.core.numeric import NumericSpaces, numeric_adapter
+from eq_env.core.numeric import NumericSpaces, numeric_adapter, trained_game
 
 __all__ = [
     "EVAL_SEEDS",
@@ -361,18 +361,10 @@ class TorchRLPolicy:
         missing = torchrl_missing()
         if missing:
             raise ValueError(f"a torchrl policy {missing}")
-        from eq_env.core.spec import env_spec
-
         self.path, self.role, self.deterministic = Path(path), role, deterministic
         self.rng = np.random.default_rng()
         self.meta = _meta(self.path)
-        try:
-            spec = env_spec(self.meta["env"])
-            self.config = spec.config.from_dict(self.meta["config"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise ValueError(
-                f"{self.path}/policy.json: its env or config is not a game's ({err}): train again"
-            ) from None
+        spec, self.config = trained_game(self.meta, self.path / "policy.json")
         roles = spec.agent_roles(self.config)
         trained = sorted(a for members in self.meta["groups"].values() for a in members)
         if trained != sorted(roles):

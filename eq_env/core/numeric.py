@@ -45,6 +45,7 @@ __all__ = [
     "NumericSpaces",
     "check_observation_mode",
     "numeric_adapter",
+    "trained_game",
     "with_observation_mode",
 ]
 
@@ -451,3 +452,16 @@ def with_observation_mode(
     if mode == "text":
         return env
     return NumericModeParallelEnv(env_id, env) if parallel else NumericModeEnv(env_id, env)
+
+
+def trained_game(meta: Mapping[str, Any], where: Any) -> tuple[Any, Any]:
+    """The game (its ``EnvSpec``) and the configuration a numeric policy's training names in its ``policy.json``
+    (``meta["env"]``, ``meta["config"]``), or a one-line ValueError naming ``where`` (the file) and saying to
+    train again."""
+    from eq_env.core.spec import env_spec
+
+    try:
+        spec = env_spec(meta["env"])
+        return spec, spec.config.from_dict(meta["config"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{where}: its env or config is not a game's ({err}): train again") from None
