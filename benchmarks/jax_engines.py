@@ -11,6 +11,13 @@ with one line if JAX sees none), with larger batches. Runs unattended and prints
   steps as the AEC benchmarks count them (the proposer's and the validator's turns, then each done agent's).
   The JaxMARL interface's rate (``ExchangeAuditJax.step`` with its auto-reset, under ``lax.scan``) too.
 
+* **einstein-puzzle** (``--game einstein-puzzle``): the JAX engine through its JaxMARL interface
+  (``EinsteinPuzzleJax.step``: the turn, a new puzzle drawn where a game ended, both players' observations) with
+  both masks built and a random legal action drawn at every step (``jax_engine.random_legal``), under ``lax.scan``,
+  against the AEC environment with random legal actions in ``benchmarks/einstein_env.py``'s loop (the standard
+  wrappers, ``env.last()``, ``action_space.sample(mask)``), at 4 and 8 objects. The AEC count includes each
+  done agent's ``step(None)``; the JAX count only turns (so the ratio is, if anything, understated).
+
 * **jitted PPO** (``--ppo``): the exchange–audit proposer against the rule validator in the three scenarios of
   ``benchmarks/rl_training.py``, trained by SB3 PPO (``eq_env.baselines.exchange_audit.rl.train``, 60 k steps,
   what ``eq-env train`` runs) and by the jitted PPO (``eq_env.baselines.exchange_audit.jax_rl.train``, its default
@@ -19,7 +26,8 @@ with one line if JAX sees none), with larger batches. Runs unattended and prints
   (tracing, XLA compiling, training) and a second call in the same process with JAX's persistent compilation
   cache warm (tracing, loading the compiled program, training), as every later run of the same recipe is.
 
-    python benchmarks/jax_engines.py [--game exchange-audit] [--episodes 4000000] [--cores one|all] [--accelerator]
+    python benchmarks/jax_engines.py [--game exchange-audit|einstein-puzzle|all] [--episodes 4000000]
+                                     [--cores one|all] [--accelerator]
     python benchmarks/jax_engines.py --ppo
 """
 
@@ -33,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-GOALS = {"exchange-audit": (10.0, 1e8)}  # CPU: ratio against the reference; accelerator: agent steps/s
+GOALS = {"exchange-audit": (10.0, 1e8), "einstein-puzzle": (100.0, 1e7)}  # CPU: ratio; accelerator: agent steps/s
 
 
 def _pin(cores: str) -> None:
@@ -149,6 +157,48 @@ def exchange_audit(episodes: int, chunk: int) -> dict[str, float]:
     return {"numpy": numpy_rate, "jax": jax_rate, "rules": rules_rate, "jaxmarl": marl_rate}
 
 
+def einstein_puzzle(n: int, batch: int, steps: int, aec_steps: int) -> dict[str, float]:
+    """Agent steps per second of the JAX engine (JaxMARL interface, random legal play) and of the AEC environment."""
+    import warnings
+
+    import jax
+    import jax.numpy as jnp
+
+    from eq_env import einstein_puzzle_v0
+    from eq_env.einstein_puzzle import jax_engine
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from einstein_env import agent_steps_per_second
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        aec = max(agent_steps_per_second(einstein_puzzle_v0.env(n=n), aec_steps, seed=s) for s in range(3))
+    env = jax_engine.EinsteinPuzzleJax(EinsteinPuzzleConfig(n=n))
+
+    @jax.jit
+    def rollout(key: jax.Array) -> jax.Array:
+        _, state = jax.vmap(env.reset)(jax.random.split(key, batch))
+
+        def body(carry: Any, k: jax.Array) -> Any:
+            state, total = carry
+            ka, ks = jax.random.split(k)
+            masks = jax.vmap(env.get_avail_actions)(state)
+            acting = (state.turn % 2 == 0)[:, None]
+            action = jax_engine.random_legal(ka, jnp.where(acting, masks["player_0"], masks["player_1"]))
+            acts = {"player_0": action, "player_1": action}  # (the idle player's is ignored)
+            obs, state, rewards, *_ = jax.vmap(env.step)(jax.random.split(ks, batch), state, acts)
+            seen = obs["player_0"][:, 1].sum() + obs["player_1"][:, 1].sum()  # (a result that needs them)
+            return (state, total + rewards["player_0"].sum() + seen), None
+
+        (state, total), _ = jax.lax.scan(body, (state, jnp.zeros(())), jax.random.split(key, steps))
+        return total
+
+    rollout(jax.random.PRNGKey(0)).block_until_ready()  # compile
+    rate = _rate(lambda: rollout(jax.random.PRNGKey(1)).block_until_ready(), batch * steps)
+    return {"aec": aec, "jax": rate}
+
+
 def ppo_comparison() -> None:
     import tempfile
     from pathlib import Path
@@ -199,7 +249,7 @@ def ppo_comparison() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--game", choices=sorted(GOALS), default="exchange-audit")
+    parser.add_argument("--game", choices=(*sorted(GOALS), "all"), default="all")
     parser.add_argument("--episodes", type=int, default=4_000_000, help="episodes per timed run (CPU)")
     parser.add_argument("--cores", choices=("one", "all"), default="one")
     parser.add_argument("--accelerator", action="store_true", help="run on JAX's accelerator (GPU/TPU), bigger batches")
@@ -222,7 +272,21 @@ def main() -> None:
     episodes = max(args.episodes, chunk) if not args.accelerator else 64 * chunk
     print(f"JAX {jax.__version__} on {device.platform} ({device.device_kind}), cores: "
           f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'}")  # fmt: skip
-    ratio_goal, accel_goal = GOALS[args.game]
+    if args.game in ("einstein-puzzle", "all"):
+        ratio_goal, accel_goal = GOALS["einstein-puzzle"]
+        batch, steps = (1 << 16, 256) if args.accelerator else (4096, 128)
+        for n in (4, 8):
+            r = einstein_puzzle(n, batch, steps, aec_steps=20_000)
+            print(f"einstein-puzzle, {n} objects, random legal actions, {batch:,} games x {steps} turns:")
+            print(f"  AEC environment (reference):           {r['aec']:>14,.0f} agent steps/s")
+            print(f"  JAX engine (JaxMARL step + masks):     {r['jax']:>14,.0f} agent steps/s  "
+                  f"ratio {r['jax'] / r['aec']:.1f}x (target >= {ratio_goal:g}x)")  # fmt: skip
+            if args.accelerator:
+                print(f"  accelerator goal: {accel_goal:.0e} agent steps/s: "
+                      f"{'met' if r['jax'] >= accel_goal else 'missed'}")  # fmt: skip
+    if args.game not in ("exchange-audit", "all"):
+        return
+    ratio_goal, accel_goal = GOALS["exchange-audit"]
     r = exchange_audit(episodes, chunk)
     print(f"exchange-audit, the paper preset, random artifacts against the rule validator, {episodes:,} episodes:")
     print(f"  numpy batch engine (batch.simulate):   {r['numpy']:>14,.0f} episodes/s")

@@ -16,6 +16,9 @@ name               policy
 ``rllib``          a seat of an RLlib checkpoint (``rllib:path=DIR``)
 ``torchrl``        :class:`~eq_env.baselines.torchrl.TorchRLPolicy`: a seat of a TorchRL MAPPO training
                    (``torchrl:path=DIR``; the ``compat`` extra)
+``jax``            :class:`~eq_env.baselines.jax_policy.JaxPPOPolicy`: a seat of a jitted self-play PPO training
+                   (``jax:path=DIR``; :mod:`~eq_env.baselines.einstein_puzzle.jax_rl`, the ``jax`` extra to train;
+                   plays in numpy)
 =================  ====================================================================
 
 Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1`` (top).
@@ -24,6 +27,7 @@ Each name serves both roles, ``player_0`` (bottom, moves first) and ``player_1``
 from eq_env.baselines.einstein_puzzle.noisy import Noisy
 from eq_env.baselines.einstein_puzzle.rl import SB3_SUMMARY, SB3Seat
 from eq_env.baselines.einstein_puzzle.scripted import Mover, Oracle, Planner, RandomPlayer, Verified
+from eq_env.baselines.jax_policy import jax_policy_for
 from eq_env.baselines.rllib import rllib_policy_for
 from eq_env.baselines.torchrl import torchrl_policy_for
 from eq_env.core.policy import register_policy
@@ -55,4 +59,5 @@ for _name, _cls in (
 for _role in ("player_0", "player_1"):  # a seat of a checkpoint of eq-env train --env einstein-puzzle
     register_policy("rllib", _role, rllib_policy_for(_role), env=ID)
     register_policy("torchrl", _role, torchrl_policy_for(_role), env=ID)
+    register_policy("jax", _role, jax_policy_for(_role), env=ID)  # eq_env.baselines.einstein_puzzle.jax_rl.train
     register_policy("sb3", _role, SB3Seat(_role), SB3_SUMMARY, env=ID)  # eq-env train --backend sb3

@@ -168,7 +168,7 @@ def numpy_puzzles(config: EinsteinPuzzleConfig, seed: int, episodes: int) -> Puz
 def draw_puzzle(
     key: jax.Array, n: int, private_share: float = 2 / 3, max_depth: int | None = None
 ) -> PuzzleArrays:
-    """A random puzzle of ``n`` objects drawn with ``jax.random``, by the steps of
+    """A random puzzle of ``n`` objects drawn from ``key``, by the steps of
     :func:`eq_env.einstein_puzzle.generator.generate` (the same distribution; not its numpy stream): the goal bins
     (all four used), the even split of the start bins, a random recursive tree (depth capped at ``max_depth``), the
     grounding of its root and a relation per edge in a random order, and the split of the relations
@@ -181,13 +181,16 @@ def draw_puzzle(
         raise ValueError(f"max_depth must be at least 1 or None, got {max_depth!r}")
     i32 = jnp.int32
     m = n - 1
-    # one draw of uniforms for the whole puzzle (one threefry call), cut into the generator's steps
+    # two random words from the key (one threefry block), then the puzzle's uniforms hashed from them and a counter
+    # (threefry for all 7n of them was most of a reset's time on a CPU)
     sizes = (4, n - 4, n, 1, n, n, m, m, 1, m)
-    u = jax.random.uniform(key, (sum(sizes),))
+    words = jax.random.bits(key, (2,), jnp.uint32)
+    counter = jnp.arange(sum(sizes), dtype=jnp.uint32)
+    u = (_mix(_mix(words[0] ^ (counter * jnp.uint32(0x9E3779B9))) ^ words[1]) >> 8).astype(jnp.float32) / (1 << 24)
     parts = np.cumsum((0, *sizes))
     draw = [u[parts[i] : parts[i + 1]] for i in range(len(sizes))]
     goal = jnp.concatenate([_permutation(draw[0]), (draw[1] * 4).astype(i32)])
-    goal = goal[_permutation(draw[2])].astype(i32)
+    goal = _gather(goal.astype(i32), _permutation(draw[2]))
     first = jnp.where(draw[3][0] < 0.5, BOTTOM_START, TOP_START)
     firsts = _permutation(draw[4]) < (n + 1) // 2  # (a random half, the larger one for odd n)
     start = jnp.where(firsts, first, TOP_START + BOTTOM_START - first).astype(i32)
@@ -205,21 +208,21 @@ def draw_puzzle(
             count = jnp.sum(eligible)
             t = jnp.minimum((ui * count).astype(i32), count - 1)
             parent = jnp.argmax(jnp.cumsum(eligible) > t)  # (the t-th eligible position)
-            return jnp.where(positions == i, depth[parent] + 1, depth), parent
+            return jnp.where(positions == i, _get(depth, parent) + 1, depth), parent
 
         _, at = jax.lax.scan(grow, jnp.zeros(n, i32), (steps, draw[6]))
     edges = _permutation(draw[7])
-    child, parent = order[1:][edges], order[at][edges]
+    child, parent = _gather(order[1:], edges), _gather(_gather(order, at), edges)
     root = order[0]
     a = jnp.concatenate([root[None], child]).astype(i32)
     b = jnp.concatenate([jnp.full(1, NONE, i32), parent.astype(i32)])
-    code = jnp.concatenate([goal[root][None], goal[child] ^ goal[parent]]).astype(i32)
+    code = jnp.concatenate([_get(goal, root)[None], _gather(goal, child) ^ _gather(goal, parent)]).astype(i32)
 
     private = min(max(round(private_share * m), 2), m - 1)
     to_zero = private // 2 + jnp.where(draw[8][0] < 0.5, private % 2, 0)
     slots = jnp.arange(m)
     kinds = jnp.where(slots < to_zero, 0, jnp.where(slots < private, 1, BOTH))
-    holders = jnp.concatenate([jnp.full(1, BOTH), kinds[_permutation(draw[9])]]).astype(i32)
+    holders = jnp.concatenate([jnp.full(1, BOTH), _gather(kinds.astype(i32), _permutation(draw[9]))]).astype(i32)
     return PuzzleArrays(start, goal, a, b, code, holders)
 
 
@@ -344,15 +347,25 @@ def _held(puzzle: PuzzleArrays, player: Any) -> jax.Array:
 
 
 def _initial_knowledge(puzzle: PuzzleArrays, player: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A player's closure over what it is given, in closed form: its relations' components (reachability by
+    repeated squaring, each rooted at its smallest object), each object's label relative to its root (the XOR of
+    their goals: every relation is true) and the grounded component's offset pinned (the grounding, constraint 0, is
+    everyone's). The same closure as merging the constraints one by one, without n dependent steps."""
     n = puzzle.goal.shape[0]
-    held = _held(puzzle, player)
-    root, label, offsets = jnp.arange(n, dtype=jnp.int32), jnp.zeros(n, jnp.int32), jnp.full(n, _ALL, jnp.int32)
-    for k in range(n):  # (unrolled: n is small, and a loop under vmap costs more)
-        relation = puzzle.b[k] >= 0
-        root, label, offsets = _merge(root, label, offsets, puzzle.a[k], puzzle.b[k], puzzle.code[k], held[k] & relation)
-        bins = jnp.where(held[k] & ~relation, 1 << puzzle.code[k], _ALL)
-        offsets = _narrow(root, label, offsets, puzzle.a[k], bins)
-    return root, label, offsets
+    objects = jnp.arange(n)
+    relation = _held(puzzle, player) & (puzzle.b >= 0)
+    ends_a = (puzzle.a[:, None] == objects[None, :]) & relation[:, None]  # (k, n)
+    ends_b = (puzzle.b[:, None] == objects[None, :]) & relation[:, None]
+    linked = jnp.any((ends_a[:, :, None] & ends_b[:, None, :]) | (ends_b[:, :, None] & ends_a[:, None, :]), axis=0)
+    reach = linked | (objects[:, None] == objects[None, :])
+    for _ in range(max(1, (n - 1).bit_length())):  # (paths of up to n - 1 relations)
+        reach = jnp.any(reach[:, :, None] & reach[None, :, :], axis=1)
+    root = jnp.argmax(reach, axis=1).astype(jnp.int32)  # (the smallest object of each component)
+    goal = puzzle.goal
+    label = goal ^ _gather(goal, root)
+    grounded_root = _get(root, puzzle.a[0])
+    offsets = jnp.where(objects == grounded_root, 1 << _get(goal, grounded_root), _ALL).astype(jnp.int32)
+    return root, label.astype(jnp.int32), offsets
 
 
 # -- reset --------------------------------------------------------------------------------------------
@@ -741,9 +754,9 @@ class EinsteinPuzzleJax(_MultiAgentEnv):  # type: ignore[misc, valid-type]
         """JaxMARL's ``step`` (the turn, then a new game where it ended, or ``reset_state``), with the same results;
         the observations are built once, of the state it returns (JaxMARL's builds both the ended game's and the new
         game's, and selects)."""
-        key, key_reset = jax.random.split(key)
+        # (the turn draws nothing: the key is the new game's, where JaxMARL's splits it, one threefry call less)
         played, reward = _turn(state, jnp.stack([actions[a] for a in AGENTS]), self.params)
-        fresh = self._new_game(key_reset) if reset_state is None else reset_state
+        fresh = self._new_game(key) if reset_state is None else reset_state
         done = played.done
         states = jax.tree.map(lambda x, y: jax.lax.select(done, x, y), fresh, played)
         dones = {**{agent: done for agent in AGENTS}, "__all__": done}
