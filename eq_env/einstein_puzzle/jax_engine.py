@@ -1,4 +1,4 @@
-"""The collaborative Einstein puzzle as pure JAX functions that jit and vmap, with JaxMARL's ``MultiAgentEnv`` interface.
+"""The collaborative Einstein puzzle as pure JAX functions that jit and vmap, with JaxMARL's ``MultiAgentEnv``.
 
 Needs the ``jax`` extra (``pip install 'eq-env[jax]'``: JAX, JaxMARL, optax); ``import eq_env`` does not import it.
 
@@ -15,7 +15,7 @@ rewards           the team reward, the same for both players: ``success_reward``
 dones             ``__all__`` and each player: the game is won, or the step limit is reached (infos say which)
 ================  ==========================================================================================
 
-Every size the environment plays (n = 4 to 16 objects; the issue asked for 12), every comm mode, the step limit,
+Every size the environment plays (n = 4 to 16 objects), every comm mode, the step limit,
 the penalties, the shaping and the strict mask; puzzles generated or from the frozen suite. ``n`` is static (it
 fixes the shapes); everything else is in :class:`Params`, a pytree of arrays, so one compiled function plays every
 comm mode, step limit and reward (``vmap`` over params too)::
@@ -31,8 +31,8 @@ comm mode, step limit and reward (``vmap`` over params too)::
 A relation shared with a player merges two components (every object of one moves to the other's root, its label
 XOR the relation's offset: one vectorised ``where``); a fact (a grounding, a placement, an answer) or a public
 rejection narrows one component's offsets. Each step makes at most one merge and one narrowing per player, so
-nothing is rebuilt. (Every fact in play is true, so no two ever contradict each other and the conflicts that
-``Knowledge`` counts cannot arise.)
+nothing is rebuilt; a reset builds the closure of what a player is given in closed form. (Every fact in play is
+true, so no two ever contradict each other and the conflicts that ``Knowledge`` counts cannot arise.)
 
 **Equal to the PettingZoo environment.** :func:`reset_from_puzzle` plays the environment's own puzzles
 (:func:`numpy_puzzles`: episode ``i`` of seed ``s`` is ``env.reset(seed=s)``'s ``i``-th, generated or the suite's);
@@ -41,7 +41,9 @@ given those and the same actions, the observations, masks, rewards, terminations
 random episodes per configuration of the conformance battery). Bit for bit with
 ``jax.config.update("jax_enable_x64", True)``; in JAX's default float32 the observations and masks are still equal
 and the rewards equal in float32. :func:`reset` draws its own puzzle from ``key`` with :func:`draw_puzzle`: the
-generator's distribution (``eq_env.einstein_puzzle.generator``), not the numpy stream.
+generator's distribution (``eq_env.einstein_puzzle.generator``), not the numpy stream. Two divisions the environment
+makes are tables in :class:`Params` (the shaping potentials, the observation's progress): XLA compiles a division
+into a multiplication by the reciprocal, which rounds differently.
 
 A jitted function cannot raise: an action outside ``[0, 48·n]`` is clipped into it (where the PettingZoo
 environment raises a ValueError), and stepping a game that is over changes nothing (JaxMARL's ``step`` resets it
@@ -88,8 +90,10 @@ ACCEPTED, REJECTED, ILLEGAL = 1, 2, 3  # the numeric mode's last_outcome codes (
 NONE = -1  # no object asked about; no event in a history slot; no second object (a grounding)
 _ALL = 15  # every goal bin possible (a 4-bit mask)
 MAX_STEPS = 1000  # the largest step limit a configuration takes (EinsteinPuzzleConfig.max_steps)
+
+
 class Params(NamedTuple):
-    """One configuration's rules as arrays (a pytree: jit once, vmap over several). Made by :func:`params_from_config`."""
+    """One configuration's rules as arrays (a pytree: jit once, vmap over several); :func:`params_from_config`."""
 
     comm_mode: Any  # int: the index in rules.COMM_MODES
     max_steps: Any  # int: the step limit
@@ -165,9 +169,7 @@ def numpy_puzzles(config: EinsteinPuzzleConfig, seed: int, episodes: int) -> Puz
     return PuzzleArrays(*(np.stack(xs) for xs in zip(*rows, strict=True)))
 
 
-def draw_puzzle(
-    key: jax.Array, n: int, private_share: float = 2 / 3, max_depth: int | None = None
-) -> PuzzleArrays:
+def draw_puzzle(key: jax.Array, n: int, private_share: float = 2 / 3, max_depth: int | None = None) -> PuzzleArrays:
     """A random puzzle of ``n`` objects drawn from ``key``, by the steps of
     :func:`eq_env.einstein_puzzle.generator.generate` (the same distribution; not its numpy stream): the goal bins
     (all four used), the even split of the start bins, a random recursive tree (depth capped at ``max_depth``), the
@@ -287,9 +289,13 @@ def _decode(a: Any, n: int) -> tuple[Any, Any, Any, Any]:
     src = r // 6
     d = r % 6
     dst = d + (d >= src)
-    kind = jnp.where(a < 42 * n, MOVE, jnp.where(a < 43 * n, SHARE, jnp.where(a < 44 * n, ASK, jnp.where(a < 48 * n, ANSWER, PASS))))
+    kind = jnp.where(
+        a < 42 * n, MOVE, jnp.where(a < 43 * n, SHARE, jnp.where(a < 44 * n, ASK, jnp.where(a < 48 * n, ANSWER, PASS)))
+    )
     obj = jnp.where(
-        kind == MOVE, a // 42, jnp.where(kind == SHARE, a - 42 * n, jnp.where(kind == ASK, a - 43 * n, (a - 44 * n) // 4))
+        kind == MOVE,
+        a // 42,
+        jnp.where(kind == SHARE, a - 42 * n, jnp.where(kind == ASK, a - 43 * n, (a - 44 * n) // 4)),
     )
     where = jnp.where(kind == MOVE, dst, jnp.where(kind == ANSWER, (a - 44 * n) % 4, NONE))
     return kind, jnp.where(kind == PASS, 0, obj), where, src
@@ -416,7 +422,9 @@ def reset_from_puzzle(puzzle: PuzzleArrays, params: Params) -> tuple[dict[str, j
     return observations(state, params), state
 
 
-def reset(key: jax.Array, params: Params, n: int = 4, private_share: float = 2 / 3, max_depth: int | None = None) -> Any:
+def reset(
+    key: jax.Array, params: Params, n: int = 4, private_share: float = 2 / 3, max_depth: int | None = None
+) -> Any:
     """A new game of a puzzle drawn from ``key`` (:func:`draw_puzzle`; ``n`` and the knobs are static)."""
     return reset_from_puzzle(draw_puzzle(key, n, private_share, max_depth), params)
 

@@ -88,3 +88,33 @@ def test_damaged_or_foreign_directories_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match="reads 12 features, the game's proposer observes 16"):
         JaxPPOPolicy(path, "proposer")
+
+
+def test_an_einstein_self_play_training_plays_both_seats(tmp_path: Path) -> None:
+    """A self-play training (one network, ``shared``, in both seats) plays either seat as ``jax:path=``; a game of
+    another size is refused in one line naming the configuration."""
+    from eq_env.core.runner import evaluate
+    from eq_env.einstein_puzzle.config import EinsteinPuzzleConfig
+    from eq_env.einstein_puzzle.spaces import layout, n_actions
+    from eq_env.einstein_puzzle.spec import ID as EINSTEIN
+
+    config = EinsteinPuzzleConfig(n=5, strict_mask=True)
+    rng = np.random.default_rng(1)
+    size, acts = layout(5).size, n_actions(5)
+    params = {"shared": {"actor": _net(rng, (size, 16, acts)), "critic": _net(rng, (size, 16, 1))}}
+    meta = {"env": EINSTEIN, "config": config.to_dict(), "agents": {"player_0": "shared", "player_1": "shared"}}
+    spec = f"jax:path={save(tmp_path / 'selfplay', params, meta)}"
+    ev = evaluate("einstein-puzzle", config, {"player_0": spec, "player_1": spec}, episodes=5, seeds=[0])
+    again = evaluate("einstein-puzzle", config, {"player_0": spec, "player_1": spec}, episodes=5, seeds=[0])
+    assert [r.to_dict() for r in ev.records] == [r.to_dict() for r in again.records]  # (greedy: the same games)
+    assert all(r.turns > 0 and len(r.actions) == r.turns for r in ev.records)
+    seat = make_policy(spec, "player_1", env=EINSTEIN)
+    assert repr(seat).endswith("greedy)")
+    with pytest.raises(ValueError, match="trained on another configuration of the game"):
+        evaluate(
+            "einstein-puzzle",
+            EinsteinPuzzleConfig(n=6),
+            {"player_0": spec, "player_1": "planner"},
+            episodes=1,
+            seeds=[0],
+        )

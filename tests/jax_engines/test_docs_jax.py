@@ -24,7 +24,7 @@ BLOCKS = [block for region in REGIONS for block in re.findall(r"```python\n(.*?)
 
 @pytest.mark.slow
 def test_the_jax_page_blocks_run_in_order_and_print_what_it_says(tmp_path: Path) -> None:
-    assert len(BLOCKS) == 3
+    assert len(BLOCKS) == 5
     marker = "----- block {} -----"
     source = "".join(f"print({marker.format(i)!r})\n{block}" for i, block in enumerate(BLOCKS))
     (tmp_path / "page.py").write_text(source)
@@ -34,10 +34,15 @@ def test_the_jax_page_blocks_run_in_order_and_print_what_it_says(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr[-3000:]
     printed = re.split(r"----- block \d -----\n", done.stdout)[1:]
-    assert len(printed) == 3 and all(printed), done.stdout  # every block prints
+    assert len(printed) == 5 and all(printed), done.stdout  # every block prints
     assert printed[0].startswith("{'proposer_0': (16,), 'validator_0': (20,)}")
     assert printed[1].strip() == "-0.128"  # (the proposer's mean payoff: artifact 647, always approved)
     # the figure the page gives after the block
     shown = re.search(r"That prints `(\d+\.\d)% of the best response`", PAGE)
     assert shown, "the page gives the figure the training block prints"
-    assert printed[2].startswith(f"{shown[1]}% of the best response"), printed[2]
+    # the Einstein engine's block (the page's third), then the proposer's training, then self-play's
+    assert printed[2].startswith("{'player_0': (282,), 'player_1': (282,)}\n1 "), printed[2]
+    assert printed[3].startswith(f"{shown[1]}% of the best response"), printed[3]
+    shown = re.search(r"That prints `(\d+\.\d)% success`", PAGE)
+    assert shown, "the page gives the figure the self-play block prints"
+    assert printed[4].startswith(f"{shown[1]}% success"), printed[4]

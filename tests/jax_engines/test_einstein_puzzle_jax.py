@@ -216,7 +216,9 @@ def _depth(p: Puzzle) -> int:
 
 
 @pytest.mark.parametrize(("n", "private_share", "max_depth"), [(4, 2 / 3, None), (7, 2 / 3, None), (12, 0.0, 2)])
-def test_drawn_puzzles_are_valid_and_distributed_as_the_generators(n: int, private_share: float, max_depth: int) -> None:
+def test_drawn_puzzles_are_valid_and_distributed_as_the_generators(
+    n: int, private_share: float, max_depth: int
+) -> None:
     """Every drawn puzzle passes ``check_puzzle`` (unique goal, even split, all three kinds of holders...), and the
     statistics the generator's steps fix match the numpy generator's over 3,000 puzzles each."""
     count = 3000
@@ -244,7 +246,7 @@ def test_drawn_puzzles_are_valid_and_distributed_as_the_generators(n: int, priva
     if max_depth is not None:
         assert mine["depth"].max() == max_depth
     for bad in ({"n": 3}, {"n": 17}, {"n": 5, "private_share": 1.5}, {"n": 5, "max_depth": 0}):
-        with pytest.raises(ValueError, match="n must be|private_share|max_depth"):
+        with pytest.raises(ValueError, match=r"n must be|private_share|max_depth"):
             jax_engine.draw_puzzle(jax.random.PRNGKey(0), **bad)
 
 
@@ -275,7 +277,9 @@ def test_jaxmarl_interface_and_auto_reset() -> None:
         _, state, rewards, dones, infos = jax.vmap(wrapped.step)(jax.random.split(k2, n), state, acts)
         return state, (rewards["player_0"], dones["__all__"], infos, legal, state.env_state.turn)
 
-    _, (rewards, dones, infos, legal, turns) = jax.jit(lambda s: jax.lax.scan(turn, s, jax.random.split(jax.random.PRNGKey(1), steps)))(state)
+    _, (rewards, dones, infos, legal, turns) = jax.jit(
+        lambda s: jax.lax.scan(turn, s, jax.random.split(jax.random.PRNGKey(1), steps))
+    )(state)
     assert bool(jnp.all(legal))  # random_legal draws only legal actions
     assert 0 < int(dones.sum()) < n * steps
     # JaxMARL's auto-reset: a finished game is a new one at turn 0; LogWrapper's returns are the episodes' rewards
