@@ -34,7 +34,7 @@ import optax
 
 from eq_env.baselines.jax_policy import MASKED, _mlp, mlp_logits
 
-__all__ = ["PPOConfig", "TrainResult", "config_dict", "make_train"]
+__all__ = ["PPOConfig", "TrainResult", "Trained", "config_dict", "make_train", "run_training"]
 Partner = Callable[[jax.Array, Any, dict[str, jax.Array], dict[str, jax.Array]], jax.Array]
 
 
@@ -286,6 +286,31 @@ def make_train(
         return TrainResult(params, returns)
 
     return train
+
+
+class Trained(NamedTuple):
+    """:func:`run_training`'s result: the networks as numpy arrays, each learner's returns per update (None where
+    no episode ended), and the seconds spent tracing and compiling and training."""
+
+    params: dict[str, Any]
+    returns: dict[str, list[float | None]]
+    compile_seconds: float
+    train_seconds: float
+
+
+def run_training(train: Callable[[jax.Array], TrainResult], seed: int) -> Trained:
+    """Compile ``train`` (from :func:`make_train`) and run it from ``PRNGKey(seed)``, timing each part."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    import time
+
+    start = time.perf_counter()
+    compiled = jax.jit(train).lower(jax.random.PRNGKey(seed)).compile()
+    compiled_at = time.perf_counter()
+    result = jax.block_until_ready(compiled(jax.random.PRNGKey(seed)))
+    done = time.perf_counter()
+    returns = {a: [None if not np.isfinite(x) else float(x) for x in np.asarray(r)] for a, r in result.returns.items()}
+    return Trained(jax.tree.map(np.asarray, result.params), returns, compiled_at - start, done - compiled_at)
 
 
 def config_dict(config: PPOConfig) -> dict[str, Any]:

@@ -23,7 +23,6 @@ Needs the ``jax`` extra to train (imported by :func:`train` and :func:`success_r
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,25 +71,16 @@ def train(
     import jax
 
     from eq_env.baselines.jax_policy import save
-    from eq_env.baselines.jax_ppo import config_dict, make_train
+    from eq_env.baselines.jax_ppo import config_dict, make_train, run_training
     from eq_env.einstein_puzzle.jax_engine import AGENTS, EinsteinPuzzleJax
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     config = EinsteinPuzzleConfig(strict_mask=True) if config is None else config
     if not isinstance(config, EinsteinPuzzleConfig):
         raise TypeError(f"config must be an EinsteinPuzzleConfig, got {type(config).__name__}")
     ppo = default_ppo(config.n) if ppo is None else ppo
     env = EinsteinPuzzleJax(config)
-    fn = make_train(env, ppo, list(AGENTS), shared=True)
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(jax.random.PRNGKey(seed)).compile()
-    compiled_at = time.perf_counter()
-    result = jax.block_until_ready(compiled(jax.random.PRNGKey(seed)))
-    done = time.perf_counter()
-    params = jax.tree.map(np.asarray, result.params)
-    curve = np.asarray(result.returns[AGENTS[0]])
-    returns = [None if not np.isfinite(x) else float(x) for x in curve]
+    done = run_training(make_train(env, ppo, list(AGENTS), shared=True), seed)
+    returns = done.returns[AGENTS[0]]
     meta = {
         "env": ID,
         "config": config.to_dict(),
@@ -99,12 +89,12 @@ def train(
         "hyper": config_dict(ppo),
         "seed": seed,
         "jax": jax.__version__,
-        "compile_seconds": round(compiled_at - start, 3),
-        "train_seconds": round(done - compiled_at, 3),
+        "compile_seconds": round(done.compile_seconds, 3),
+        "train_seconds": round(done.train_seconds, 3),
         "returns": {AGENTS[0]: returns},
     }
-    path = save(out, params, meta)
-    return JaxSelfPlay(path, config, compiled_at - start, done - compiled_at, returns)
+    path = save(out, done.params, meta)
+    return JaxSelfPlay(path, config, done.compile_seconds, done.train_seconds, returns)
 
 
 def success_rate(

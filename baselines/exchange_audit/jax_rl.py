@@ -20,7 +20,6 @@ Needs the ``jax`` extra to train (JAX is imported by :func:`train` only); playin
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +79,7 @@ def train(
     scripted policy the JAX engine has, so the validator learns only with ``role="both"``."""
     import jax
 
-    from eq_env.baselines.jax_ppo import config_dict, make_train
+    from eq_env.baselines.jax_ppo import config_dict, make_train, run_training
     from eq_env.exchange_audit import jax_engine
 
     if role not in ROLES:
@@ -99,14 +98,7 @@ def train(
     env = jax_engine.ExchangeAuditJax(config, reward_mode="individual")
     learners = list(_AGENT.values()) if role == "both" else [_AGENT[role]]
     partners = {} if role == "both" else {"validator_0": _rule_partner(env.params)}
-    fn = make_train(env, ppo, learners, partners)
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(jax.random.PRNGKey(seed)).compile()
-    compiled_at = time.perf_counter()
-    result = jax.block_until_ready(compiled(jax.random.PRNGKey(seed)))
-    done = time.perf_counter()
-    params = jax.tree.map(np.asarray, result.params)
-    returns = {a: [None if not np.isfinite(x) else float(x) for x in np.asarray(r)] for a, r in result.returns.items()}
+    done = run_training(make_train(env, ppo, learners, partners), seed)
     meta = {
         "env": ID,
         "config": config.to_dict(),
@@ -116,12 +108,12 @@ def train(
         "hyper": config_dict(ppo),
         "seed": seed,
         "jax": jax.__version__,
-        "compile_seconds": round(compiled_at - start, 3),
-        "train_seconds": round(done - compiled_at, 3),
-        "returns": returns,
+        "compile_seconds": round(done.compile_seconds, 3),
+        "train_seconds": round(done.train_seconds, 3),
+        "returns": done.returns,
     }
-    path = save(out, params, meta)
-    return JaxTraining(path, compiled_at - start, done - compiled_at, returns)
+    path = save(out, done.params, meta)
+    return JaxTraining(path, done.compile_seconds, done.train_seconds, done.returns)
 
 
 def _rule_partner(params: Any) -> Any:
